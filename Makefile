@@ -1,0 +1,107 @@
+# nbkube Makefile. `make help` lists the targets.
+
+# Pinned tool versions: the Kubernetes 1.36 line everywhere.
+KUBE_VERSION ?= v1.36.3
+CONTROLLER_TOOLS_VERSION ?= v0.21.0
+KUSTOMIZE_VERSION ?= v5.8.1
+GOLANGCI_LINT_VERSION ?= v2.15.0
+
+# Where the hack/ script keeps the Kubernetes binaries it builds (shared by every clone).
+NBKUBE_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nbkube
+KUBE_BIN_DIR ?= $(NBKUBE_CACHE_DIR)/k8s/$(KUBE_VERSION)/bin
+export NBKUBE_CACHE_DIR KUBE_VERSION
+
+LOCALBIN ?= $(CURDIR)/bin
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# Test flags: `make test TEST_FLAGS='-run Foo -v'`.
+TEST_FLAGS ?=
+# `make run` passes these to `nbkube local`.
+RUN_ARGS ?=
+
+.DEFAULT_GOAL := help
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: generate
+generate: controller-gen ## Generate deepcopy code for the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: manifests
+manifests: controller-gen ## Generate CRDs and RBAC into config/.
+	$(CONTROLLER_GEN) rbac:roleName=nbkube-manager crd paths="./api/..." paths="./controllers/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: verify
+verify: generate manifests fmt vet ## Regenerate code and manifests and fail if anything changed.
+	@if [ -n "$$(git status --porcelain -- api config controllers go.mod go.sum '*.go')" ]; then \
+		echo "make verify: generated files or formatting differ from what is committed:"; \
+		git status --porcelain -- api config controllers go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
+
+.PHONY: test
+test: k8s-bins ## Run all Go tests (unit, envtest, local node with real ipykernel).
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" go test ./... $(TEST_FLAGS)
+
+##@ Build
+
+.PHONY: build
+build: ## Build the nbkube binary into bin/.
+	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/nbkube ./cmd/nbkube
+
+.PHONY: run
+run: build k8s-bins ## Run nbkube locally: embedded control plane, manager and local node (data in .nbkube/).
+	$(LOCALBIN)/nbkube local --kube-bin-dir "$(KUBE_BIN_DIR)" $(RUN_ARGS)
+
+.PHONY: k8s-bins
+k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy (cached).
+	@hack/build-k8s.sh >/dev/null
+
+##@ Tools
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Install controller-gen into bin/.
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: kustomize
+kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
+$(KUSTOMIZE): | $(LOCALBIN)
+	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+# go-install-tool installs a pinned version of a Go tool under a versioned name.
+# $1 target path, $2 package, $3 version.
+define go-install-tool
+@set -e; echo "installing $(2)@$(3)"; \
+GOBIN=$(LOCALBIN) go install $(2)@$(3); \
+mv -f "$(LOCALBIN)/$$(basename $(2))" "$(1)"
+endef

@@ -1,0 +1,104 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterState is whether a cluster should run.
+// +kubebuilder:validation:Enum=Running;Stopped
+type ClusterState string
+
+const (
+	// ClusterRunning runs the controller and the engines.
+	ClusterRunning ClusterState = "Running"
+	// ClusterStopped runs nothing; the cluster stays listed and can be started again.
+	ClusterStopped ClusterState = "Stopped"
+)
+
+// ConditionControllerReady is True when a cluster's ipcontroller pod is ready.
+const ConditionControllerReady = "ControllerReady"
+
+// ClusterParameters is the spec of a Cluster.
+type ClusterParameters struct {
+	// owner is the user the cluster belongs to.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="owner is immutable"
+	Owner Owner `json:"owner"`
+
+	// state says whether the cluster runs.
+	// +optional
+	// +kubebuilder:default=Running
+	State ClusterState `json:"state,omitempty"`
+
+	// engines is the number of engines while the cluster runs, IPython's n.
+	// +optional
+	// +kubebuilder:default=2
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	Engines int32 `json:"engines,omitempty"`
+
+	// image is the container image of the controller and engine pods; it must have
+	// ipyparallel. Empty means the operator's default cluster image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// engineResources are the compute resources of each engine.
+	// +optional
+	EngineResources corev1.ResourceRequirements `json:"engineResources,omitempty"`
+}
+
+// ClusterStatus reports the controller and the engines.
+type ClusterStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: ControllerReady, Ready (controller and every engine ready), Failed.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// readyEngines is the number of engines ready.
+	// +optional
+	ReadyEngines int32 `json:"readyEngines,omitempty"`
+}
+
+// Cluster is a cluster of IPython parallel engines with their controller; its name is the
+// IPython profile of the cluster API.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ipcluster,categories=nbkube
+// +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
+// +kubebuilder:printcolumn:name="Engines",type=integer,JSONPath=`.spec.engines`
+// +kubebuilder:printcolumn:name="Ready Engines",type=integer,JSONPath=`.status.readyEngines`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the cluster that was asked for.
+	// +required
+	Spec ClusterParameters `json:"spec"`
+
+	// status is what runs.
+	// +optional
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterList is a list of Clusters.
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Cluster{}, &ClusterList{})
+}

@@ -1,0 +1,48 @@
+package v1alpha1
+
+// Owner is the user a resource belongs to: the identity of the Jupyter API request that
+// created it, or whatever an admin sets. Users see and touch only their own resources.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=253
+type Owner string
+
+// ExecutionState is Jupyter's execution_state of a kernel.
+// +kubebuilder:validation:Enum=starting;idle;busy;restarting;dead
+type ExecutionState string
+
+// The execution states Jupyter clients know.
+const (
+	ExecutionStateStarting   ExecutionState = "starting"
+	ExecutionStateIdle       ExecutionState = "idle"
+	ExecutionStateBusy       ExecutionState = "busy"
+	ExecutionStateRestarting ExecutionState = "restarting"
+	ExecutionStateDead       ExecutionState = "dead"
+)
+
+// Condition types shared by the kinds.
+const (
+	// ConditionReady is True when the resource does what it is for: a kernel that answers, a
+	// session whose kernel answers, a cluster whose controller and engines run, a valid spec.
+	ConditionReady = "Ready"
+	// ConditionFailed is True when the resource cannot get ready without a change: the reason
+	// says why (ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...). Clients stop waiting.
+	ConditionFailed = "Failed"
+)
+
+// Labels and annotations nbkube puts on the objects it creates.
+const (
+	// LabelComponent tells kernel pods from cluster controller and engine pods.
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelManagedBy marks objects made by nbkube.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelKernel names the Kernel a pod or secret belongs to.
+	LabelKernel = "nbkube.io/kernel"
+	// LabelKernelSpec names the KernelSpec a kernel pod runs.
+	LabelKernelSpec = "nbkube.io/kernelspec"
+	// LabelCluster names the Cluster a pod, service or deployment belongs to.
+	LabelCluster = "nbkube.io/cluster"
+	// LabelSession names the Session that created a Kernel.
+	LabelSession = "nbkube.io/session"
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "nbkube"
+)

@@ -1,0 +1,113 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// KernelParameters is the spec of a Kernel. (It is not called KernelSpec because that is the
+// kind that describes kinds of kernels.)
+type KernelParameters struct {
+	// owner is the user the kernel belongs to.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="owner is immutable"
+	Owner Owner `json:"owner"`
+
+	// kernelSpec names the KernelSpec (in the same namespace) the kernel runs.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="kernelSpec is immutable"
+	KernelSpec string `json:"kernelSpec"`
+
+	// path is the kernel's working directory relative to the contents root, as Jupyter's
+	// POST /api/kernels "path". Empty means the root.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
+	Path string `json:"path,omitempty"`
+
+	// cluster names a Cluster (in the same namespace) whose client connection info the kernel
+	// receives, so that ipyparallel reaches its engines.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Cluster string `json:"cluster,omitempty"`
+
+	// env is added to the kernel's environment after the KernelSpec's env.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Env map[string]string `json:"env,omitempty"`
+}
+
+// KernelStatus is what the controller and the kernel's agent observed.
+type KernelStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready (the kernel pod is ready to take connections) and Failed (it cannot
+	// run; the reason says why).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// executionState is Jupyter's execution_state of the kernel.
+	// +optional
+	ExecutionState ExecutionState `json:"executionState,omitempty"`
+
+	// podIP is the address of the kernel pod's agent.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PodIP string `json:"podIP,omitempty"`
+
+	// lastActivity is the time of the kernel's last message, Jupyter's last_activity.
+	// +optional
+	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
+
+	// connections is the number of clients connected to the kernel's channels.
+	// +optional
+	Connections int32 `json:"connections,omitempty"`
+
+	// restartCount is how often the kernel process was restarted.
+	// +optional
+	RestartCount int32 `json:"restartCount,omitempty"`
+}
+
+// Kernel is a running Jupyter kernel: one pod whose nbkube agent runs the kernel process.
+// Its name is the kernel id of the Jupyter API.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=kn,categories=nbkube
+// +kubebuilder:printcolumn:name="Spec",type=string,JSONPath=`.spec.kernelSpec`
+// +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.executionState`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Pod IP",type=string,JSONPath=`.status.podIP`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Kernel struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the kernel that was asked for.
+	// +required
+	Spec KernelParameters `json:"spec"`
+
+	// status is what runs.
+	// +optional
+	Status KernelStatus `json:"status,omitempty"`
+}
+
+// KernelList is a list of Kernels.
+// +kubebuilder:object:root=true
+type KernelList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Kernel `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Kernel{}, &KernelList{})
+}

@@ -1,0 +1,137 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// InterruptMode is how a kernel is interrupted, as in Jupyter's kernel.json.
+// +kubebuilder:validation:Enum=signal;message
+type InterruptMode string
+
+const (
+	// InterruptModeSignal sends SIGINT to the kernel process.
+	InterruptModeSignal InterruptMode = "signal"
+	// InterruptModeMessage sends an interrupt_request on the control channel.
+	InterruptModeMessage InterruptMode = "message"
+)
+
+// KernelSpecSpec describes one kind of kernel: what /api/kernelspecs lists and what a kernel
+// pod of this kind runs. It mirrors Jupyter's kernel.json plus what a pod needs.
+// +kubebuilder:validation:XValidation:rule="self.argv.exists(a, a.contains('{connection_file}'))",message="argv must pass {connection_file} to the kernel"
+type KernelSpecSpec struct {
+	// displayName is the name shown to users, kernel.json's display_name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	DisplayName string `json:"displayName"`
+
+	// language is the kernel's language, e.g. "python".
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Language string `json:"language"`
+
+	// argv is the kernel's command line. "{connection_file}" is replaced by the path of the
+	// connection file the nbkube agent writes.
+	// +required
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Argv []string `json:"argv"`
+
+	// image is the container image of kernel pods. Any image that can run argv works: the
+	// nbkube agent is copied into the pod. Empty means the operator's default kernel image.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// interruptMode is how kernels of this spec are interrupted.
+	// +optional
+	// +kubebuilder:default=signal
+	InterruptMode InterruptMode `json:"interruptMode,omitempty"`
+
+	// env is set in the kernel's environment, kernel.json's env.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	Env map[string]string `json:"env,omitempty"`
+
+	// metadata is kernel.json's free-form metadata, returned as is by /api/kernelspecs.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
+
+	// resources are the compute resources of the kernel container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// logo is the kernel's logo (logo-64x64.png, logo-32x32.png or logo-svg.svg in Jupyter).
+	// +optional
+	Logo *KernelLogo `json:"logo,omitempty"`
+}
+
+// KernelLogo is a small image served under /kernelspecs/<name>/.
+type KernelLogo struct {
+	// fileName is the name it is served under, e.g. "logo-64x64.png".
+	// +required
+	// +kubebuilder:validation:Pattern=`^logo-[A-Za-z0-9x]+\.(png|svg)$`
+	// +kubebuilder:validation:MaxLength=64
+	FileName string `json:"fileName"`
+
+	// data is the image itself.
+	// +required
+	// +kubebuilder:validation:MaxLength=65536
+	Data []byte `json:"data"`
+}
+
+// KernelSpecStatus reports whether the spec is usable.
+type KernelSpecStatus struct {
+	// observedGeneration is the generation the status was computed for.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions: Ready is True when the spec is valid and can start kernels.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// KernelSpec is a kind of kernel users can start, an entry of /api/kernelspecs.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ks;kspec,categories=nbkube
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
+// +kubebuilder:printcolumn:name="Language",type=string,JSONPath=`.spec.language`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type KernelSpec struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec describes the kernel.
+	// +required
+	Spec KernelSpecSpec `json:"spec"`
+
+	// status reports validation.
+	// +optional
+	Status KernelSpecStatus `json:"status,omitempty"`
+}
+
+// KernelSpecList is a list of KernelSpecs.
+// +kubebuilder:object:root=true
+type KernelSpecList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []KernelSpec `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&KernelSpec{}, &KernelSpecList{})
+}
