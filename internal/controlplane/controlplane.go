@@ -1,0 +1,458 @@
+// Package controlplane runs a real Kubernetes control plane (etcd, kube-apiserver and,
+// optionally, kube-controller-manager) as child processes with its state in one directory.
+// It is the cluster of `nbkube local` and of the end-to-end tests: the binaries are the ones
+// hack/build-k8s.sh builds, so controllers meet the same API machinery as in a real cluster.
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const (
+	serviceCIDR = "10.0.0.0/24"
+	// serviceIP is the first address of serviceCIDR, the `kubernetes` Service's.
+	serviceIP = "10.0.0.1"
+
+	startTimeout = 2 * time.Minute
+	stopGrace    = 15 * time.Second
+)
+
+// Config says where the binaries are and where the state lives.
+type Config struct {
+	// BinDir holds etcd, kube-apiserver and kube-controller-manager.
+	BinDir string
+	// DataDir holds the state: etcd's data, the PKI, logs and the admin kubeconfig. It
+	// survives restarts; one control plane at a time may use it.
+	DataDir string
+	// ControllerManager also runs kube-controller-manager (Deployments, garbage collection,
+	// service accounts). Without it the ServiceAccount admission plugin is off, as in envtest.
+	ControllerManager bool
+	// UnsafeNoFsync makes etcd skip fsync: for throw-away test clusters only.
+	UnsafeNoFsync bool
+	// Progress receives one line per step for people watching; nil discards.
+	Progress io.Writer
+}
+
+// ControlPlane is a running control plane.
+type ControlPlane struct {
+	cfg        Config
+	procs      []*process // in start order
+	lock       *os.File
+	restConfig *rest.Config
+	kubeconfig string
+}
+
+// ports are the loopback ports the control plane listens on, kept across restarts so that
+// etcd's member URLs and users' kubeconfigs stay valid.
+type ports struct {
+	EtcdClient int `json:"etcdClient"`
+	EtcdPeer   int `json:"etcdPeer"`
+	APIServer  int `json:"apiServer"`
+}
+
+// Start brings the control plane up and returns once the API server is ready (and, with the
+// controller manager, once service accounts exist). On error nothing is left running.
+func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	for _, bin := range cfg.binaries() {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s (build it with hack/build-k8s.sh): %w", bin, cfg.BinDir, err)
+		}
+	}
+	for _, d := range []string{cfg.DataDir, cfg.dir("logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+	}
+	lock, err := lockDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	cp = &ControlPlane{cfg: cfg, lock: lock, kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig")}
+	defer func() {
+		if err != nil {
+			_ = cp.Stop()
+			cp = nil
+		}
+	}()
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+
+	ca, err := ensurePKI(cfg.dir("pki"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := cfg.choosePorts()
+	if err != nil {
+		return nil, err
+	}
+	if err := cp.startEtcd(ctx, p, ca); err != nil {
+		return nil, err
+	}
+	if err := cp.startAPIServer(ctx, p); err != nil {
+		return nil, err
+	}
+	if cfg.ControllerManager {
+		if err := cp.startControllerManager(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	return cp, nil
+}
+
+// RESTConfig is a cluster-admin client configuration.
+func (c *ControlPlane) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// KubeconfigPath is the admin kubeconfig, for kubectl.
+func (c *ControlPlane) KubeconfigPath() string { return c.kubeconfig }
+
+// LogDir holds one log file per control-plane process.
+func (c *ControlPlane) LogDir() string { return c.cfg.dir("logs") }
+
+// Stop stops the processes in reverse start order and releases the data directory.
+func (c *ControlPlane) Stop() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		errs = append(errs, c.procs[i].stop(stopGrace))
+	}
+	c.procs = nil
+	if c.lock != nil {
+		errs = append(errs, c.lock.Close())
+		c.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (cfg Config) dir(elem ...string) string {
+	return filepath.Join(append([]string{cfg.DataDir}, elem...)...)
+}
+
+func (cfg Config) binaries() []string {
+	b := []string{"etcd", "kube-apiserver"}
+	if cfg.ControllerManager {
+		b = append(b, "kube-controller-manager")
+	}
+	return b
+}
+
+// lockDir makes sure that one control plane at a time uses a data directory; the lock goes
+// with the process, however it ends.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s is in use by another nbkube: %w", dir, err)
+	}
+	return f, nil
+}
+
+// choosePorts reuses the ports of the last run where they are still free.
+func (cfg Config) choosePorts() (ports, error) {
+	path := cfg.dir("ports.json")
+	var p ports
+	if data, err := os.ReadFile(path); err == nil {
+		if err := json.Unmarshal(data, &p); err != nil {
+			return p, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	taken := map[int]bool{}
+	for _, port := range []*int{&p.EtcdClient, &p.EtcdPeer, &p.APIServer} {
+		if *port == 0 || taken[*port] || !portFree(*port) {
+			free, err := freePort(taken)
+			if err != nil {
+				return p, err
+			}
+			*port = free
+		}
+		taken[*port] = true
+	}
+	data, err := json.Marshal(p)
+	if err != nil {
+		return p, err
+	}
+	return p, writeFileAtomic(path, data, 0o600)
+}
+
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+func freePort(taken map[int]bool) (int, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !taken[port] {
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free loopback port")
+}
+
+func (c *ControlPlane) start(name string, args []string) (*process, error) {
+	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, name), args, c.LogDir())
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+func (c *ControlPlane) progress(format string, args ...any) {
+	fmt.Fprintf(c.cfg.Progress, format+"\n", args...)
+}
+
+func (c *ControlPlane) startEtcd(ctx context.Context, p ports, ca *keyPair) error {
+	pki := c.cfg.dir("pki")
+	client := fmt.Sprintf("https://127.0.0.1:%d", p.EtcdClient)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", p.EtcdPeer)
+	args := []string{
+		"--name=nbkube",
+		"--data-dir=" + c.cfg.dir("etcd"),
+		"--listen-client-urls=" + client,
+		"--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer,
+		"--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=nbkube=" + peer,
+		// Only holders of a certificate from our CA (the API server) may talk to etcd: on a
+		// shared machine a plain loopback port would hand every user the cluster's secrets.
+		"--client-cert-auth",
+		"--trusted-ca-file=" + filepath.Join(pki, "ca.crt"),
+		"--cert-file=" + filepath.Join(pki, "etcd-server.crt"),
+		"--key-file=" + filepath.Join(pki, "etcd-server.key"),
+		"--listen-metrics-urls=",
+		"--log-level=warn",
+	}
+	if c.cfg.UnsafeNoFsync {
+		args = append(args, "--unsafe-no-fsync")
+	}
+	started := time.Now()
+	c.progress("starting etcd")
+	proc, err := c.start("etcd", args)
+	if err != nil {
+		return err
+	}
+	pair, err := tls.LoadX509KeyPair(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	httpClient := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+	}}
+	defer httpClient.CloseIdleConnections()
+	err = c.waitFor(ctx, proc, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, client+"/health", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && bytes.Contains(body, []byte(`"health":"true"`)), nil
+	})
+	if err != nil {
+		return err
+	}
+	c.progress("etcd ready in %s", time.Since(started).Round(10*time.Millisecond))
+	return nil
+}
+
+func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
+	pki := c.cfg.dir("pki")
+	f := func(name string) string { return filepath.Join(pki, name) }
+	args := []string{
+		fmt.Sprintf("--etcd-servers=https://127.0.0.1:%d", p.EtcdClient),
+		"--etcd-cafile=" + f("ca.crt"),
+		"--etcd-certfile=" + f("apiserver-etcd-client.crt"),
+		"--etcd-keyfile=" + f("apiserver-etcd-client.key"),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", p.APIServer),
+		"--tls-cert-file=" + f("apiserver.crt"),
+		"--tls-private-key-file=" + f("apiserver.key"),
+		"--client-ca-file=" + f("ca.crt"),
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + f("sa.pub"),
+		"--service-account-signing-key-file=" + f("sa.key"),
+		// The `kubernetes` Endpoints reject loopback addresses; nothing here needs them.
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+		"--cert-dir=" + c.cfg.dir("pki", "apiserver-generated"),
+	}
+	if !c.cfg.ControllerManager {
+		// Without the controller manager no `default` service account ever appears, and the
+		// admission plugin would refuse every pod.
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
+	started := time.Now()
+	c.progress("starting kube-apiserver")
+	proc, err := c.start("kube-apiserver", args)
+	if err != nil {
+		return err
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
+	if err := c.writeKubeconfig(c.kubeconfig, server, "admin"); err != nil {
+		return err
+	}
+	c.restConfig, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return err
+	}
+	c.restConfig.QPS, c.restConfig.Burst = 200, 400
+	clientset, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	err = c.waitFor(ctx, proc, func(ctx context.Context) (bool, error) {
+		var status int
+		res := clientset.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
+		return res.Error() == nil && status == http.StatusOK, nil
+	})
+	if err != nil {
+		return err
+	}
+	c.progress("kube-apiserver ready in %s at %s", time.Since(started).Round(10*time.Millisecond), server)
+	return nil
+}
+
+func (c *ControlPlane) startControllerManager(ctx context.Context, p ports) error {
+	pki := c.cfg.dir("pki")
+	kubeconfig := c.cfg.dir("controller-manager.kubeconfig")
+	if err := c.writeKubeconfig(kubeconfig, fmt.Sprintf("https://127.0.0.1:%d", p.APIServer), "controller-manager"); err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		// Each controller gets its own service account, as kubeadm sets it up: the controller
+		// manager's identity only has the rights to mint their tokens.
+		"--use-service-account-credentials=true",
+		"--service-account-private-key-file=" + filepath.Join(pki, "sa.key"),
+		"--root-ca-file=" + filepath.Join(pki, "ca.crt"),
+		"--cluster-cidr=",
+		"--allocate-node-cidrs=false",
+		"--secure-port=0",
+		"--profiling=false",
+	}
+	started := time.Now()
+	c.progress("starting kube-controller-manager")
+	proc, err := c.start("kube-controller-manager", args)
+	if err != nil {
+		return err
+	}
+	clientset, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	// Pods can be created once the service-account controller has made `default`.
+	err = c.waitFor(ctx, proc, func(ctx context.Context) (bool, error) {
+		_, err := clientset.CoreV1().ServiceAccounts(corev1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	c.progress("kube-controller-manager ready in %s", time.Since(started).Round(10*time.Millisecond))
+	return nil
+}
+
+// waitFor polls cond until it holds, the process dies (with the tail of its log in the
+// error) or ctx ends.
+func (c *ControlPlane) waitFor(ctx context.Context, proc *process, cond wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if done, exitErr := proc.exited(); done {
+			return false, fmt.Errorf("%s exited (%v); its log ends with:\n%s", proc.name, exitErr, c.logTail(proc.name))
+		}
+		return cond(ctx)
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("%s not ready: %w; its log ends with:\n%s", proc.name, err, c.logTail(proc.name))
+	}
+	return err
+}
+
+func (c *ControlPlane) logTail(name string) string {
+	data, err := os.ReadFile(filepath.Join(c.LogDir(), name+".log"))
+	if err != nil {
+		return err.Error()
+	}
+	const max = 3000
+	if len(data) > max {
+		data = data[len(data)-max:]
+	}
+	return string(data)
+}
+
+// writeKubeconfig writes a kubeconfig for the client certificate pki/<user>.crt, with the
+// credentials embedded so the file works wherever it is copied.
+func (c *ControlPlane) writeKubeconfig(path, server, user string) error {
+	read := func(name string) ([]byte, error) { return os.ReadFile(c.cfg.dir("pki", name)) }
+	caData, err := read("ca.crt")
+	if err != nil {
+		return err
+	}
+	certData, err := read(user + ".crt")
+	if err != nil {
+		return err
+	}
+	keyData, err := read(user + ".key")
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["nbkube"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caData}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: certData, ClientKeyData: keyData}
+	cfg.Contexts["nbkube"] = &clientcmdapi.Context{Cluster: "nbkube", AuthInfo: user}
+	cfg.CurrentContext = "nbkube"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, data, 0o600)
+}

@@ -1,0 +1,192 @@
+package controlplane_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nbkube/nbkube/internal/controlplane"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+const helperEnv = "NBKUBE_CONTROLPLANE_TEST_HELPER"
+
+func TestMain(m *testing.M) {
+	// Re-executed as a helper: run a control plane until killed.
+	if dir := os.Getenv(helperEnv); dir != "" {
+		cp, err := controlplane.Start(context.Background(), controlplane.Config{
+			BinDir: testenv.KubeBinDir(), DataDir: dir, UnsafeNoFsync: true,
+		})
+		if err != nil {
+			fmt.Println("error:", err)
+			os.Exit(1)
+		}
+		fmt.Println("ready", cp.KubeconfigPath())
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+func start(t *testing.T, dir string, kcm bool) *controlplane.ControlPlane {
+	t.Helper()
+	cp, err := controlplane.Start(context.Background(), controlplane.Config{
+		BinDir: testenv.KubeBinDir(), DataDir: dir, ControllerManager: kcm, UnsafeNoFsync: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cp
+}
+
+func TestControlPlane_StateSurvivesRestartAndDataDirIsExclusive(t *testing.T) {
+	dir := t.TempDir()
+	cp := start(t, dir, false)
+
+	if _, err := controlplane.Start(context.Background(), controlplane.Config{
+		BinDir: testenv.KubeBinDir(), DataDir: dir,
+	}); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("second control plane on the same data dir: got %v, want an in-use error", err)
+	}
+
+	// The kubeconfig on disk is what kubectl users get; use it rather than RESTConfig.
+	cfg, err := clientcmd.BuildConfigFromFlags("", cp.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "default"}, Data: map[string]string{"a": "b"}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cp.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	cp = start(t, dir, false)
+	defer cp.Stop()
+	cs = kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("ConfigMap lost across a restart: %v", err)
+	}
+	if got.Data["a"] != "b" {
+		t.Errorf("ConfigMap data = %v", got.Data)
+	}
+}
+
+func TestControlPlane_TwoInstancesSideBySideWithControllerManager(t *testing.T) {
+	a := testenv.ControlPlane(t, true)
+	b := testenv.ControlPlane(t, false)
+	if a.RESTConfig().Host == b.RESTConfig().Host {
+		t.Fatalf("both control planes at %s", a.RESTConfig().Host)
+	}
+	ctx := context.Background()
+	// The controller manager's service-account controller has run (Start waits for it), and
+	// the token controller publishes the root CA for pods.
+	csA := kubernetes.NewForConfigOrDie(a.RESTConfig())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := csA.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kube-root-ca.crt never published: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	csB := kubernetes.NewForConfigOrDie(b.RESTConfig())
+	if _, err := csB.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ready") {
+		cmd.Process.Kill()
+		t.Fatalf("helper: %q %v", line, err)
+	}
+	children := childPIDs(t, cmd.Process.Pid)
+	if len(children) != 2 {
+		cmd.Process.Kill()
+		t.Fatalf("helper children = %v, want etcd and kube-apiserver", children)
+	}
+
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, pid := range children {
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("child %d outlived its killed parent", pid)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// The lock went with the process: the data dir is usable again.
+	start(t, dir, false).Stop()
+}
+
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range tasks {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, field := range strings.Fields(string(data)) {
+			n, err := strconv.Atoi(field)
+			if err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid still runs (a zombie counts as gone: it has exited).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat))
+	return len(fields) > 2 && fields[2] != "Z"
+}
