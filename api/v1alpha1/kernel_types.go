@@ -27,11 +27,6 @@ type KernelParameters struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
 	Path string `json:"path,omitempty"`
 
-	// cluster names a Cluster (in the same namespace) whose client connection info the kernel
-	// receives, so that ipyparallel reaches its engines.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	Cluster string `json:"cluster,omitempty"`
 
 	// env is added to the kernel's environment after the KernelSpec's env.
 	// +optional

@@ -48,10 +48,6 @@ type SessionParameters struct {
 	// +required
 	Kernel SessionKernel `json:"kernel"`
 
-	// cluster names a Cluster the kernel the session starts is attached to.
-	// +optional
-	// +kubebuilder:validation:MaxLength=253
-	Cluster string `json:"cluster,omitempty"`
 }
 
 // SessionStatus mirrors the session's kernel.

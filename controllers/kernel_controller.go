@@ -1,0 +1,208 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
+)
+
+// KernelReconciler runs each Kernel as a pod with its own Secret and reflects the pod's
+// state in the Kernel's status.
+type KernelReconciler struct {
+	client.Client
+	// APIReader reads around the cache, which holds only nbkube's pods: a pod of the same
+	// name made by someone else is only visible there.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Clock     clock.PassiveClock
+	Rand      io.Reader
+	Options   builder.Options
+}
+
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/finalizers,verbs=update
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile makes the Kernel's Secret and Pod exist and computes its status.
+func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	kernel := &nbv1.Kernel{}
+	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if kernel.DeletionTimestamp != nil {
+		// The Secret and Pod are collected through their owner references.
+		return ctrl.Result{}, nil
+	}
+	var obs kernelObservation
+	var err error
+	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
+		r.reconcileSecret,
+		r.reconcilePod,
+	} {
+		if err = step(ctx, kernel, &obs); err != nil || obs.problem != nil {
+			break
+		}
+	}
+	if err != nil && obs.problem == nil && obs.pod == nil {
+		// A failed step leaves the status as it was rather than claiming a state.
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, metav1.NewTime(r.Clock.Now())), err)
+}
+
+// kernelSpec finds the KernelSpec a new kernel pod is built from. Only pod creation needs
+// it: a running kernel whose spec is deleted or edited keeps running.
+func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) error {
+	spec := &nbv1.KernelSpec{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Spec.KernelSpec}, spec)
+	if apierrors.IsNotFound(err) {
+		obs.problem = &problem{reason: ReasonKernelSpecNotFound, fatal: true,
+			message: fmt.Sprintf("kernel spec %q does not exist in namespace %s", k.Spec.KernelSpec, k.Namespace)}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get kernel spec: %w", err)
+	}
+	// Validated here rather than read from the spec's Ready condition, which the KernelSpec
+	// controller may not have written yet when a kernel follows its spec closely.
+	if problems := validateKernelSpec(&spec.Spec, r.Options.DefaultKernelImage); len(problems) > 0 {
+		obs.problem = &problem{reason: ReasonKernelSpecInvalid, fatal: true,
+			message: fmt.Sprintf("kernel spec %q is invalid: %s", spec.Name, strings.Join(problems, "; "))}
+		return nil
+	}
+	obs.spec = spec
+	return nil
+}
+
+func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, _ *kernelObservation) error {
+	err := r.Get(ctx, client.ObjectKeyFromObject(k), &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	key, token := make([]byte, 32), make([]byte, 32)
+	if _, err := io.ReadFull(r.Rand, key); err != nil {
+		return fmt.Errorf("kernel key: %w", err)
+	}
+	if _, err := io.ReadFull(r.Rand, token); err != nil {
+		return fmt.Errorf("agent token: %w", err)
+	}
+	secret := builder.KernelSecret(k, hex.EncodeToString(key), base64.RawURLEncoding.EncodeToString(token))
+	if err := r.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create kernel secret: %w", err)
+	}
+	return nil
+}
+
+func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) error {
+	pod := &corev1.Pod{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(k), pod)
+	switch {
+	case err == nil:
+		if !metav1.IsControlledBy(pod, k) {
+			obs.problem = &problem{reason: ReasonPodConflict, fatal: true,
+				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
+			return nil
+		}
+		obs.pod = pod
+		return nil
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get kernel pod: %w", err)
+	}
+	if err := r.kernelSpec(ctx, k, obs); err != nil || obs.problem != nil {
+		return err
+	}
+	pod = builder.KernelPod(k, obs.spec, r.Options)
+	if err := r.Create(ctx, pod); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create kernel pod: %w", err)
+		}
+		existing := &corev1.Pod{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
+			return fmt.Errorf("get kernel pod: %w", err)
+		}
+		if !metav1.IsControlledBy(existing, k) {
+			obs.problem = &problem{reason: ReasonPodConflict, fatal: true,
+				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
+			return nil
+		}
+		// Ours, and not in the cache yet; its own event brings us back.
+		obs.pod = existing
+		return nil
+	}
+	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
+	r.Recorder.Eventf(k, pod, corev1.EventTypeNormal, "CreatedPod", "Create", "Created pod %s", pod.Name)
+	obs.pod = pod
+	return nil
+}
+
+// updateStatus writes the status when it changed; stepErr (if any) is returned after it.
+func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus, stepErr error) error {
+	if equality.Semantic.DeepEqual(k.Status, st) {
+		return stepErr
+	}
+	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
+	k = k.DeepCopy()
+	k.Status = st
+	if err := r.Status().Update(ctx, k); err != nil {
+		if apierrors.IsConflict(err) {
+			// Someone wrote meanwhile; their change brings us back with fresh data.
+			return stepErr
+		}
+		return fmt.Errorf("update kernel status: %w", err)
+	}
+	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); after != nil && (before == nil || before.Reason != after.Reason) {
+		r.Recorder.Eventf(k, nil, corev1.EventTypeWarning, after.Reason, "Start", "%s", after.Message)
+	}
+	return stepErr
+}
+
+// SetupWithManager watches Kernels, their Pods and Secrets, and the KernelSpecs they run.
+func (r *KernelReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&nbv1.Kernel{}).
+		Owns(&corev1.Pod{}).
+		Owns(&corev1.Secret{}).
+		Watches(&nbv1.KernelSpec{}, handler.EnqueueRequestsFromMapFunc(r.kernelsOfSpec)).
+		Named("kernel").
+		Complete(r)
+}
+
+// kernelsOfSpec maps a KernelSpec to the Kernels that run it, so that a kernel waiting for
+// its spec (or failed on an invalid one) is looked at again when the spec changes.
+func (r *KernelReconciler) kernelsOfSpec(ctx context.Context, o client.Object) []reconcile.Request {
+	var kernels nbv1.KernelList
+	if err := r.List(ctx, &kernels, client.InNamespace(o.GetNamespace()), client.MatchingFields{kernelSpecIndex: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "List kernels of kernel spec", "kernelSpec", o.GetName())
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(kernels.Items))
+	for _, k := range kernels.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
+	}
+	return reqs
+}

@@ -1,0 +1,337 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
+)
+
+func kernelSpec(ns, name string) *nbv1.KernelSpec {
+	return &nbv1.KernelSpec{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: nbv1.KernelSpecSpec{
+			DisplayName: "Python 3", Language: "python",
+			Argv: []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
+		},
+	}
+}
+
+func kernel(ns, name, spec string) *nbv1.Kernel {
+	return &nbv1.Kernel{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       nbv1.KernelParameters{Owner: "alice", KernelSpec: spec, Path: "work/dir"},
+	}
+}
+
+// kernelCondition waits until the kernel's condition has the status and reason.
+func kernelCondition(t *testing.T, k *nbv1.Kernel, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("kernel %s condition %s=%s/%s", k.Name, typ, status, reason), func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(k.Status.Conditions, typ)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("conditions %+v", k.Status.Conditions)
+		}
+		if k.Status.ObservedGeneration != k.Generation {
+			return fmt.Errorf("observedGeneration %d, generation %d", k.Status.ObservedGeneration, k.Generation)
+		}
+		return nil
+	})
+}
+
+func kernelPod(t *testing.T, k *nbv1.Kernel) *corev1.Pod {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+	eventually(t, "kernel pod", func() error { return get(pod) })
+	return pod
+}
+
+// setPodStatus plays the kubelet: it writes the pod's status through the API.
+func setPodStatus(t *testing.T, pod *corev1.Pod, mutate func(*corev1.PodStatus)) {
+	t.Helper()
+	eventually(t, "update pod status", func() error {
+		if err := get(pod); err != nil {
+			return err
+		}
+		mutate(&pod.Status)
+		return k8sClient.Status().Update(context.Background(), pod)
+	})
+}
+
+func TestKernel_CreatesSecretAndPodAndReportsReadiness(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k1"}}
+	eventually(t, "kernel secret", func() error { return get(secret) })
+	if key, err := hex.DecodeString(string(secret.Data[builder.SecretKeyHMAC])); err != nil || len(key) != 32 {
+		t.Errorf("HMAC key %q is not 32 random bytes in hex", secret.Data[builder.SecretKeyHMAC])
+	}
+	if len(secret.Data[builder.SecretKeyToken]) < 40 || !*secret.Immutable || !metav1.IsControlledBy(secret, k) {
+		t.Errorf("secret %+v", secret)
+	}
+
+	pod := kernelPod(t, k)
+	if !metav1.IsControlledBy(pod, k) {
+		t.Errorf("pod owner references %v", pod.OwnerReferences)
+	}
+	if got := pod.Spec.Containers[0].WorkingDir; got != builder.ContentsDir+"/work/dir" {
+		t.Errorf("working dir %s", got)
+	}
+	if got := pod.Spec.Volumes[len(pod.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName; got != "contents" {
+		t.Errorf("contents claim %s", got)
+	}
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	if k.Status.ExecutionState != nbv1.ExecutionStateStarting {
+		t.Errorf("execution state %q while pending, want starting", k.Status.ExecutionState)
+	}
+
+	setPodStatus(t, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.PodIP = "10.1.2.3"
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	if k.Status.PodIP != "10.1.2.3" || k.Status.ExecutionState != nbv1.ExecutionStateIdle {
+		t.Errorf("pod IP %q state %q", k.Status.PodIP, k.Status.ExecutionState)
+	}
+	if meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed) != nil {
+		t.Errorf("a ready kernel has a Failed condition: %v", k.Status.Conditions)
+	}
+}
+
+func TestKernel_FailsFastOnPodProblems(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     func(*corev1.PodStatus)
+		nodeName   bool
+		wantReason string
+		wantInMsg  string
+	}{
+		{
+			name: "image pull back-off",
+			status: func(s *corev1.PodStatus) {
+				s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "nope:1"`}}}}
+			},
+			nodeName: true, wantReason: "ImagePullBackOff", wantInMsg: "nope:1",
+		},
+		{
+			name: "crash loop",
+			status: func(s *corev1.PodStatus) {
+				s.InitContainerStatuses = []corev1.ContainerStatus{{Name: "install-agent", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}}}}
+			},
+			nodeName: true, wantReason: "CrashLoopBackOff", wantInMsg: "install-agent",
+		},
+		{
+			name: "unschedulable",
+			status: func(s *corev1.PodStatus) {
+				s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+					Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes have enough memory"}}
+			},
+			wantReason: "Unschedulable", wantInMsg: "enough memory",
+		},
+		{
+			name: "kernel process failed",
+			status: func(s *corev1.PodStatus) {
+				s.Phase = corev1.PodFailed
+				s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "No module named ipykernel"}}}}
+			},
+			nodeName: true, wantReason: "PodFailed", wantInMsg: "exited with code 2: No module named ipykernel",
+		},
+		{
+			name: "out of memory",
+			status: func(s *corev1.PodStatus) {
+				s.Phase = corev1.PodFailed
+				s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
+					Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
+			},
+			nodeName: true, wantReason: "OOMKilled", wantInMsg: "code 137",
+		},
+	}
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := kernel(ns, fmt.Sprintf("fail-%d", i), "python3")
+			create(t, k)
+			pod := kernelPod(t, k)
+			if tc.nodeName {
+				// The node name is set by binding, as a scheduler does.
+				b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+				if err := k8sClient.SubResource("binding").Create(context.Background(), pod, b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			setPodStatus(t, pod, tc.status)
+			kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, tc.wantReason)
+			if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); !strings.Contains(c.Message, tc.wantInMsg) {
+				t.Errorf("message %q lacks %q", c.Message, tc.wantInMsg)
+			}
+			if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady); c.Status != metav1.ConditionFalse {
+				t.Errorf("failed kernel is ready: %v", c)
+			}
+			if k.Status.ExecutionState != nbv1.ExecutionStateDead {
+				t.Errorf("execution state %q, want dead", k.Status.ExecutionState)
+			}
+			// The failure is told where an admin looks: an event on the Kernel.
+			eventually(t, "warning event on the kernel", func() error {
+				return findEvent(ns, k.Name, "Kernel", tc.wantReason)
+			})
+		})
+	}
+}
+
+func findEvent(ns, regarding, kind, reason string) error {
+	var evs eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	var seen []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == regarding && e.Regarding.Kind == kind && e.Reason == reason {
+			return nil
+		}
+		seen = append(seen, e.Regarding.Kind+"/"+e.Regarding.Name+":"+e.Reason)
+	}
+	return fmt.Errorf("no %s event on %s %s; have %v", reason, kind, regarding, seen)
+}
+
+func TestKernel_WaitsForItsKernelSpec(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "later")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelSpecNotFound")
+	if err := get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k1"}}); err == nil {
+		t.Error("a pod was made without a kernel spec")
+	}
+	create(t, kernelSpec(ns, "later"))
+	kernelPod(t, k)
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); c != nil {
+		t.Errorf("Failed condition stays after the spec appeared: %v", c)
+	}
+}
+
+func TestKernel_RefusesInvalidSpecAndForeignPod(t *testing.T) {
+	ns := namespace(t)
+	bad := kernelSpec(ns, "bad")
+	bad.Spec.Env = map[string]string{"1NOT-A-NAME": "x"}
+	create(t, bad)
+	k := kernel(ns, "k1", "bad")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelSpecInvalid")
+	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); !strings.Contains(c.Message, "1NOT-A-NAME") {
+		t.Errorf("message %q does not say what is wrong", c.Message)
+	}
+
+	create(t, kernelSpec(ns, "python3"))
+	foreign := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k2"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x:1"}}}}
+	create(t, foreign)
+	k2 := kernel(ns, "k2", "python3")
+	create(t, k2)
+	kernelCondition(t, k2, nbv1.ConditionFailed, metav1.ConditionTrue, "PodConflict")
+}
+
+func TestKernel_KeepsRunningWhenItsSpecIsDeleted(t *testing.T) {
+	ns := namespace(t)
+	spec := kernelSpec(ns, "python3")
+	k := kernel(ns, "k1", "python3")
+	create(t, spec, k)
+	pod := kernelPod(t, k)
+	setPodStatus(t, pod, func(s *corev1.PodStatus) {
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	if err := k8sClient.Delete(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	// Touch the kernel so that it is reconciled after the deletion.
+	update(t, k, func(k *nbv1.Kernel) { k.Labels = map[string]string{"touched": "yes"} })
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+}
+
+func TestKernel_PodEventsAreReemittedOnTheKernel(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+	pod := kernelPod(t, k)
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+		Reason:         "Unhealthy", Message: "Readiness probe failed: connection refused", Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: "kubelet"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	create(t, ev)
+	eventually(t, "re-emitted event", func() error {
+		var evs eventsv1.EventList
+		if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "Kernel" && e.Reason == "Unhealthy" {
+				if e.Related == nil || e.Related.Name != pod.Name || !strings.Contains(e.Note, "connection refused") {
+					return fmt.Errorf("event %+v", e)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("none yet")
+	})
+}
+
+func TestKernel_SchemaRejectsBadSpecs(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	escape := kernel(ns, "escape", "python3")
+	escape.Spec.Path = "a/../../etc"
+	if err := k8sClient.Create(ctx, escape); err == nil || !strings.Contains(err.Error(), "inside the contents root") {
+		t.Errorf("path escaping the root: %v", err)
+	}
+	abs := kernel(ns, "abs", "python3")
+	abs.Spec.Path = "/etc"
+	if err := k8sClient.Create(ctx, abs); err == nil {
+		t.Error("absolute path accepted")
+	}
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	var err error
+	eventually(t, "kernelSpec change refused", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		k.Spec.KernelSpec = "other"
+		if err = k8sClient.Update(ctx, k); apierrors.IsConflict(err) {
+			return err
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("kernelSpec change: %v", err)
+	}
+	noConn := kernelSpec(ns, "noconn")
+	noConn.Spec.Argv = []string{"python3", "-m", "ipykernel_launcher"}
+	if err := k8sClient.Create(ctx, noConn); err == nil || !strings.Contains(err.Error(), "connection_file") {
+		t.Errorf("argv without {connection_file}: %v", err)
+	}
+}

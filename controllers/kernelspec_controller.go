@@ -1,0 +1,121 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// Reasons of the KernelSpec Ready condition.
+const (
+	ReasonSpecValid   = "Valid"
+	ReasonSpecInvalid = "Invalid"
+)
+
+// KernelSpecReconciler checks what the CRD's schema cannot (image references, environment
+// variable names, resource bounds, logo contents) and reports it in the Ready condition.
+type KernelSpecReconciler struct {
+	client.Client
+	Clock clock.PassiveClock
+	// DefaultImage runs kernels of specs that name none.
+	DefaultImage string
+}
+
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs/status,verbs=get;update;patch
+
+// Reconcile validates the KernelSpec and writes the verdict when it changed.
+func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ks := &nbv1.KernelSpec{}
+	if err := r.Get(ctx, req.NamespacedName, ks); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	st := *ks.Status.DeepCopy()
+	st.ObservedGeneration = ks.Generation
+	now := metav1.NewTime(r.Clock.Now())
+	if problems := validateKernelSpec(&ks.Spec, r.DefaultImage); len(problems) > 0 {
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, ReasonSpecInvalid, strings.Join(problems, "; "), ks.Generation, now)
+	} else {
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, ReasonSpecValid, "the kernel spec can start kernels", ks.Generation, now)
+	}
+	if equality.Semantic.DeepEqual(ks.Status, st) {
+		return ctrl.Result{}, nil
+	}
+	ks = ks.DeepCopy()
+	ks.Status = st
+	if err := r.Status().Update(ctx, ks); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, fmt.Errorf("update kernel spec status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+var pngMagic = []byte("\x89PNG\r\n\x1a\n")
+
+// validateKernelSpec lists what is wrong with a spec, in words for its author.
+func validateKernelSpec(s *nbv1.KernelSpecSpec, defaultImage string) []string {
+	var problems []string
+	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
+		problems = append(problems, "argv[0] must name the kernel's program")
+	}
+	image := s.Image
+	if image == "" {
+		image = defaultImage
+	}
+	if image == "" {
+		problems = append(problems, "no image: set spec.image or the operator's default kernel image")
+	} else if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		problems = append(problems, fmt.Sprintf("image %q: %v", image, err))
+	}
+	for _, name := range sortedKeys(s.Env) {
+		if errs := validation.IsEnvVarName(name); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("env %q: %s", name, strings.Join(errs, ", ")))
+		}
+	}
+	for name, limit := range s.Resources.Limits {
+		if req, ok := s.Resources.Requests[name]; ok && req.Cmp(limit) > 0 {
+			problems = append(problems, fmt.Sprintf("resources: %s request %s exceeds its limit %s", name, req.String(), limit.String()))
+		}
+	}
+	if l := s.Logo; l != nil {
+		switch path.Ext(l.FileName) {
+		case ".png":
+			if !bytes.HasPrefix(l.Data, pngMagic) {
+				problems = append(problems, fmt.Sprintf("logo %s is not a PNG image", l.FileName))
+			}
+		case ".svg":
+			if !bytes.Contains(l.Data[:min(len(l.Data), 1024)], []byte("<svg")) {
+				problems = append(problems, fmt.Sprintf("logo %s is not an SVG image", l.FileName))
+			}
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// SetupWithManager watches KernelSpecs.
+func (r *KernelSpecReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).For(&nbv1.KernelSpec{}).Named("kernelspec").Complete(r)
+}

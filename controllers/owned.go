@@ -1,0 +1,114 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// specHashAnnotation records the hash of the spec an owned object was last written from, so
+// that the object is updated when (and only when) the builder's output changes, without
+// comparing against fields the API server defaulted.
+const specHashAnnotation = "nbkube.io/spec-hash"
+
+func specHash(spec any) (string, error) {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	h := fnv.New64a()
+	h.Write(data)
+	return fmt.Sprintf("%016x", h.Sum64()), nil
+}
+
+func stampHash(o client.Object, spec any) (string, error) {
+	hash, err := specHash(spec)
+	if err != nil {
+		return "", err
+	}
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[specHashAnnotation] = hash
+	o.SetAnnotations(a)
+	return hash, nil
+}
+
+// applyDeployment creates the Deployment or brings it to the desired spec. It returns the
+// object as it is now and the replicas it had before (-1 when it was created).
+func applyDeployment(ctx context.Context, c client.Client, desired *appsv1.Deployment) (*appsv1.Deployment, int32, error) {
+	hash, err := stampHash(desired, desired.Spec)
+	if err != nil {
+		return nil, 0, err
+	}
+	existing := &appsv1.Deployment{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); apierrors.IsNotFound(err) {
+		if err := c.Create(ctx, desired); err != nil {
+			return nil, 0, fmt.Errorf("create deployment %s: %w", desired.Name, err)
+		}
+		return desired, -1, nil
+	} else if err != nil {
+		return nil, 0, err
+	}
+	before := int32(1)
+	if existing.Spec.Replicas != nil {
+		before = *existing.Spec.Replicas
+	}
+	if existing.Annotations[specHashAnnotation] == hash {
+		return existing, before, nil
+	}
+	existing.Spec = desired.Spec
+	existing.Labels = desired.Labels
+	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	if err := c.Update(ctx, existing); err != nil {
+		return nil, 0, fmt.Errorf("update deployment %s: %w", desired.Name, err)
+	}
+	return existing, before, nil
+}
+
+// applyService creates the Service or brings its ports and selector to the desired ones
+// (the rest of its spec, the cluster IP above all, is the API server's).
+func applyService(ctx context.Context, c client.Client, desired *corev1.Service) error {
+	hash, err := stampHash(desired, desired.Spec)
+	if err != nil {
+		return err
+	}
+	existing := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); apierrors.IsNotFound(err) {
+		if err := c.Create(ctx, desired); err != nil {
+			return fmt.Errorf("create service %s: %w", desired.Name, err)
+		}
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if existing.Annotations[specHashAnnotation] == hash {
+		return nil
+	}
+	existing.Spec.Ports = desired.Spec.Ports
+	existing.Spec.Selector = desired.Spec.Selector
+	existing.Labels = desired.Labels
+	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	if err := c.Update(ctx, existing); err != nil {
+		return fmt.Errorf("update service %s: %w", desired.Name, err)
+	}
+	return nil
+}
+
+func mergeAnnotations(existing, desired map[string]string) map[string]string {
+	out := make(map[string]string, len(existing)+len(desired))
+	for k, v := range existing {
+		out[k] = v
+	}
+	for k, v := range desired {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,227 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"path"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// Reasons of the Session conditions besides those mirrored from its kernel.
+const (
+	ReasonKernelNotFound      = "KernelNotFound"
+	ReasonKernelOfAnotherUser = "KernelOfAnotherUser"
+	ReasonKernelCreating      = "KernelCreating"
+)
+
+// SessionReconciler ties each Session to its Kernel: it starts the kernel when the spec names
+// a kernel spec, owns it (deleting the session deletes the kernel), lets go of kernels the
+// session no longer uses, and mirrors the kernel's state.
+type SessionReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=nbkube.io,resources=sessions,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=sessions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=sessions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile brings the session's kernel about and mirrors its status.
+func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	s := &nbv1.Session{}
+	if err := r.Get(ctx, req.NamespacedName, s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	kernel, prob, err := r.reconcileKernel(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.releaseOldKernels(ctx, s, sessionKernelName(s)); err != nil {
+		return ctrl.Result{}, err
+	}
+	st := sessionStatus(s, kernel, prob, metav1.NewTime(r.Clock.Now()))
+	if equality.Semantic.DeepEqual(s.Status, st) {
+		return ctrl.Result{}, nil
+	}
+	s = s.DeepCopy()
+	s.Status = st
+	if err := r.Status().Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
+		return ctrl.Result{}, fmt.Errorf("update session status: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// sessionKernelName is the kernel the session uses: the one its spec names, or one named
+// after the session.
+func sessionKernelName(s *nbv1.Session) string {
+	if s.Spec.Kernel.Name != "" {
+		return s.Spec.Kernel.Name
+	}
+	return s.Name
+}
+
+// reconcileKernel finds or creates the session's kernel and makes the session one of its
+// owners. A kernel of another user is never adopted.
+func (r *SessionReconciler) reconcileKernel(ctx context.Context, s *nbv1.Session) (*nbv1.Kernel, *problem, error) {
+	name := sessionKernelName(s)
+	kernel := &nbv1.Kernel{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, kernel)
+	if apierrors.IsNotFound(err) {
+		if s.Spec.Kernel.KernelSpec == "" {
+			return nil, &problem{reason: ReasonKernelNotFound, fatal: true,
+				message: fmt.Sprintf("kernel %q does not exist and the session names no kernel spec to start one", name)}, nil
+		}
+		kernel = newSessionKernel(s, name)
+		if err := controllerutil.SetControllerReference(s, kernel, r.Scheme()); err != nil {
+			return nil, nil, err
+		}
+		if err := r.Create(ctx, kernel); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return nil, &problem{reason: ReasonKernelCreating, message: "the kernel is being created"}, nil
+			}
+			return nil, nil, fmt.Errorf("create kernel: %w", err)
+		}
+		log.FromContext(ctx).Info("Created kernel for session", "kernel", klog.KObj(kernel))
+		r.Recorder.Eventf(s, kernel, corev1.EventTypeNormal, "CreatedKernel", "Create", "Created kernel %s", name)
+		return kernel, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("get kernel: %w", err)
+	}
+	if kernel.Spec.Owner != s.Spec.Owner {
+		return nil, &problem{reason: ReasonKernelOfAnotherUser, fatal: true,
+			message: fmt.Sprintf("kernel %q belongs to another user", name)}, nil
+	}
+	if !hasOwnerRef(kernel, s) {
+		// A session that takes up an existing kernel shares it: the kernel lives as long as
+		// any of its sessions (garbage collection waits for all owners).
+		if err := controllerutil.SetOwnerReference(s, kernel, r.Scheme()); err != nil {
+			return nil, nil, err
+		}
+		if err := r.Update(ctx, kernel); err != nil {
+			return nil, nil, fmt.Errorf("add session as owner of kernel: %w", err)
+		}
+	}
+	return kernel, nil, nil
+}
+
+func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
+	dir := path.Dir(s.Spec.Path)
+	if dir == "." || dir == "/" {
+		dir = ""
+	}
+	return &nbv1.Kernel{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: s.Namespace,
+			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, nbv1.LabelSession: s.Name},
+		},
+		Spec: nbv1.KernelParameters{
+			Owner:      s.Spec.Owner,
+			KernelSpec: s.Spec.Kernel.KernelSpec,
+			// Jupyter starts a notebook's kernel in the notebook's directory.
+			Path: dir,
+		},
+	}
+}
+
+// releaseOldKernels lets go of kernels the session no longer uses after its kernel changed:
+// the ones it started are deleted (Jupyter shuts the old kernel down), shared ones lose the
+// session as an owner.
+func (r *SessionReconciler) releaseOldKernels(ctx context.Context, s *nbv1.Session, current string) error {
+	var kernels nbv1.KernelList
+	if err := r.List(ctx, &kernels, client.InNamespace(s.Namespace)); err != nil {
+		return fmt.Errorf("list kernels: %w", err)
+	}
+	for i := range kernels.Items {
+		k := &kernels.Items[i]
+		if k.Name == current || !hasOwnerRef(k, s) {
+			continue
+		}
+		if metav1.IsControlledBy(k, s) {
+			if err := r.Delete(ctx, k, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("delete old kernel %s: %w", k.Name, err)
+			}
+			r.Recorder.Eventf(s, k, corev1.EventTypeNormal, "DeletedKernel", "Delete", "Deleted kernel %s the session no longer uses", k.Name)
+			continue
+		}
+		if err := controllerutil.RemoveOwnerReference(s, k, r.Scheme()); err != nil {
+			return err
+		}
+		if err := r.Update(ctx, k); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("release kernel %s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
+func hasOwnerRef(o metav1.Object, owner metav1.Object) bool {
+	for _, ref := range o.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
+// sessionStatus mirrors the kernel's conditions and state onto the session.
+func sessionStatus(s *nbv1.Session, kernel *nbv1.Kernel, prob *problem, now metav1.Time) nbv1.SessionStatus {
+	st := *s.Status.DeepCopy()
+	st.ObservedGeneration = s.Generation
+	st.KernelName = sessionKernelName(s)
+	if prob != nil {
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, prob.reason, prob.message, s.Generation, now)
+		if prob.fatal {
+			setCondition(&st.Conditions, nbv1.ConditionFailed, metav1.ConditionTrue, prob.reason, prob.message, s.Generation, now)
+			st.ExecutionState = nbv1.ExecutionStateDead
+		} else {
+			meta.RemoveStatusCondition(&st.Conditions, nbv1.ConditionFailed)
+			st.ExecutionState = nbv1.ExecutionStateStarting
+		}
+		return st
+	}
+	st.ExecutionState = kernel.Status.ExecutionState
+	if st.ExecutionState == "" {
+		st.ExecutionState = nbv1.ExecutionStateStarting
+	}
+	for _, typ := range []string{nbv1.ConditionReady, nbv1.ConditionFailed} {
+		c := meta.FindStatusCondition(kernel.Status.Conditions, typ)
+		switch {
+		case c != nil:
+			setCondition(&st.Conditions, typ, c.Status, c.Reason, c.Message, s.Generation, now)
+		case typ == nbv1.ConditionReady:
+			setCondition(&st.Conditions, typ, metav1.ConditionFalse, ReasonKernelCreating, "the kernel is starting", s.Generation, now)
+		default:
+			meta.RemoveStatusCondition(&st.Conditions, typ)
+		}
+	}
+	return st
+}
+
+// SetupWithManager watches Sessions and every Kernel a session owns, shared ones included.
+func (r *SessionReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&nbv1.Session{}).
+		Watches(&nbv1.Kernel{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &nbv1.Session{})).
+		Named("session").
+		Complete(r)
+}

@@ -1,0 +1,154 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+func session(ns, name string, k nbv1.SessionKernel) *nbv1.Session {
+	return &nbv1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       nbv1.SessionParameters{Owner: "alice", Path: "projects/a.ipynb", Name: "a.ipynb", Type: "notebook", Kernel: k},
+	}
+}
+
+func sessionCondition(t *testing.T, s *nbv1.Session, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("session %s condition %s=%s/%s", s.Name, typ, status, reason), func() error {
+		if err := get(s); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(s.Status.Conditions, typ)
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("conditions %+v", s.Status.Conditions)
+		}
+		return nil
+	})
+}
+
+func TestSession_StartsItsKernelAndMirrorsIt(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	s := session(ns, "s1", nbv1.SessionKernel{KernelSpec: "python3"})
+	create(t, s)
+
+	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+	eventually(t, "kernel of the session", func() error { return get(k) })
+	if !metav1.IsControlledBy(k, s) {
+		t.Errorf("kernel owner references %v", k.OwnerReferences)
+	}
+	if k.Spec.Owner != "alice" || k.Spec.KernelSpec != "python3" || k.Spec.Path != "projects" {
+		t.Errorf("kernel spec %+v: want alice's python3 kernel in the notebook's directory", k.Spec)
+	}
+	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	if s.Status.KernelName != "s1" || s.Status.ExecutionState != nbv1.ExecutionStateStarting {
+		t.Errorf("status %+v", s.Status)
+	}
+
+	pod := kernelPod(t, k)
+	setPodStatus(t, pod, func(st *corev1.PodStatus) {
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	if s.Status.ExecutionState != nbv1.ExecutionStateIdle {
+		t.Errorf("execution state %q, want idle", s.Status.ExecutionState)
+	}
+}
+
+func TestSession_ChangingTheKernelDeletesTheOldOne(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"), kernelSpec(ns, "other"))
+	s := session(ns, "s1", nbv1.SessionKernel{Name: "k-old", KernelSpec: "python3"})
+	create(t, s)
+	old := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-old"}}
+	eventually(t, "first kernel", func() error { return get(old) })
+
+	update(t, s, func(s *nbv1.Session) { s.Spec.Kernel = nbv1.SessionKernel{Name: "k-new", KernelSpec: "other"} })
+	nk := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-new"}}
+	eventually(t, "new kernel", func() error { return get(nk) })
+	if nk.Spec.KernelSpec != "other" {
+		t.Errorf("new kernel runs %s", nk.Spec.KernelSpec)
+	}
+	eventually(t, "old kernel deleted", func() error {
+		err := get(old)
+		if apierrors.IsNotFound(err) || (err == nil && old.DeletionTimestamp != nil) {
+			return nil
+		}
+		return fmt.Errorf("old kernel still there: %v", err)
+	})
+	eventually(t, "status names the new kernel", func() error {
+		if err := get(s); err != nil {
+			return err
+		}
+		if s.Status.KernelName != "k-new" {
+			return fmt.Errorf("kernelName %q", s.Status.KernelName)
+		}
+		return nil
+	})
+}
+
+func TestSession_SharesAnExistingKernelOfTheSameUserOnly(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	shared := kernel(ns, "shared", "python3")
+	create(t, shared)
+
+	s := session(ns, "s1", nbv1.SessionKernel{Name: "shared"})
+	create(t, s)
+	eventually(t, "session owns the shared kernel", func() error {
+		if err := get(shared); err != nil {
+			return err
+		}
+		for _, ref := range shared.OwnerReferences {
+			if ref.Kind == "Session" && ref.Name == "s1" {
+				if ref.Controller != nil && *ref.Controller {
+					return fmt.Errorf("a shared kernel must not be controlled by one session: %+v", ref)
+				}
+				return nil
+			}
+		}
+		return fmt.Errorf("owner references %v", shared.OwnerReferences)
+	})
+
+	// Moving the session to another kernel lets go of the shared one without deleting it.
+	update(t, s, func(s *nbv1.Session) { s.Spec.Kernel = nbv1.SessionKernel{Name: "own", KernelSpec: "python3"} })
+	eventually(t, "shared kernel released", func() error {
+		if err := get(shared); err != nil {
+			return err
+		}
+		if len(shared.OwnerReferences) != 0 || shared.DeletionTimestamp != nil {
+			return fmt.Errorf("owner references %v deleting %v", shared.OwnerReferences, shared.DeletionTimestamp)
+		}
+		return nil
+	})
+
+	bobs := kernel(ns, "bobs", "python3")
+	bobs.Spec.Owner = "bob"
+	create(t, bobs)
+	theft := session(ns, "s2", nbv1.SessionKernel{Name: "bobs"})
+	create(t, theft)
+	sessionCondition(t, theft, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelOfAnotherUser")
+	if err := get(bobs); err != nil || len(bobs.OwnerReferences) != 0 {
+		t.Errorf("bob's kernel was adopted: %v %v", bobs.OwnerReferences, err)
+	}
+}
+
+func TestSession_MissingKernelWithoutSpecFails(t *testing.T) {
+	ns := namespace(t)
+	s := session(ns, "s1", nbv1.SessionKernel{Name: "nowhere"})
+	create(t, s)
+	sessionCondition(t, s, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelNotFound")
+
+	empty := session(ns, "s2", nbv1.SessionKernel{})
+	if err := k8sClient.Create(context.Background(), empty); err == nil {
+		t.Error("a session with neither a kernel name nor a kernel spec was accepted")
+	}
+}

@@ -1,0 +1,86 @@
+// Package controllers holds nbkube's reconcilers: Kernel, Session, Cluster and KernelSpec,
+// plus the re-emission of kernel pod events onto their Kernels. Each is a short orchestrator
+// over ordered steps; owned objects come from internal/builder.
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
+)
+
+// Options configure the reconcilers.
+type Options struct {
+	// Builder are the settings of the objects the controllers create.
+	Builder builder.Options
+	// Clock stamps conditions; the real clock when nil.
+	Clock clock.PassiveClock
+	// Rand makes kernel and cluster keys; crypto/rand when nil.
+	Rand io.Reader
+}
+
+// kernelSpecIndex indexes Kernels by the KernelSpec they run.
+const kernelSpecIndex = "spec.kernelSpec"
+
+// CacheOptions keep the manager's caches to the objects nbkube makes: without them every Pod,
+// Secret and Event of the cluster would be held in memory (and every Secret readable here).
+func CacheOptions() cache.Options {
+	ours := labels.SelectorFromSet(labels.Set{nbv1.LabelManagedBy: nbv1.ManagedByValue})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}:        {Label: ours},
+		&corev1.Secret{}:     {Label: ours},
+		&corev1.Service{}:    {Label: ours},
+		&appsv1.Deployment{}: {Label: ours},
+		&corev1.Event{}:      {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
+	}}
+}
+
+// SetupWithManager registers every reconciler and the indexes they use.
+func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Rand == nil {
+		opts.Rand = rand.Reader
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, kernelSpecIndex, func(o client.Object) []string {
+		return []string{o.(*nbv1.Kernel).Spec.KernelSpec}
+	}); err != nil {
+		return fmt.Errorf("index kernels by kernel spec: %w", err)
+	}
+	c := mgr.GetClient()
+	setups := []struct {
+		name string
+		err  error
+	}{
+		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder}).SetupWithManager(mgr)},
+		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
+			Clock: opts.Clock}).SetupWithManager(mgr)},
+		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder}).SetupWithManager(mgr)},
+		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,
+			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
+		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).
+			SetupWithManager(mgr, opts.Clock)},
+	}
+	for _, s := range setups {
+		if s.err != nil {
+			return fmt.Errorf("set up %s controller: %w", s.name, s.err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package controllers_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// The suite runs the controllers in a manager against a real kube-apiserver and etcd
+// (envtest, with the binaries hack/build-k8s.sh builds). There is no kubelet or controller
+// manager: tests play the kubelet by writing pod status through the real API, and garbage
+// collection is tested in the local end-to-end tests.
+var (
+	k8sClient client.Client
+	scheme    = runtime.NewScheme()
+	opts      = builder.DefaultOptions()
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	flag.Parse()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(nbv1.AddToScheme(scheme))
+	if testing.Verbose() {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
+	} else {
+		ctrl.SetLogger(logr.Discard())
+	}
+	env := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join("..", "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory: testenv.KubeBinDir(),
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start envtest (run `make k8s-bins` first?): %v\n", err)
+		return 1
+	}
+	defer env.Stop()
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Cache:   controllers.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"},
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opts.ContentsClaim = "contents"
+	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	// Tests read through a direct client: what they assert is what the API server holds.
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+		return 1
+	}
+	return code
+}
+
+// namespace makes a fresh namespace for one test.
+func namespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	ns.GenerateName = "test-"
+	if err := k8sClient.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// eventually polls cond until it returns nil or the time is up, then fails with its last error.
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k8sClient.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+func get(o client.Object) error {
+	return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(o), o)
+}
+
+// update re-reads the object and applies mutate until the write wins against the
+// controllers' own status writes.
+func update[T client.Object](t *testing.T, o T, mutate func(T)) {
+	t.Helper()
+	eventually(t, "update "+o.GetName(), func() error {
+		if err := get(o); err != nil {
+			return err
+		}
+		mutate(o)
+		return k8sClient.Update(context.Background(), o)
+	})
+}

@@ -1,0 +1,87 @@
+// Package builder makes the objects nbkube's controllers own (kernel pods and secrets,
+// cluster deployments, services and secrets) from the custom resources. Builders are pure:
+// no client, no clock, no randomness of their own, so they are table-tested and the
+// controllers only decide when to create or apply what they return.
+package builder
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// Options are the operator-wide settings the builders need; cmd/ fills them from flags.
+type Options struct {
+	// AgentImage is the operator's own image: kernel pods copy the nbkube binary out of it.
+	AgentImage string
+	// AgentBinary is the path of the nbkube binary inside AgentImage.
+	AgentBinary string
+	// DefaultKernelImage runs kernels whose KernelSpec names no image.
+	DefaultKernelImage string
+	// DefaultClusterImage runs clusters that name no image; it must have ipyparallel.
+	DefaultClusterImage string
+	// ImagePullPolicy of every container; empty leaves Kubernetes' default.
+	ImagePullPolicy corev1.PullPolicy
+	// ContentsClaim is the PersistentVolumeClaim holding the notebooks.
+	ContentsClaim string
+	// RunAsUser and RunAsGroup are the identity of kernel and cluster processes; the group
+	// also owns the volumes (fsGroup).
+	RunAsUser, RunAsGroup int64
+}
+
+// DefaultOptions are the settings used when a flag is not given.
+func DefaultOptions() Options {
+	return Options{
+		AgentImage:          "ghcr.io/nbkube/nbkube:latest",
+		AgentBinary:         "/usr/local/bin/nbkube",
+		DefaultKernelImage:  "ghcr.io/nbkube/kernel-python:latest",
+		DefaultClusterImage: "ghcr.io/nbkube/kernel-python:latest",
+		ContentsClaim:       "nbkube-contents",
+		RunAsUser:           1000,
+		RunAsGroup:          100,
+	}
+}
+
+var (
+	kernelGVK  = nbv1.GroupVersion.WithKind("Kernel")
+	clusterGVK = nbv1.GroupVersion.WithKind("Cluster")
+)
+
+// objectMeta is the metadata of an owned object: named and namespaced like its owner unless
+// told otherwise, labelled, and controlled by the owner, the one place owner references are
+// set, so that deleting a custom resource collects everything made for it.
+func objectMeta(owner metav1.Object, gvk schema.GroupVersionKind, name string, labels map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       owner.GetNamespace(),
+		Labels:          labels,
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(owner, gvk)},
+	}
+}
+
+// restrictedContainer is the container security context of the "restricted" Pod Security
+// Standard, plus a read-only root filesystem: what a kernel writes goes to its volumes.
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+func (o Options) podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr.To(true),
+		RunAsUser:      ptr.To(o.RunAsUser),
+		RunAsGroup:     ptr.To(o.RunAsGroup),
+		FSGroup:        ptr.To(o.RunAsGroup),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func emptyDir(name string) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}

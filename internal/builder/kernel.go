@@ -1,0 +1,197 @@
+package builder
+
+import (
+	"maps"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// The shape of a kernel pod, shared with the agent that runs inside it.
+const (
+	// AgentPort is where the agent in a kernel pod serves the kernel's channels and health.
+	AgentPort = 8777
+	// AgentPortName names AgentPort in the pod spec.
+	AgentPortName = "agent"
+	// AgentBinDir is the emptyDir the init container copies the nbkube binary into.
+	AgentBinDir = "/opt/nbkube/bin"
+	// SecretDir is where the kernel's Secret is mounted.
+	SecretDir = "/var/run/nbkube/kernel"
+	// SecretKeyHMAC is the Secret key of the kernel's message-signing key.
+	SecretKeyHMAC = "key"
+	// SecretKeyToken is the Secret key of the token the API server uses with the agent.
+	SecretKeyToken = "token"
+	// HomeDir is the kernel's HOME, writable while the root filesystem is not.
+	HomeDir = "/home/jovyan"
+	// ContentsDir is where the contents volume is mounted: the notebooks, the kernel's
+	// working directory tree. The path is the one Jupyter's docker-stacks images use.
+	ContentsDir = HomeDir + "/work"
+	// KernelContainer is the name of the kernel pod's main container.
+	KernelContainer = "kernel"
+	// InstallAgentContainer is the name of the init container that copies the agent.
+	InstallAgentContainer = "install-agent"
+
+	// ComponentKernel is the LabelComponent value of kernel pods and secrets.
+	ComponentKernel = "kernel"
+)
+
+// Environment variables the agent reads; a kernel's own env cannot override them.
+const (
+	EnvKernelID      = "NBKUBE_KERNEL_ID"
+	EnvNamespace     = "NBKUBE_NAMESPACE"
+	EnvPodIP         = "NBKUBE_POD_IP"
+	EnvAgentPort     = "NBKUBE_AGENT_PORT"
+	EnvSecretDir     = "NBKUBE_SECRET_DIR"
+	EnvInterruptMode = "NBKUBE_INTERRUPT_MODE"
+)
+
+// AgentBinary is the path of the agent in kernel pods.
+var AgentBinary = path.Join(AgentBinDir, "nbkube")
+
+// KernelLabels are the labels of a kernel's pod and secret.
+func KernelLabels(k *nbv1.Kernel) map[string]string {
+	return map[string]string{
+		nbv1.LabelManagedBy:  nbv1.ManagedByValue,
+		nbv1.LabelComponent:  ComponentKernel,
+		nbv1.LabelKernel:     k.Name,
+		nbv1.LabelKernelSpec: k.Spec.KernelSpec,
+	}
+}
+
+// KernelSecret holds the kernel's HMAC key and the agent's token. Both come from the caller
+// so that the builder stays deterministic; they never change for the kernel's lifetime.
+func KernelSecret(k *nbv1.Kernel, hmacKey, agentToken string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(k, kernelGVK, k.Name, KernelLabels(k)),
+		Type:       corev1.SecretTypeOpaque,
+		Immutable:  ptr.To(true),
+		StringData: map[string]string{SecretKeyHMAC: hmacKey, SecretKeyToken: agentToken},
+	}
+}
+
+// KernelPod is the pod that runs a kernel: an init container copies the nbkube binary out of
+// the operator image into an emptyDir, so any image with a Jupyter kernel in it can be a
+// kernel image; the main container runs `nbkube agent -- <argv>` with the contents volume
+// as the working directory tree.
+func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
+	image := spec.Spec.Image
+	if image == "" {
+		image = o.DefaultKernelImage
+	}
+	interrupt := spec.Spec.InterruptMode
+	if interrupt == "" {
+		interrupt = nbv1.InterruptModeSignal
+	}
+	workDir := ContentsDir
+	if k.Spec.Path != "" {
+		workDir = path.Join(ContentsDir, path.Clean(k.Spec.Path))
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: objectMeta(k, kernelGVK, k.Name, KernelLabels(k)),
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			// The kernel has no business with the Kubernetes API, nor with other services.
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			TerminationGracePeriodSeconds: ptr.To[int64](10),
+			SecurityContext:               o.podSecurity(),
+			InitContainers: []corev1.Container{{
+				Name:            InstallAgentContainer,
+				Image:           o.AgentImage,
+				ImagePullPolicy: o.ImagePullPolicy,
+				Command:         []string{o.AgentBinary, "install", AgentBinary},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentBinDir}},
+				SecurityContext: restrictedContainer(),
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+				}},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Containers: []corev1.Container{{
+				Name:            KernelContainer,
+				Image:           image,
+				ImagePullPolicy: o.ImagePullPolicy,
+				Command:         []string{AgentBinary, "agent", "--"},
+				Args:            slices.Clone(spec.Spec.Argv),
+				WorkingDir:      workDir,
+				Env:             kernelEnv(k, spec, interrupt),
+				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: AgentPort, Protocol: corev1.ProtocolTCP}},
+				Resources:       *spec.Spec.Resources.DeepCopy(),
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true},
+					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
+					{Name: "home", MountPath: HomeDir},
+					{Name: "tmp", MountPath: "/tmp"},
+					{Name: "contents", MountPath: ContentsDir},
+				},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(AgentPortName)}},
+					PeriodSeconds:    1,
+					TimeoutSeconds:   1,
+					FailureThreshold: 1,
+				},
+				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
+				// fails and the kernel is reported dead instead of hanging forever.
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(AgentPortName)}},
+					PeriodSeconds:    10,
+					TimeoutSeconds:   5,
+					FailureThreshold: 6,
+				},
+				SecurityContext:          restrictedContainer(),
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Volumes: []corev1.Volume{
+				emptyDir("agent-bin"),
+				{Name: "kernel-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: k.Name,
+					// Group-readable: the files belong to root and the pod's fsGroup.
+					DefaultMode: ptr.To[int32](0o440),
+				}}},
+				emptyDir("home"),
+				emptyDir("tmp"),
+				{Name: "contents", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+					ClaimName: o.ContentsClaim,
+				}}},
+			},
+		},
+	}
+	return pod
+}
+
+// kernelEnv is the KernelSpec's env, then the Kernel's, then what the agent needs, which
+// neither may override. Keys are sorted so that the pod spec is stable.
+func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMode) []corev1.EnvVar {
+	user := maps.Clone(spec.Spec.Env)
+	if user == nil {
+		user = map[string]string{}
+	}
+	maps.Copy(user, k.Spec.Env)
+	env := make([]corev1.EnvVar, 0, len(user)+8)
+	for _, name := range slices.Sorted(maps.Keys(user)) {
+		if strings.HasPrefix(name, "NBKUBE_") || name == "HOME" {
+			continue
+		}
+		env = append(env, corev1.EnvVar{Name: name, Value: user[name]})
+	}
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
+	return append(env,
+		corev1.EnvVar{Name: "HOME", Value: HomeDir},
+		corev1.EnvVar{Name: EnvKernelID, Value: k.Name},
+		field(EnvNamespace, "metadata.namespace"),
+		field(EnvPodIP, "status.podIP"),
+		corev1.EnvVar{Name: EnvAgentPort, Value: strconv.Itoa(AgentPort)},
+		corev1.EnvVar{Name: EnvSecretDir, Value: SecretDir},
+		corev1.EnvVar{Name: EnvInterruptMode, Value: string(interrupt)},
+	)
+}

@@ -1,0 +1,201 @@
+package builder
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+func testKernel(mod func(*nbv1.Kernel)) *nbv1.Kernel {
+	k := &nbv1.Kernel{
+		ObjectMeta: metav1.ObjectMeta{Name: "k1", Namespace: "ns", UID: "uid-k1"},
+		Spec:       nbv1.KernelParameters{Owner: "alice", KernelSpec: "python3"},
+	}
+	if mod != nil {
+		mod(k)
+	}
+	return k
+}
+
+func testSpec(mod func(*nbv1.KernelSpec)) *nbv1.KernelSpec {
+	s := &nbv1.KernelSpec{
+		ObjectMeta: metav1.ObjectMeta{Name: "python3", Namespace: "ns"},
+		Spec: nbv1.KernelSpecSpec{
+			DisplayName: "Python 3", Language: "python",
+			Argv: []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
+		},
+	}
+	if mod != nil {
+		mod(s)
+	}
+	return s
+}
+
+func envMap(env []corev1.EnvVar) map[string]string {
+	m := map[string]string{}
+	for _, e := range env {
+		if e.ValueFrom != nil {
+			m[e.Name] = "from:" + e.ValueFrom.FieldRef.FieldPath
+			continue
+		}
+		m[e.Name] = e.Value
+	}
+	return m
+}
+
+func TestKernelPod_Shape(t *testing.T) {
+	opts := DefaultOptions()
+	opts.ContentsClaim = "notebooks"
+	opts.ImagePullPolicy = corev1.PullIfNotPresent
+	tests := []struct {
+		name      string
+		kernel    *nbv1.Kernel
+		spec      *nbv1.KernelSpec
+		image     string
+		workDir   string
+		interrupt string
+	}{
+		{name: "defaults", kernel: testKernel(nil), spec: testSpec(nil),
+			image: opts.DefaultKernelImage, workDir: "/home/jovyan/work", interrupt: "signal"},
+		{name: "spec image and interrupt mode",
+			kernel: testKernel(nil),
+			spec: testSpec(func(s *nbv1.KernelSpec) {
+				s.Spec.Image, s.Spec.InterruptMode = "example.com/r:1", nbv1.InterruptModeMessage
+			}),
+			image: "example.com/r:1", workDir: "/home/jovyan/work", interrupt: "message"},
+		{name: "path sets the working directory",
+			kernel: testKernel(func(k *nbv1.Kernel) { k.Spec.Path = "projects/a/" }),
+			spec:   testSpec(nil), image: opts.DefaultKernelImage,
+			workDir: "/home/jovyan/work/projects/a", interrupt: "signal"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := KernelPod(tc.kernel, tc.spec, opts)
+			if pod.Name != "k1" || pod.Namespace != "ns" {
+				t.Errorf("pod %s/%s, want ns/k1", pod.Namespace, pod.Name)
+			}
+			wantOwner := []metav1.OwnerReference{{APIVersion: "nbkube.io/v1alpha1", Kind: "Kernel", Name: "k1", UID: "uid-k1",
+				Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}}
+			if d := cmp.Diff(wantOwner, pod.OwnerReferences); d != "" {
+				t.Errorf("owner references (-want +got):\n%s", d)
+			}
+			main := pod.Spec.Containers[0]
+			if main.Image != tc.image || main.WorkingDir != tc.workDir {
+				t.Errorf("image %q workdir %q, want %q %q", main.Image, main.WorkingDir, tc.image, tc.workDir)
+			}
+			if d := cmp.Diff([]string{"/opt/nbkube/bin/nbkube", "agent", "--"}, main.Command); d != "" {
+				t.Errorf("command (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.spec.Spec.Argv, main.Args); d != "" {
+				t.Errorf("args (-want +got):\n%s", d)
+			}
+			if got := envMap(main.Env)[EnvInterruptMode]; got != tc.interrupt {
+				t.Errorf("interrupt mode %q, want %q", got, tc.interrupt)
+			}
+			init := pod.Spec.InitContainers[0]
+			if d := cmp.Diff([]string{opts.AgentBinary, "install", "/opt/nbkube/bin/nbkube"}, init.Command); d != "" {
+				t.Errorf("init command (-want +got):\n%s", d)
+			}
+			if init.Image != opts.AgentImage || main.ImagePullPolicy != corev1.PullIfNotPresent {
+				t.Errorf("init image %q pull policy %q", init.Image, main.ImagePullPolicy)
+			}
+			claim := pod.Spec.Volumes[len(pod.Spec.Volumes)-1].PersistentVolumeClaim
+			if claim == nil || claim.ClaimName != "notebooks" {
+				t.Errorf("contents volume %+v, want claim notebooks", claim)
+			}
+			if pod.Labels[nbv1.LabelKernel] != "k1" || pod.Labels[nbv1.LabelKernelSpec] != "python3" {
+				t.Errorf("labels %v", pod.Labels)
+			}
+		})
+	}
+}
+
+func TestKernelPod_IsLeastPrivilege(t *testing.T) {
+	pod := KernelPod(testKernel(nil), testSpec(nil), DefaultOptions())
+	if *pod.Spec.AutomountServiceAccountToken || *pod.Spec.EnableServiceLinks {
+		t.Error("kernel pods must not get API credentials or service links")
+	}
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restartPolicy %s: a dead kernel must be reported, not silently replaced", pod.Spec.RestartPolicy)
+	}
+	ps := pod.Spec.SecurityContext
+	if !*ps.RunAsNonRoot || *ps.RunAsUser != 1000 || *ps.FSGroup != 100 || ps.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod security context %+v", ps)
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		sc := c.SecurityContext
+		if *sc.AllowPrivilegeEscalation || !*sc.ReadOnlyRootFilesystem || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			t.Errorf("container %s security context %+v", c.Name, sc)
+		}
+	}
+	// Everything the kernel writes outside the contents must be a volume, the root is read-only.
+	mounts := map[string]bool{}
+	for _, m := range pod.Spec.Containers[0].VolumeMounts {
+		mounts[m.MountPath] = !m.ReadOnly
+	}
+	for _, dir := range []string{HomeDir, "/tmp", ContentsDir} {
+		if !mounts[dir] {
+			t.Errorf("%s is not a writable mount", dir)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil && (v.Secret.SecretName != "k1" || *v.Secret.DefaultMode != 0o440) {
+			t.Errorf("secret volume %+v", v.Secret)
+		}
+	}
+}
+
+func TestKernelPod_EnvLayersAndReservedNames(t *testing.T) {
+	spec := testSpec(func(s *nbv1.KernelSpec) {
+		s.Spec.Env = map[string]string{"A": "spec", "B": "spec", "NBKUBE_KERNEL_ID": "evil", "HOME": "/root"}
+	})
+	kernel := testKernel(func(k *nbv1.Kernel) { k.Spec.Env = map[string]string{"B": "kernel", "C": "kernel"} })
+	env := KernelPod(kernel, spec, DefaultOptions()).Spec.Containers[0].Env
+	want := map[string]string{
+		"A": "spec", "B": "kernel", "C": "kernel",
+		"HOME":           HomeDir,
+		EnvKernelID:      "k1",
+		EnvNamespace:     "from:metadata.namespace",
+		EnvPodIP:         "from:status.podIP",
+		EnvAgentPort:     "8777",
+		EnvSecretDir:     SecretDir,
+		EnvInterruptMode: "signal",
+	}
+	if d := cmp.Diff(want, envMap(env)); d != "" {
+		t.Errorf("env (-want +got):\n%s", d)
+	}
+	if len(env) != len(want) {
+		t.Errorf("%d env vars, want %d (duplicates?): %v", len(env), len(want), env)
+	}
+	if env[0].Name != "A" || env[1].Name != "B" || env[2].Name != "C" {
+		t.Errorf("user env not sorted first: %v", env[:3])
+	}
+}
+
+func TestKernelPod_ResourcesFromSpecAreCopied(t *testing.T) {
+	spec := testSpec(func(s *nbv1.KernelSpec) {
+		s.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	})
+	pod := KernelPod(testKernel(nil), spec, DefaultOptions())
+	pod.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
+	if got := spec.Spec.Resources.Limits[corev1.ResourceMemory]; got.String() != "1Gi" {
+		t.Errorf("builder shares the KernelSpec's resources: spec now says %s", got.String())
+	}
+}
+
+func TestKernelSecret_IsImmutableAndOwned(t *testing.T) {
+	s := KernelSecret(testKernel(nil), "hmac", "tok")
+	if !*s.Immutable || s.StringData[SecretKeyHMAC] != "hmac" || s.StringData[SecretKeyToken] != "tok" {
+		t.Errorf("secret %+v", s)
+	}
+	if s.Name != "k1" || s.OwnerReferences[0].UID != "uid-k1" || !*s.OwnerReferences[0].Controller {
+		t.Errorf("secret meta %+v", s.ObjectMeta)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
