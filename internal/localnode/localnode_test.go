@@ -1,0 +1,562 @@
+package localnode_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"go.uber.org/goleak"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nbkube/nbkube/internal/localnode"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// pyServer is an HTTP server on the address and port of its arguments that answers every GET
+// with "hello from <address>".
+const pyServer = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("hello from " + sys.argv[1]).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
+`
+
+const serverPort = 28080
+
+// TestLocalNode runs the node against a real kube-apiserver and kube-controller-manager. One
+// control plane and one node serve every subtest, each in its own namespace.
+func TestLocalNode(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("these tests run python3 from the host PATH: install python3")
+	}
+	cp := testenv.ControlPlane(t, true)
+	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	dataDir, contentsDir := t.TempDir(), t.TempDir()
+	startNode(t, client, localnode.Config{
+		DataDir:          dataDir,
+		ClaimDirs:        map[string]string{"contents": contentsDir},
+		CrashLoopBackOff: 200 * time.Millisecond,
+	})
+
+	t.Run("RegistersAReadyNodeAndRenewsItsLease", func(t *testing.T) {
+		var node *corev1.Node
+		waitFor(t, 10*time.Second, "the node to be Ready", func(ctx context.Context) (bool, error) {
+			var err error
+			node, err = client.CoreV1().Nodes().Get(ctx, localnode.DefaultNodeName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil && nodeReady(node), err
+		})
+		if node.Labels[corev1.LabelHostname] != localnode.DefaultNodeName || node.Labels[corev1.LabelOSStable] != "linux" {
+			t.Errorf("node labels = %v", node.Labels)
+		}
+		if node.Status.Allocatable.Pods().Value() != 110 || node.Status.Allocatable.Cpu().IsZero() || node.Status.Allocatable.Memory().IsZero() {
+			t.Errorf("allocatable = %v", node.Status.Allocatable)
+		}
+		if node.Status.NodeInfo.KubeletVersion != localnode.DefaultKubeletVersion {
+			t.Errorf("kubelet version = %q", node.Status.NodeInfo.KubeletVersion)
+		}
+		lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), localnode.DefaultNodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
+			t.Errorf("lease renewed at %v", lease.Spec.RenewTime)
+		}
+	})
+
+	// Sequential: it stops and restarts a node of its own while the shared one runs.
+	t.Run("RestartedNodeRestartsAlwaysPodsAndFailsNeverPods", func(t *testing.T) {
+		ns := newNamespace(t, client)
+		// Nothing else runs meanwhile, so every goroutine the two node runs start must be gone.
+		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+		cfg := localnode.Config{NodeName: "nbkube-restart", DataDir: t.TempDir(), CrashLoopBackOff: 200 * time.Millisecond}
+		stop := startNode(t, client, cfg)
+		sleeper := func(name string, policy corev1.RestartPolicy) *corev1.Pod {
+			p := basicPod(ns, name, policy, "sleep", "300")
+			p.Spec.NodeName = cfg.NodeName
+			return p
+		}
+		always := createPod(t, client, sleeper("always", corev1.RestartPolicyAlways))
+		never := createPod(t, client, sleeper("never", corev1.RestartPolicyNever))
+		alwaysPID := pidOf(t, waitPod(t, client, always, "running", podRunning))
+		neverPID := pidOf(t, waitPod(t, client, never, "running", podRunning))
+
+		stop()
+		for _, pid := range []int{alwaysPID, neverPID} {
+			if processAlive(pid) {
+				t.Errorf("process %d outlived its node", pid)
+			}
+		}
+
+		stop = startNode(t, client, cfg)
+		restarted := waitPod(t, client, always, "restarted", func(p *corev1.Pod) bool {
+			return podRunning(p) && p.Status.ContainerStatuses[0].RestartCount == 1
+		})
+		if last := restarted.Status.ContainerStatuses[0].LastTerminationState.Terminated; last == nil || last.Reason != "ContainerStatusUnknown" {
+			t.Errorf("last termination = %+v", last)
+		}
+		failed := waitPod(t, client, never, "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		if failed.Status.Reason != "NodeRestarted" || !strings.Contains(failed.Status.Message, "restarted") {
+			t.Errorf("failed pod: reason %q, message %q", failed.Status.Reason, failed.Status.Message)
+		}
+		deletePod(t, client, restarted)
+		deletePod(t, client, failed)
+		stop()
+	})
+
+	t.Run("PodServesOnItsPodIPAndItsProcessDiesWithIt", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		pod := createPod(t, client, serverPod(ns, "web"))
+		pod = waitPod(t, client, pod, "ready", podReady)
+
+		ip := pod.Status.PodIP
+		if !strings.HasPrefix(ip, "127.") || ip == "127.0.0.1" || pod.Status.HostIP != "127.0.0.1" {
+			t.Errorf("pod IP %q, host IP %q", ip, pod.Status.HostIP)
+		}
+		if got := httpGet(t, ip); got != "hello from "+ip {
+			t.Errorf("GET answered %q", got)
+		}
+		if c := pod.Status.Conditions; len(c) == 0 || pod.Status.QOSClass != corev1.PodQOSBestEffort || pod.Status.StartTime == nil {
+			t.Errorf("status = %+v", pod.Status)
+		}
+		expectEvent(t, client, pod, "Scheduled")
+		expectEvent(t, client, pod, "Started")
+
+		pid := pidOf(t, pod)
+		podDir := filepath.Join(dataDir, "pods", fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID))
+		if _, err := os.Stat(podDir); err != nil {
+			t.Errorf("pod directory: %v", err)
+		}
+		deletePod(t, client, pod)
+		if processAlive(pid) {
+			t.Errorf("process %d survived the deletion of its pod", pid)
+		}
+		if _, err := os.Stat(podDir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("pod directory left behind: %v", err)
+		}
+	})
+
+	t.Run("ForceDeletedPodHasItsProcessKilled", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		pod := createPod(t, client, basicPod(ns, "sleeper", corev1.RestartPolicyAlways, "sleep", "300"))
+		pid := pidOf(t, waitPod(t, client, pod, "running", podRunning))
+		if err := client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the process to die", func(context.Context) (bool, error) { return !processAlive(pid), nil })
+	})
+
+	t.Run("DeploymentReplicasRunOnDistinctPodIPs", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		template := serverPod(ns, "")
+		labels := map[string]string{"app": "web"}
+		template.Labels = labels
+		deploy := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](2),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{ObjectMeta: template.ObjectMeta, Spec: template.Spec},
+			},
+		}
+		if _, err := client.AppsV1().Deployments(ns).Create(context.Background(), deploy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, "two ready replicas", func(ctx context.Context) (bool, error) {
+			d, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+			return err == nil && d.Status.ReadyReplicas == 2, err
+		})
+		pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ips := map[string]bool{}
+		for _, p := range pods.Items {
+			if !podReady(&p) {
+				t.Errorf("pod %s is not ready", p.Name)
+			}
+			ips[p.Status.PodIP] = true
+			if got := httpGet(t, p.Status.PodIP); got != "hello from "+p.Status.PodIP {
+				t.Errorf("pod %s answered %q", p.Name, got)
+			}
+		}
+		if len(pods.Items) != 2 || len(ips) != 2 {
+			t.Errorf("%d pods on %d distinct IPs, want 2 on 2", len(pods.Items), len(ips))
+		}
+	})
+
+	t.Run("FailingCommandUnderNeverFailsThePodWithItsExitCodeAndLog", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "broken", corev1.RestartPolicyNever, "sh", "-c", "echo something broke >&2; exit 3")
+		p.Spec.Containers[0].TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		pod := waitPod(t, client, createPod(t, client, p), "failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+		term := pod.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || term.ExitCode != 3 || term.Reason != "Error" || term.Message != "something broke" {
+			t.Errorf("terminated state = %+v", term)
+		}
+	})
+
+	t.Run("InitContainerRunsFirstAndSharesAnEmptyDir", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "init", corev1.RestartPolicyNever, "sh", "-c", `cat "$GREETING" > /dev/stdout; cat "$GREETING" > "$MSG"`)
+		env := []corev1.EnvVar{{Name: "GREETING", Value: "/work/greeting"}, {Name: "MSG", Value: "/work/msg"}}
+		mounts := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		p.Spec.InitContainers = []corev1.Container{{
+			Name: "setup", Image: "busybox:1.36", Env: env, VolumeMounts: mounts,
+			Command: []string{"sh", "-c", `echo written by init > "$GREETING"`},
+		}}
+		c := &p.Spec.Containers[0]
+		c.Env, c.VolumeMounts, c.TerminationMessagePath = env, mounts, "/work/msg"
+		pod := waitPod(t, client, createPod(t, client, p), "succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+		if init := pod.Status.InitContainerStatuses[0].State.Terminated; init == nil || init.ExitCode != 0 {
+			t.Errorf("init container state = %+v", pod.Status.InitContainerStatuses[0].State)
+		}
+		if term := pod.Status.ContainerStatuses[0].State.Terminated; term == nil || strings.TrimSpace(term.Message) != "written by init" {
+			t.Errorf("main container state = %+v", pod.Status.ContainerStatuses[0].State)
+		}
+	})
+
+	t.Run("SecretVolumeSecretEnvAndServiceAccountTokenReachTheProcess", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+			Data:       map[string][]byte{"password": []byte("hunter2"), "token": []byte("s3cr3t")},
+		}
+		if _, err := client.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		const sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+		p := basicPod(ns, "secrets", corev1.RestartPolicyNever, "sh", "-c",
+			`printf '%s|%s|%s|%s|%s' "$TOKEN" "$(cat "$1")" "$(stat -c %a "$1")" "$(cat "$3")" "$(test -s "$4" && echo token)" > "$2"`,
+			"sh", "/etc/creds/pw", "/out/msg", sa+"/namespace", sa+"/token")
+		p.Spec.Volumes = []corev1.Volume{
+			{Name: "creds", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: "db", Items: []corev1.KeyToPath{{Key: "password", Path: "pw", Mode: ptr.To[int32](0o400)}}}}},
+			{Name: "out", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		}
+		c := &p.Spec.Containers[0]
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "creds", MountPath: "/etc/creds"}, {Name: "out", MountPath: "/out"}}
+		c.Env = []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "token"}}}}
+		c.TerminationMessagePath = "/out/msg"
+		pod := waitPod(t, client, createPod(t, client, p), "succeeded", func(p *corev1.Pod) bool { return terminal(p) })
+		term := pod.Status.ContainerStatuses[0].State.Terminated
+		want := "s3cr3t|hunter2|400|" + ns + "|token"
+		if pod.Status.Phase != corev1.PodSucceeded || term == nil || term.Message != want {
+			t.Errorf("phase %s, terminated state %+v; want message %q", pod.Status.Phase, term, want)
+		}
+	})
+
+	t.Run("ClaimDataIsWrittenToItsClaimDirAndOutlivesThePod", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "writer", corev1.RestartPolicyNever, "sh", "-c", `echo saved > note.txt`)
+		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "contents"}}}}
+		c := &p.Spec.Containers[0]
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/home/jovyan/work", SubPath: ns}}
+		c.WorkingDir = "/home/jovyan/work"
+		pod := waitPod(t, client, createPod(t, client, p), "succeeded", terminal)
+		if pod.Status.Phase != corev1.PodSucceeded {
+			t.Fatalf("phase %s: %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
+		}
+		deletePod(t, client, pod)
+		b, err := os.ReadFile(filepath.Join(contentsDir, ns, "note.txt"))
+		if err != nil || string(b) != "saved\n" {
+			t.Errorf("the claim directory holds %q, %v", b, err)
+		}
+	})
+
+	t.Run("PodWithoutCommandFails", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "imageonly", corev1.RestartPolicyAlways)
+		pod := waitPod(t, client, createPod(t, client, p), "failed", terminal)
+		if pod.Status.Phase != corev1.PodFailed || pod.Status.Reason != "NoCommand" || !strings.Contains(pod.Status.Message, "no command") {
+			t.Errorf("phase %s, reason %q, message %q", pod.Status.Phase, pod.Status.Reason, pod.Status.Message)
+		}
+		expectEvent(t, client, pod, "NoCommand")
+	})
+
+	t.Run("UnmatchedNodeSelectorLeavesThePodUnschedulable", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "picky", corev1.RestartPolicyAlways, "sleep", "300")
+		p.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+		pod := waitPod(t, client, createPod(t, client, p), "unschedulable", func(p *corev1.Pod) bool {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					return strings.Contains(c.Message, "didn't match Pod's node affinity/selector")
+				}
+			}
+			return false
+		})
+		if pod.Spec.NodeName != "" {
+			t.Errorf("pod bound to %s", pod.Spec.NodeName)
+		}
+		expectEvent(t, client, pod, "FailedScheduling")
+	})
+
+	t.Run("CrashingContainerIsRestartedWithBackOff", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		pod := createPod(t, client, basicPod(ns, "crasher", corev1.RestartPolicyOnFailure, "sh", "-c", "exit 1"))
+		pod = waitPod(t, client, pod, "restarted twice", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 2
+		})
+		last := pod.Status.ContainerStatuses[0].LastTerminationState.Terminated
+		if pod.Status.Phase != corev1.PodRunning || last == nil || last.ExitCode != 1 {
+			t.Errorf("phase %s, last termination %+v", pod.Status.Phase, last)
+		}
+		expectEvent(t, client, pod, "BackOff")
+	})
+
+	t.Run("FailingLivenessProbeRestartsTheContainer", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		p := basicPod(ns, "unwell", corev1.RestartPolicyAlways, "sleep", "300")
+		p.Spec.Containers[0].LivenessProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "exit 1"}}},
+			PeriodSeconds:    1,
+			FailureThreshold: 1,
+		}
+		pod := waitPod(t, client, createPod(t, client, p), "restarted", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+		})
+		expectEvent(t, client, pod, "Unhealthy")
+		expectEvent(t, client, pod, "Killing")
+	})
+}
+
+// startNode runs a node until the test ends or the returned function is called, which waits
+// for the node to stop.
+func startNode(t *testing.T, client kubernetes.Interface, cfg localnode.Config) (stop func()) {
+	t.Helper()
+	n, err := localnode.New(client, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), testr.NewWithOptions(t, testr.Options{Verbosity: 1})))
+	done := make(chan error, 1)
+	go func() { done <- n.Start(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("node %s: %v", cfg.NodeName, err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// newNamespace creates a namespace for a subtest and waits for what kube-controller-manager puts
+// in it and every pod needs: the default service account and the root CA ConfigMap.
+func newNamespace(t *testing.T, client kubernetes.Interface) string {
+	t.Helper()
+	name := strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:])
+	name = name[:min(len(name), 63)]
+	ctx := context.Background()
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the namespace's service account and root CA", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			_, err = client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		}
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+	return name
+}
+
+func basicPod(ns, name string, policy corev1.RestartPolicy, command ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 policy,
+			TerminationGracePeriodSeconds: ptr.To[int64](5),
+			Containers:                    []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: command}},
+		},
+	}
+}
+
+// serverPod runs pyServer on the pod's IP, which it learns from the downward API, with a
+// readiness probe on its named port.
+func serverPod(ns, name string) *corev1.Pod {
+	p := basicPod(ns, name, corev1.RestartPolicyAlways, "python3", "-c", pyServer, "$(POD_IP)", strconv.Itoa(serverPort))
+	c := &p.Spec.Containers[0]
+	c.Image = "python:3.11-slim"
+	c.Env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
+	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: serverPort}}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}},
+		PeriodSeconds: 1,
+	}
+	return p
+}
+
+func createPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	created, err := client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return created
+}
+
+// waitPod waits until the pod satisfies cond and returns it; it fails the test with the pod's
+// last status otherwise.
+func waitPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for pod %s/%s to be %s: %v; last status: %+v", pod.Namespace, pod.Name, what, err, last.Status)
+	}
+	return last
+}
+
+func deletePod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) {
+	t.Helper()
+	if err := client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "pod "+pod.Name+" to be gone", func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func expectEvent(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, reason string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "a "+reason+" event", func(ctx context.Context) (bool, error) {
+		events, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + pod.Name + ",reason=" + reason,
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.Source.Component == "nbkube-local-node" && e.InvolvedObject.UID == pod.UID {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func podRunning(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return p.Status.Phase == corev1.PodRunning && c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// pidOf reads the PID of the pod's first container from its containerID.
+func pidOf(t *testing.T, pod *corev1.Pod) int {
+	t.Helper()
+	id := pod.Status.ContainerStatuses[0].ContainerID
+	pid, err := strconv.Atoi(strings.TrimPrefix(id, "nbkube-local://"))
+	if err != nil || !strings.HasPrefix(id, "nbkube-local://") {
+		t.Fatalf("container ID %q carries no PID", id)
+	}
+	return pid
+}
+
+func processAlive(pid int) bool {
+	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func httpGet(t *testing.T, ip string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/", ip, serverPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

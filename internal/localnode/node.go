@@ -1,0 +1,359 @@
+package localnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+)
+
+// Defaults of Config.
+const (
+	DefaultNodeName         = "nbkube-local"
+	DefaultKubeletVersion   = "v1.36.3"
+	DefaultCrashLoopBackOff = 10 * time.Second
+)
+
+// maxBackOffFactor caps the crash-loop back-off at this multiple of its base: the kubelet's
+// 10 s grows to at most 5 min.
+const maxBackOffFactor = 30
+
+// eventComponent is the source of the node's events, in place of "kubelet" and
+// "default-scheduler".
+const eventComponent = "nbkube-local-node"
+
+// Config configures a Node. Every field but DataDir has a default.
+type Config struct {
+	// NodeName is the name of the Node object; default "nbkube-local".
+	NodeName string
+	// DataDir holds a directory per pod (DataDir/pods/<namespace>_<name>_<uid>/ with volumes/ and
+	// logs/) and the directories of PersistentVolumeClaims not in ClaimDirs
+	// (DataDir/volumes/<namespace>/<claim>/). Required.
+	DataDir string
+	// ClaimDirs maps a PersistentVolumeClaim, as "namespace/claim" or just "claim", to the host
+	// directory behind it, such as the contents root the user serves.
+	ClaimDirs map[string]string
+	// SelfExecutable runs for containers whose command[0] has the base name "nbkube", so that pods
+	// made for the nbkube image run this binary; default os.Executable().
+	SelfExecutable string
+	// Clock drives the node's timers and timestamps; default the real clock. (Probe timeouts run
+	// on real time: they bound real network and process I/O.)
+	Clock clock.WithTicker
+	// KubeletVersion is reported in the Node's nodeInfo; default "v1.36.3".
+	KubeletVersion string
+	// CrashLoopBackOff is the first wait before restarting a container that failed again; it
+	// doubles with each failure up to 30 times its value (the kubelet's 10 s up to 5 min).
+	// Default 10 s; tests shorten it.
+	CrashLoopBackOff time.Duration
+	// AddressLockDir holds a lock file per pod IP in use, shared by every nbkube on the machine so
+	// that they never hand out the same address; default <os.TempDir()>/nbkube-pod-ips.
+	AddressLockDir string
+}
+
+// Node is a local node: the scheduler and kubelet of a one-node cluster whose containers are
+// host processes. See the package documentation for what it does not enforce.
+type Node struct {
+	client    kubernetes.Interface
+	cfg       Config
+	hostEnv   hostEnv
+	resolver  hostResolver
+	capacity  corev1.ResourceList
+	info      corev1.NodeSystemInfo
+	addresses *addressPool
+	started   atomic.Bool
+
+	// recorder is set by Start before anything that records events runs.
+	recorder record.EventRecorder
+
+	mu       sync.Mutex
+	stopping bool
+	workers  map[types.UID]*podWorker
+	running  sync.WaitGroup
+}
+
+var _ manager.LeaderElectionRunnable = (*Node)(nil)
+
+// New returns a Node that talks to the API server through client. It reads the facts it
+// reports about the host (CPUs, memory, kernel, OS) and the PATH and HOME that containers
+// inherit now, once.
+func New(client kubernetes.Interface, cfg Config) (*Node, error) {
+	if client == nil {
+		return nil, errors.New("localnode: a client is required")
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("localnode: Config.DataDir is required")
+	}
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("localnode: resolving the data directory: %w", err)
+	}
+	cfg.DataDir = dataDir
+	if err := os.MkdirAll(filepath.Join(dataDir, "pods"), 0o755); err != nil {
+		return nil, fmt.Errorf("localnode: creating the data directory: %w", err)
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	if cfg.SelfExecutable == "" {
+		if cfg.SelfExecutable, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("localnode: finding the nbkube executable: %w", err)
+		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.KubeletVersion == "" {
+		cfg.KubeletVersion = DefaultKubeletVersion
+	}
+	if cfg.CrashLoopBackOff <= 0 {
+		cfg.CrashLoopBackOff = DefaultCrashLoopBackOff
+	}
+	if cfg.AddressLockDir == "" {
+		cfg.AddressLockDir = filepath.Join(os.TempDir(), "nbkube-pod-ips")
+	}
+	return &Node{
+		client:  client,
+		cfg:     cfg,
+		hostEnv: hostEnv{path: os.Getenv("PATH"), home: os.Getenv("HOME")},
+		resolver: hostResolver{
+			self:     cfg.SelfExecutable,
+			lookPath: exec.LookPath,
+			exists: func(p string) bool {
+				_, err := os.Stat(p)
+				return err == nil
+			},
+		},
+		capacity:  hostCapacity(dataDir),
+		info:      systemInfo(cfg.KubeletVersion),
+		addresses: newAddressPool(cfg.AddressLockDir),
+		workers:   map[types.UID]*podWorker{},
+	}, nil
+}
+
+// NeedLeaderElection is false: the node runs in every nbkube process that has one, like a kubelet
+// on every machine.
+func (n *Node) NeedLeaderElection() bool { return false }
+
+// Start registers the node and runs it until ctx is done: it binds pods to itself and runs the
+// pods bound to it. On the way out it stops every pod's processes (SIGTERM, the pod's grace
+// period, SIGKILL) and returns; pod directories stay for the next run, which starts the pods
+// again (or fails those with restartPolicy Never). Start may be called once.
+func (n *Node) Start(ctx context.Context) error {
+	if !n.started.CompareAndSwap(false, true) {
+		return errors.New("localnode: Start called twice")
+	}
+	logger := log.FromContext(ctx).WithName("localnode").WithValues("node", n.cfg.NodeName)
+	ctx = log.IntoContext(ctx, logger)
+
+	if !n.register(ctx) {
+		return nil // ctx ended before the API server took the node
+	}
+
+	// The core/v1 recorder the kubelet uses rather than events.k8s.io: its events carry
+	// source.component, which is what kubectl describe and the controllers that re-emit a
+	// child pod's events onto its owner read, so this node's events look like a kubelet's.
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.client.CoreV1().Events("")})
+	n.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent, Host: n.cfg.NodeName})
+
+	assigned := informers.NewSharedInformerFactoryWithOptions(n.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", n.cfg.NodeName).String()
+		}))
+	if _, err := assigned.Core().V1().Pods().Informer().AddEventHandler(n.podHandler(ctx)); err != nil {
+		return fmt.Errorf("localnode: watching the node's pods: %w", err)
+	}
+
+	// The same selector as kube-scheduler's: pods not bound yet and not finished.
+	unassigned := informers.NewSharedInformerFactoryWithOptions(n.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = "spec.nodeName=,status.phase!=" + string(corev1.PodSucceeded) + ",status.phase!=" + string(corev1.PodFailed)
+		}))
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
+		workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Clock: n.cfg.Clock})
+	pending := unassigned.Core().V1().Pods()
+	if _, err := pending.Informer().AddEventHandler(schedulingHandler(queue)); err != nil {
+		return fmt.Errorf("localnode: watching unscheduled pods: %w", err)
+	}
+
+	assigned.Start(ctx.Done())
+	unassigned.Start(ctx.Done())
+	var loops sync.WaitGroup
+	defer func() {
+		queue.ShutDown()
+		loops.Wait()
+		// Shutdown waits for the informers' handlers, so no worker starts after this.
+		assigned.Shutdown()
+		unassigned.Shutdown()
+		n.mu.Lock()
+		n.stopping = true
+		n.mu.Unlock()
+		n.running.Wait()
+		logger.Info("Local node stopped")
+	}()
+	// Either synced or ctx ended; once synced, every pod bound to the node has its worker.
+	assigned.WaitForCacheSync(ctx.Done())
+	unassigned.WaitForCacheSync(ctx.Done())
+	logger.Info("Local node running", "dataDir", n.cfg.DataDir)
+
+	loops.Go(func() { n.heartbeat(ctx) })
+	loops.Go(func() {
+		s := scheduler{node: n, queue: queue, lister: pending.Lister()}
+		for s.next(ctx) {
+		}
+	})
+	<-ctx.Done()
+	return nil
+}
+
+// podHandler dispatches the node's pods to their workers, one per pod UID.
+func (n *Node) podHandler(ctx context.Context) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { n.podSeen(ctx, obj) },
+		UpdateFunc: func(_, obj any) { n.podSeen(ctx, obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			n.mu.Lock()
+			w := n.workers[pod.UID]
+			n.mu.Unlock()
+			if w != nil {
+				w.deliverGone()
+			}
+		},
+	}
+}
+
+func (n *Node) podSeen(ctx context.Context, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopping {
+		return
+	}
+	w := n.workers[pod.UID]
+	if w == nil {
+		w = newPodWorker(n, pod)
+		n.workers[pod.UID] = w
+		n.running.Go(func() {
+			w.run(ctx)
+			n.mu.Lock()
+			delete(n.workers, pod.UID)
+			n.mu.Unlock()
+		})
+	}
+	w.deliver(pod)
+}
+
+// fetchObjects gets the Secrets and ConfigMaps a pod refers to; one that does not exist is left
+// out, for the caller to judge whether it was optional.
+func (n *Node) fetchObjects(ctx context.Context, namespace string, secrets, configMaps []string) (podObjects, error) {
+	objs := podObjects{secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{}}
+	for _, name := range secrets {
+		s, err := n.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return podObjects{}, fmt.Errorf("getting secret %q: %w", name, err)
+		default:
+			objs.secrets[name] = s
+		}
+	}
+	for _, name := range configMaps {
+		cm, err := n.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return podObjects{}, fmt.Errorf("getting configmap %q: %w", name, err)
+		default:
+			objs.configMaps[name] = cm
+		}
+	}
+	return objs, nil
+}
+
+// requestToken asks the TokenRequest API for a token of the pod's service account bound to the
+// pod, so that it dies with the pod, and says when to refresh it: at 80% of its lifetime and at
+// least daily, like the kubelet's token manager.
+func (n *Node) requestToken(ctx context.Context, pod *corev1.Pod, src *corev1.ServiceAccountTokenProjection) (string, time.Time, error) {
+	expiration := int64(3600)
+	if src.ExpirationSeconds != nil {
+		expiration = *src.ExpirationSeconds
+	}
+	var audiences []string
+	if src.Audience != "" {
+		audiences = []string{src.Audience}
+	}
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	tr, err := n.client.CoreV1().ServiceAccounts(pod.Namespace).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         audiences,
+			ExpirationSeconds: &expiration,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	ttl := time.Duration(expiration) * time.Second
+	return tr.Status.Token, n.cfg.Clock.Now().Add(min(ttl*8/10, 24*time.Hour)), nil
+}
+
+// retryForever runs f until it succeeds (true) or ctx ends (false), logging failures, as the
+// kubelet keeps trying to register: the API server may still be starting.
+func retryForever(ctx context.Context, clk clock.Clock, what string, f func(context.Context) error) bool {
+	backoff := wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: math.MaxInt32, Cap: 10 * time.Second}
+	for {
+		err := f(ctx)
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		log.FromContext(ctx).Error(err, "Retrying", "what", what)
+		t := clk.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C():
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package localnode
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func testMounts(t *testing.T) mountTable {
+	t.Helper()
+	c := &corev1.Container{VolumeMounts: []corev1.VolumeMount{
+		{Name: "home", MountPath: "/home/jovyan"},
+		{Name: "contents", MountPath: "/home/jovyan/work/"},
+		{Name: "config", MountPath: "/etc/app/app.conf", SubPath: "app.conf"},
+		{Name: "data", MountPath: "/data", SubPathExpr: "users/$(USER)"},
+	}}
+	dirs := map[string]string{"home": "/pods/p/volumes/home", "contents": "/srv/notebooks", "config": "/pods/p/volumes/config", "data": "/pvc/data"}
+	env := func(name string) (string, bool) {
+		if name == "USER" {
+			return "ada", true
+		}
+		return "", false
+	}
+	tbl, err := newMountTable(c, dirs, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tbl
+}
+
+func TestMountTable_TranslatesByLongestWholeComponentPrefix(t *testing.T) {
+	tbl := testMounts(t)
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"/home/jovyan", "/pods/p/volumes/home", true},
+		{"/home/jovyan/.local/bin", "/pods/p/volumes/home/.local/bin", true},
+		{"/home/jovyan/work", "/srv/notebooks", true},
+		{"/home/jovyan/work/a.ipynb", "/srv/notebooks/a.ipynb", true},
+		{"/home/jovyanx", "/home/jovyanx", false},
+		{"/etc/app/app.conf", "/pods/p/volumes/config/app.conf", true},
+		{"/data/x", "/pvc/data/users/ada/x", true},
+		{"/database", "/database", false},
+		{"relative/data", "relative/data", false},
+	}
+	for _, tt := range tests {
+		got, ok := tbl.translate(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("translate(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestMountTable_RewritesPathsOptionValuesAndPathLists(t *testing.T) {
+	tbl := testMounts(t)
+	tests := []struct{ in, want string }{
+		{"/home/jovyan/work", "/srv/notebooks"},
+		{"--notebook-dir=/home/jovyan/work", "--notebook-dir=/srv/notebooks"},
+		{"-f=/data/conn.json", "-f=/pvc/data/users/ada/conn.json"},
+		{"/data/lib:/usr/lib/python3:/home/jovyan/work", "/pvc/data/users/ada/lib:/usr/lib/python3:/srv/notebooks"},
+		{"/data/odd:name", "/pvc/data/users/ada/odd:name"},
+		{"print('/data/x')", "print('/data/x')"},
+		{"http://host/data", "http://host/data"},
+		{"KEY=/data/x", "KEY=/data/x"},
+	}
+	for _, tt := range tests {
+		if got := tbl.rewrite(tt.in); got != tt.want {
+			t.Errorf("rewrite(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestResolveCommand_MapsCommandArgsAndWorkingDirToTheHost(t *testing.T) {
+	tbl := testMounts(t)
+	host := hostResolver{
+		self: "/opt/nbkube/bin/nbkube",
+		lookPath: func(file string) (string, error) {
+			if file == "python3" {
+				return "/usr/bin/python3", nil
+			}
+			return "", errors.New("executable file not found in $PATH")
+		},
+		exists: func(p string) bool { return p == "/bin/sh" },
+	}
+	env := func(name string) (string, bool) {
+		if name == "PORT" {
+			return "8888", true
+		}
+		return "", false
+	}
+	tests := []struct {
+		name    string
+		c       corev1.Container
+		want    hostCommand
+		wantErr string
+	}{{
+		name: "nbkube by base name runs this binary",
+		c:    corev1.Container{Command: []string{"/nbkube/nbkube", "agent"}, Args: []string{"--", "python3", "-m", "ipykernel", "-f", "/data/k.json"}},
+		want: hostCommand{path: "/opt/nbkube/bin/nbkube", argv: []string{"/opt/nbkube/bin/nbkube", "agent", "--", "python3", "-m", "ipykernel", "-f", "/pvc/data/users/ada/k.json"}, dir: "/pods/p"},
+	}, {
+		name: "an image path is looked up on the host PATH, args expanded",
+		c:    corev1.Container{Command: []string{"/usr/local/bin/python3"}, Args: []string{"-m", "http.server", "$(PORT)", "$(UNKNOWN)"}},
+		want: hostCommand{path: "/usr/bin/python3", argv: []string{"/usr/bin/python3", "-m", "http.server", "8888", "$(UNKNOWN)"}, dir: "/pods/p"},
+	}, {
+		name: "an existing absolute host path is kept",
+		c:    corev1.Container{Command: []string{"/bin/sh", "-c", "true"}, WorkingDir: "/home/jovyan/work"},
+		want: hostCommand{path: "/bin/sh", argv: []string{"/bin/sh", "-c", "true"}, dir: "/srv/notebooks"},
+	}, {
+		name: "a command under a mount runs from the volume",
+		c:    corev1.Container{Command: []string{"/home/jovyan/.local/bin/tool"}},
+		want: hostCommand{path: "/pods/p/volumes/home/.local/bin/tool", argv: []string{"/pods/p/volumes/home/.local/bin/tool"}, dir: "/pods/p"},
+	}, {
+		name: "a relative path is relative to the working directory",
+		c:    corev1.Container{Command: []string{"./run.sh"}, WorkingDir: "/data"},
+		want: hostCommand{path: "/pvc/data/users/ada/run.sh", argv: []string{"/pvc/data/users/ada/run.sh"}, dir: "/pvc/data/users/ada"},
+	}, {
+		name:    "a command the host lacks",
+		c:       corev1.Container{Command: []string{"/usr/bin/ruby"}},
+		wantErr: `"ruby" is not on the host's PATH`,
+	}, {
+		name:    "no command",
+		c:       corev1.Container{Name: "main", Args: []string{"x"}},
+		wantErr: "container main has no command",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := resolveCommand(&tt.c, tbl, env, "/pods/p", host)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(hostCommand{})); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewMountTable_RejectsSubPathsLeavingTheVolume(t *testing.T) {
+	c := &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/x", SubPath: "../etc"}}}
+	if _, err := newMountTable(c, map[string]string{"v": "/vol"}, nil); err == nil {
+		t.Fatal("a subPath with .. was accepted")
+	}
+}

@@ -1,0 +1,262 @@
+package localnode
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// probeKind names a probe as the kubelet's events do ("Readiness probe failed: ...").
+type probeKind string
+
+const (
+	probeStartup   probeKind = "Startup"
+	probeReadiness probeKind = "Readiness"
+	probeLiveness  probeKind = "Liveness"
+)
+
+// probeUserAgent is what the kubelet's HTTP probes send, so that servers that treat probes
+// specially see the same thing here.
+const probeUserAgent = "kube-probe/1.36"
+
+// maxProbeOutput bounds what a failed probe quotes of a response body or command output.
+const maxProbeOutput = 10 * 1024
+
+// prober runs one probe of one container run, like a kubelet probe worker: it waits
+// initialDelaySeconds, probes every periodSeconds with timeoutSeconds, and reports when
+// successThreshold successes or failureThreshold failures in a row change the result.
+type prober struct {
+	kind      probeKind
+	probe     *corev1.Probe
+	container *corev1.Container
+	podIP     string
+	// exec runs an exec probe's command on the host; nil when the probe is not an exec probe.
+	exec  *execProbe
+	clock clock.WithTicker
+	// unhealthy records an "Unhealthy" event for a failed attempt.
+	unhealthy func(message string)
+	// report delivers a changed result; it returns false once nobody listens any more.
+	report func(success bool) bool
+}
+
+// execProbe is an exec probe's command resolved for the host, with the container's environment,
+// or the reason it could not be resolved, which every attempt then reports.
+type execProbe struct {
+	cmd hostCommand
+	env []string
+	err error
+}
+
+// run probes until ctx is done or, for a startup probe, until it succeeded once.
+func (p *prober) run(ctx context.Context) {
+	if d := seconds(p.probe.InitialDelaySeconds, 0); d > 0 {
+		t := p.clock.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+	ticker := p.clock.NewTicker(seconds(p.probe.PeriodSeconds, 10))
+	defer ticker.Stop()
+
+	successThreshold := max(p.probe.SuccessThreshold, 1)
+	failureThreshold := p.probe.FailureThreshold
+	if failureThreshold <= 0 {
+		failureThreshold = 3
+	}
+	// The kubelet's initial results: not ready, alive, and not yet started.
+	var last *bool
+	switch p.kind {
+	case probeReadiness:
+		last = ptr.To(false)
+	case probeLiveness:
+		last = ptr.To(true)
+	}
+	var successes, failures int32
+	for {
+		err := p.probeOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			successes, failures = successes+1, 0
+		} else {
+			successes, failures = 0, failures+1
+			p.unhealthy(fmt.Sprintf("%s probe failed: %v", p.kind, err))
+		}
+		var result *bool
+		switch {
+		case successes >= successThreshold:
+			result = ptr.To(true)
+		case failures >= failureThreshold:
+			result = ptr.To(false)
+		}
+		if result != nil && (last == nil || *last != *result) {
+			last = result
+			if !p.report(*result) {
+				return
+			}
+		}
+		if p.kind == probeStartup && last != nil && *last {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C():
+		}
+	}
+}
+
+func seconds(s int32, def int) time.Duration {
+	if s <= 0 {
+		return time.Duration(def) * time.Second
+	}
+	return time.Duration(s) * time.Second
+}
+
+// probeOnce makes one attempt; a nil error is a success.
+func (p *prober) probeOnce(ctx context.Context) error {
+	// Network and process timeouts run on the real clock: they bound real I/O.
+	ctx, cancel := context.WithTimeout(ctx, seconds(p.probe.TimeoutSeconds, 1))
+	defer cancel()
+	h := p.probe.ProbeHandler
+	switch {
+	case h.HTTPGet != nil:
+		return p.httpGet(ctx, h.HTTPGet)
+	case h.TCPSocket != nil:
+		port, err := containerPort(h.TCPSocket.Port, p.container)
+		if err != nil {
+			return err
+		}
+		host := h.TCPSocket.Host
+		if host == "" {
+			host = p.podIP
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	case h.Exec != nil && p.exec != nil:
+		return runExecProbe(ctx, p.exec)
+	}
+	return errors.New("the probe has no handler the local node runs")
+}
+
+func (p *prober) httpGet(ctx context.Context, g *corev1.HTTPGetAction) error {
+	port, err := containerPort(g.Port, p.container)
+	if err != nil {
+		return err
+	}
+	host := g.Host
+	if host == "" {
+		host = p.podIP
+	}
+	u, err := url.Parse(g.Path)
+	if err != nil {
+		u = &url.URL{Path: g.Path}
+	}
+	u.Scheme = strings.ToLower(string(g.Scheme))
+	if u.Scheme == "" {
+		u.Scheme = "http"
+	}
+	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("User-Agent", probeUserAgent)
+	req.Header.Set("Accept", "*/*")
+	for _, h := range g.HTTPHeaders {
+		if strings.EqualFold(h.Name, "Host") {
+			req.Host = h.Value
+			continue
+		}
+		req.Header.Add(h.Name, h.Value)
+	}
+	// A fresh transport per attempt, without proxies from the environment and without
+	// keep-alives, as the kubelet's prober: probes must reach the pod directly and leave no idle
+	// connections behind. Certificates are not verified, as the kubelet does not either.
+	transport := &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // as the kubelet's HTTPS probes
+	}
+	defer transport.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxProbeOutput))
+	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
+		return fmt.Errorf("HTTP probe failed with statuscode: %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
+// containerPort resolves a probe's port: a number, or the name of one of the container's ports.
+func containerPort(port intstr.IntOrString, c *corev1.Container) (int, error) {
+	if port.Type == intstr.Int {
+		return port.IntValue(), nil
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return int(p.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(port.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("container %s has no port named %q", c.Name, port.StrVal)
+}
+
+func runExecProbe(ctx context.Context, e *execProbe) error {
+	if e.err != nil {
+		return e.err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, e.cmd.path, e.cmd.argv[1:]...)
+	cmd.Args[0] = e.cmd.argv[0]
+	cmd.Env, cmd.Dir = append([]string{}, e.env...), e.cmd.dir // never nil, which would mean nbkube's environment
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// On timeout the whole group goes, not just the command: a probe script's children must not
+	// linger.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("command %q timed out", strings.Join(e.cmd.argv, " "))
+	}
+	if err != nil {
+		return fmt.Errorf("command %q: %w: %s", strings.Join(e.cmd.argv, " "), err, bytes.TrimSpace(limit(out.Bytes())))
+	}
+	return nil
+}
+
+func limit(b []byte) []byte {
+	if len(b) > maxProbeOutput {
+		return b[:maxProbeOutput]
+	}
+	return b
+}
