@@ -16,6 +16,8 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
 # Test flags: `make test TEST_FLAGS='-run Foo -v'`.
 TEST_FLAGS ?=
 # `make run` passes these to `nbkube local`.
@@ -39,7 +41,7 @@ generate: controller-gen ## Generate deepcopy code for the API types.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=nbkube-manager crd paths="./api/..." paths="./controllers/..." \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
@@ -55,20 +57,26 @@ lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: verify
-verify: generate manifests fmt vet ## Regenerate code and manifests and fail if anything changed.
+verify: generate manifests fmt vet kustomize ## Regenerate code and manifests and fail if anything changed.
+	$(KUSTOMIZE) build config/default >/dev/null
+	$(KUSTOMIZE) build config/samples >/dev/null
 	@if [ -n "$$(git status --porcelain -- api config controllers go.mod go.sum '*.go')" ]; then \
 		echo "make verify: generated files or formatting differ from what is committed:"; \
 		git status --porcelain -- api config controllers go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: test
-test: k8s-bins ## Run all Go tests (unit, envtest, local node with real ipykernel).
+test: k8s-bins test-deps ## Run all Go tests (unit, envtest, local node and agent with real ipykernel).
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" go test ./... $(TEST_FLAGS)
+
+.PHONY: test-deps
+test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
+	@hack/install-test-deps.sh
 
 ##@ Build
 
 .PHONY: build
-build: ## Build the nbkube binary into bin/.
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/nbkube ./cmd/nbkube
+build: ## Build the nbkube binary into bin/ (static).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(LOCALBIN)/nbkube ./cmd/nbkube
 
 .PHONY: run
 run: build k8s-bins ## Run nbkube locally: embedded control plane, manager and local node (data in .nbkube/).
@@ -103,5 +111,5 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 define go-install-tool
 @set -e; echo "installing $(2)@$(3)"; \
 GOBIN=$(LOCALBIN) go install $(2)@$(3); \
-mv -f "$(LOCALBIN)/$$(basename $(2))" "$(1)"
+mv -f "$(LOCALBIN)/$$(basename "$$(echo $(2) | sed -E 's#/v[0-9]+$$##')")" "$(1)"
 endef

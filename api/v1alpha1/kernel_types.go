@@ -27,7 +27,6 @@ type KernelParameters struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
 	Path string `json:"path,omitempty"`
 
-
 	// env is added to the kernel's environment after the KernelSpec's env.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64

@@ -47,7 +47,6 @@ type SessionParameters struct {
 	// kernel is the kernel the session uses or starts. Deleting the session deletes it.
 	// +required
 	Kernel SessionKernel `json:"kernel"`
-
 }
 
 // SessionStatus mirrors the session's kernel.

@@ -40,6 +40,30 @@ const (
 	stopGrace    = 15 * time.Second
 )
 
+// KubeVersion is the Kubernetes release nbkube runs and tests against; hack/build-k8s.sh
+// and the Makefile pin the same.
+const KubeVersion = "v1.36.3"
+
+// DefaultBinDir is where hack/build-k8s.sh puts the binaries: $NBKUBE_KUBE_BIN_DIR, else
+// $KUBEBUILDER_ASSETS, else <cache>/nbkube/k8s/<version>/bin with the cache directory
+// $NBKUBE_CACHE_DIR, $XDG_CACHE_HOME or ~/.cache, as the script computes it.
+func DefaultBinDir(getenv func(string) string) string {
+	for _, env := range []string{"NBKUBE_KUBE_BIN_DIR", "KUBEBUILDER_ASSETS"} {
+		if dir := getenv(env); dir != "" {
+			return dir
+		}
+	}
+	cache := getenv("NBKUBE_CACHE_DIR")
+	if cache == "" {
+		base := getenv("XDG_CACHE_HOME")
+		if base == "" {
+			base = filepath.Join(getenv("HOME"), ".cache")
+		}
+		cache = filepath.Join(base, "nbkube")
+	}
+	return filepath.Join(cache, "k8s", KubeVersion, "bin")
+}
+
 // Config says where the binaries are and where the state lives.
 type Config struct {
 	// BinDir holds etcd, kube-apiserver and kube-controller-manager.

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/controlplane"
+	"github.com/nbkube/nbkube/internal/crds"
+	"github.com/nbkube/nbkube/internal/kernelspecs"
+	"github.com/nbkube/nbkube/internal/localnode"
+)
+
+// runLocal is the embedded default: a real control plane, the controllers and a local node
+// that runs pods as processes of this machine, all in this process, with state that survives
+// a restart.
+func runLocal(ctx context.Context, args []string) error {
+	fs, logOpts := newFlagSet("local")
+	dataDir := fs.String("data-dir", ".nbkube", "directory of the state (cluster data, kubeconfig, pod directories)")
+	root := fs.String("root", ".", "contents root: the notebooks, and the working directory tree of kernels")
+	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
+	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
+	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
+	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "nbkube: "+format+"\n", args...) }
+
+	var err error
+	if *dataDir, err = filepath.Abs(*dataDir); err != nil {
+		return err
+	}
+	if *root, err = filepath.Abs(*root); err != nil {
+		return err
+	}
+	if st, err := os.Stat(*root); err != nil || !st.IsDir() {
+		return fmt.Errorf("contents root %s is not a directory", *root)
+	}
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+
+	started := time.Now()
+	progress("starting the control plane in %s", *dataDir)
+	cp, err := controlplane.Start(ctx, controlplane.Config{
+		BinDir: *binDir, DataDir: *dataDir, ControllerManager: true, Progress: prefixed{},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		progress("stopping the control plane")
+		if err := cp.Stop(); err != nil {
+			progress("stopping the control plane: %v", err)
+		}
+	}()
+	cfg := cp.RESTConfig()
+	if err := crds.Install(ctx, cfg); err != nil {
+		return err
+	}
+	progress("custom resources installed")
+
+	scheme := newScheme()
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	if err := installHostKernelSpecs(ctx, c, *namespace, progress); err != nil {
+		return err
+	}
+
+	opts := builder.DefaultOptions()
+	// The local node ignores images; names that say so make `kubectl get pods -o yaml` honest.
+	opts.AgentImage, opts.DefaultKernelImage, opts.DefaultClusterImage = "nbkube.local/nbkube:"+version, "nbkube.local/host:local", "nbkube.local/host:local"
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Cache:                  controllers.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		return err
+	}
+	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
+		return err
+	}
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	node, err := localnode.New(clientset, localnode.Config{
+		NodeName:       *nodeName,
+		DataDir:        filepath.Join(*dataDir, "node"),
+		ClaimDirs:      map[string]string{opts.ContentsClaim: *root},
+		SelfExecutable: self,
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(node); err != nil {
+		return err
+	}
+
+	mgrCtx, stopMgr := context.WithCancel(ctx)
+	defer stopMgr()
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mgrCtx) }()
+	if !mgr.GetCache().WaitForCacheSync(mgrCtx) {
+		return errors.Join(errors.New("caches did not sync"), <-done)
+	}
+	fmt.Printf("nbkube local is ready (%s): contents %s, namespace %s\n", time.Since(started).Round(10*time.Millisecond), *root, *namespace)
+	fmt.Printf("  kubectl --kubeconfig %s get kernelspecs,kernels,sessions,clusters\n", cp.KubeconfigPath())
+	err = <-done
+	progress("controllers and local node stopped")
+	return err
+}
+
+func installHostKernelSpecs(ctx context.Context, c client.Client, namespace string, progress func(string, ...any)) error {
+	specs, errs := kernelspecs.Find(kernelspecs.Dirs(os.Getenv))
+	for _, err := range errs {
+		progress("skipping a kernel spec: %v", err)
+	}
+	if len(specs) == 0 {
+		if py, ok := kernelspecs.PythonSpec(ctx, []string{"python3", "/usr/bin/python3"}); ok {
+			specs = append(specs, py)
+		}
+	}
+	names, err := kernelspecs.Sync(ctx, c, namespace, specs)
+	if err != nil {
+		progress("kernel specs: %v", err)
+	}
+	if len(names) == 0 {
+		progress("no Jupyter kernel found on this machine (install one, e.g. apt-get install python3-ipykernel)")
+		return nil
+	}
+	progress("kernel specs from this machine: %v", names)
+	return nil
+}
+
+// prefixed writes the control plane's progress lines as nbkube's.
+type prefixed struct{}
+
+func (prefixed) Write(p []byte) (int, error) {
+	fmt.Fprintf(os.Stderr, "nbkube: %s", p)
+	return len(p), nil
+}
