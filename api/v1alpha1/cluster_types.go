@@ -64,7 +64,7 @@ type ClusterStatus struct {
 
 	// readyEngines is the number of engines ready.
 	// +optional
-	ReadyEngines int32 `json:"readyEngines,omitempty"`
+	ReadyEngines int32 `json:"readyEngines"`
 }
 
 // Cluster is a cluster of IPython parallel engines with their controller; its name is the

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -60,6 +61,13 @@ func runLocal(ctx context.Context, args []string) error {
 	progress("starting the control plane in %s", *dataDir)
 	cp, err := controlplane.Start(ctx, controlplane.Config{
 		BinDir: *binDir, DataDir: *dataDir, ControllerManager: true, Progress: prefixed{},
+		BeforeControllerManager: func(ctx context.Context, cfg *rest.Config) error {
+			if err := crds.Install(ctx, cfg); err != nil {
+				return err
+			}
+			progress("custom resources installed")
+			return nil
+		},
 	})
 	if err != nil {
 		return err
@@ -71,10 +79,6 @@ func runLocal(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg := cp.RESTConfig()
-	if err := crds.Install(ctx, cfg); err != nil {
-		return err
-	}
-	progress("custom resources installed")
 
 	scheme := newScheme()
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -3,12 +3,9 @@ package controlplane_test
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -133,7 +130,7 @@ func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatalf("helper: %q %v", line, err)
 	}
-	children := childPIDs(t, cmd.Process.Pid)
+	children := testenv.Descendants(cmd.Process.Pid)
 	if len(children) != 2 {
 		cmd.Process.Kill()
 		t.Fatalf("helper children = %v, want etcd and kube-apiserver", children)
@@ -145,7 +142,7 @@ func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
 	_ = cmd.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range children {
-		for alive(pid) {
+		for testenv.Alive(pid) {
 			if time.Now().After(deadline) {
 				t.Fatalf("child %d outlived its killed parent", pid)
 			}
@@ -154,39 +151,4 @@ func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
 	}
 	// The lock went with the process: the data dir is usable again.
 	start(t, dir, false).Stop()
-}
-
-func childPIDs(t *testing.T, pid int) []int {
-	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []int
-	for _, f := range tasks {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, field := range strings.Fields(string(data)) {
-			n, err := strconv.Atoi(field)
-			if err == nil {
-				pids = append(pids, n)
-			}
-		}
-	}
-	return pids
-}
-
-// alive reports whether pid still runs (a zombie counts as gone: it has exited).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat))
-	return len(fields) > 2 && fields[2] != "Z"
 }

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,7 +110,7 @@ func TestLocalNode(t *testing.T) {
 
 		stop()
 		for _, pid := range []int{alwaysPID, neverPID} {
-			if processAlive(pid) {
+			if testenv.Alive(pid) {
 				t.Errorf("process %d outlived its node", pid)
 			}
 		}
@@ -157,7 +156,7 @@ func TestLocalNode(t *testing.T) {
 			t.Errorf("pod directory: %v", err)
 		}
 		deletePod(t, client, pod)
-		if processAlive(pid) {
+		if testenv.Alive(pid) {
 			t.Errorf("process %d survived the deletion of its pod", pid)
 		}
 		if _, err := os.Stat(podDir); !errors.Is(err, os.ErrNotExist) {
@@ -173,7 +172,7 @@ func TestLocalNode(t *testing.T) {
 		if err := client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the process to die", func(context.Context) (bool, error) { return !processAlive(pid), nil })
+		waitFor(t, 10*time.Second, "the process to die", func(context.Context) (bool, error) { return !testenv.Alive(pid), nil })
 	})
 
 	t.Run("DeploymentReplicasRunOnDistinctPodIPs", func(t *testing.T) {
@@ -540,10 +539,6 @@ func pidOf(t *testing.T, pod *corev1.Pod) int {
 		t.Fatalf("container ID %q carries no PID", id)
 	}
 	return pid
-}
-
-func processAlive(pid int) bool {
-	return !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
 }
 
 func httpGet(t *testing.T, ip string) string {

@@ -99,7 +99,7 @@ func TestProber_ProbeOnceJudgesHTTPTCPAndExec(t *testing.T) {
 
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh on this host")
+		t.Fatalf("sh: %v", err)
 	}
 	execProbeOf := func(script string) *execProbe {
 		return &execProbe{cmd: hostCommand{path: sh, argv: []string{sh, "-c", script}, dir: t.TempDir()}}

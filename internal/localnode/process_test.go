@@ -1,7 +1,6 @@
 package localnode
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,13 +13,15 @@ import (
 
 	"go.uber.org/goleak"
 	"k8s.io/utils/clock"
+
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 func startTestProcess(t *testing.T, script string) (*process, chan *process) {
 	t.Helper()
 	sh, err := exec.LookPath("sh")
 	if err != nil {
-		t.Skip("no sh on this host")
+		t.Fatalf("sh: %v", err)
 	}
 	exited := make(chan *process, 1)
 	logPath := filepath.Join(t.TempDir(), "logs", "c", "0.log")
@@ -33,20 +34,6 @@ func startTestProcess(t *testing.T, script string) (*process, chan *process) {
 		t.Fatal(err)
 	}
 	return p, exited
-}
-
-// alive tells whether a process exists and is not a zombie: a killed grandchild waits for the
-// machine's init to reap it, which may take a while in a container.
-func alive(pid int) bool {
-	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(stat), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 // waitForFile waits until a test process signals readiness by creating a file.
@@ -93,7 +80,7 @@ func TestProcess_StopEscalatesToSIGKILLAndTakesTheWholeGroup(t *testing.T) {
 	if p.exitCode != 128+int32(syscall.SIGKILL) {
 		t.Errorf("exit code = %d, want %d", p.exitCode, 128+int32(syscall.SIGKILL))
 	}
-	if alive(p.pid) {
+	if testenv.Alive(p.pid) {
 		t.Errorf("process %d is still alive", p.pid)
 	}
 }
@@ -113,10 +100,10 @@ func TestProcess_GrandchildrenDieWithTheContainerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(child) && time.Now().Before(deadline) {
+	for testenv.Alive(child) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if alive(child) {
+	if testenv.Alive(child) {
 		t.Errorf("grandchild %d outlived container process %d", child, p.pid)
 	}
 }
@@ -175,16 +162,16 @@ func TestProcess_DiesWhenNbkubeIsKilled(t *testing.T) {
 		_ = spawner.Wait()
 		t.Fatalf("reading the container PID: %v", err)
 	}
-	if !alive(pid) {
+	if !testenv.Alive(pid) {
 		t.Fatalf("container process %d is not running", pid)
 	}
 	_ = spawner.Process.Kill()
 	_ = spawner.Wait()
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) && time.Now().Before(deadline) {
+	for testenv.Alive(pid) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if alive(pid) {
+	if testenv.Alive(pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("container process %d outlived the killed nbkube", pid)
 	}
@@ -195,7 +182,7 @@ func TestProcess_GetsOnlyTheEnvironmentItIsGiven(t *testing.T) {
 	t.Setenv("NBKUBE_TEST_HOST_SECRET", "must-not-leak")
 	envCmd, err := exec.LookPath("env")
 	if err != nil {
-		t.Skip("no env on this host")
+		t.Fatalf("env: %v", err)
 	}
 	for _, given := range [][]string{nil, {"ONLY=this"}} {
 		exited := make(chan *process, 1)

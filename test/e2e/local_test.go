@@ -1,0 +1,323 @@
+// Package e2e drives nbkube as a user does: it builds the binary, runs `nbkube local` (the
+// embedded default behind `make run`) with the real control plane and the local node, and
+// checks the outcome through the API, kubectl and the processes of this machine.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+var nbkubeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nbkube-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	nbkubeBin = filepath.Join(dir, "nbkube")
+	build := exec.Command("go", "build", "-o", nbkubeBin, "../../cmd/nbkube")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build nbkube:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// instance is one running `nbkube local`.
+type instance struct {
+	cmd     *exec.Cmd
+	dataDir string
+	root    string
+	client  client.Client
+	done    chan error
+}
+
+func startLocal(t *testing.T, dataDir, root string) *instance {
+	t.Helper()
+	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "nbkube-local.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inst := &instance{cmd: cmd, dataDir: dataDir, root: root, done: make(chan error, 1)}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "is ready") {
+				close(ready)
+			}
+		}
+		inst.done <- cmd.Wait()
+		logFile.Close()
+	}()
+	select {
+	case <-ready:
+	case err := <-inst.done:
+		log, _ := os.ReadFile(logFile.Name())
+		t.Fatalf("nbkube local exited (%v) before it was ready:\n%s", err, tail(log))
+	case <-time.After(3 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatal("nbkube local not ready after 3 minutes")
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+	})
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(nbv1.AddToScheme(scheme))
+	if inst.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
+// stop ends the instance the way Ctrl-C does and waits for it.
+func (i *instance) stop(t *testing.T) {
+	t.Helper()
+	if err := i.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-i.done:
+		if err != nil {
+			t.Errorf("nbkube local after Ctrl-C: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("nbkube local did not stop within a minute of Ctrl-C")
+	}
+}
+
+func (i *instance) kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", filepath.Join(i.dataDir, "kubeconfig")}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func eventually(t *testing.T, what string, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
+	t.Helper()
+	k := &nbv1.Kernel{}
+	eventually(t, "kernel "+name+" ready", 60*time.Second, func() error {
+		if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, k); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("conditions %+v", k.Status.Conditions)
+		}
+		return nil
+	})
+	return k
+}
+
+// kernelProcess finds the ipykernel process of a kernel: the child of the pod's agent.
+func (i *instance) kernelProcess(t *testing.T, name string) int {
+	t.Helper()
+	pod := &corev1.Pod{}
+	if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, pod); err != nil {
+		t.Fatal(err)
+	}
+	var agentPID int
+	if _, err := fmt.Sscanf(pod.Status.ContainerStatuses[0].ContainerID, "nbkube-local://%d", &agentPID); err != nil {
+		t.Fatalf("container ID %q: %v", pod.Status.ContainerStatuses[0].ContainerID, err)
+	}
+	for _, pid := range testenv.Descendants(agentPID) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if strings.Contains(string(cmdline), "ipykernel_launcher") {
+			return pid
+		}
+	}
+	t.Fatalf("no ipykernel process under agent %d", agentPID)
+	return 0
+}
+
+func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
+	dataDir, root := t.TempDir(), t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "projects"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inst := startLocal(t, dataDir, root)
+	ctx := context.Background()
+
+	// What the README tells an admin to do.
+	inst.kubectl(t, "apply", "-f", "../../config/samples/")
+	k := inst.readyKernel(t, "sample-kernel")
+	if k.Status.ExecutionState != nbv1.ExecutionStateIdle || !strings.HasPrefix(k.Status.PodIP, "127.0.0.") {
+		t.Errorf("kernel status %+v", k.Status)
+	}
+	out := inst.kubectl(t, "get", "kernels")
+	for _, want := range []string{"SPEC", "OWNER", "READY", "STATE", "sample-kernel", "python3", "admin", "True", "idle"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get kernels lacks %q:\n%s", want, out)
+		}
+	}
+	// The kernel is a real ipykernel working in the contents root.
+	pid := inst.kernelProcess(t, "sample-kernel")
+	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err != nil || cwd != root {
+		t.Errorf("kernel cwd %q (%v), want the contents root %s", cwd, err, root)
+	}
+
+	// A session's kernel works in the notebook's directory; deleting the session collects its
+	// kernel and pod through owner references (kube-controller-manager's garbage collector)
+	// and the kernel process with them.
+	s := &nbv1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "s-projects"}, Spec: nbv1.SessionParameters{
+		Owner: "alice", Path: "projects/analysis.ipynb", Kernel: nbv1.SessionKernel{KernelSpec: "python3"}}}
+	if err := inst.client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	inst.readyKernel(t, "s-projects")
+	spid := inst.kernelProcess(t, "s-projects")
+	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", spid)); cwd != filepath.Join(root, "projects") {
+		t.Errorf("session kernel cwd %q, want %s", cwd, filepath.Join(root, "projects"))
+	}
+	if err := inst.client.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "session's kernel and pod collected", 60*time.Second, func() error {
+		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "s-projects"}, &nbv1.Kernel{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kernel: %v", err)
+		}
+		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "s-projects"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod: %v", err)
+		}
+		if testenv.Alive(spid) {
+			return fmt.Errorf("kernel process %d still runs", spid)
+		}
+		return nil
+	})
+
+	// Ctrl-C stops everything it started.
+	procs := testenv.Descendants(inst.cmd.Process.Pid)
+	if len(procs) < 5 {
+		t.Errorf("only %d processes under nbkube local (control plane, agents, kernels expected)", len(procs))
+	}
+	inst.stop(t)
+	for _, p := range procs {
+		if testenv.Alive(p) {
+			cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+			t.Errorf("process %d (%s) outlived nbkube local", p, strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+
+	// A second run finds the state of the first: the resources are still there.
+	inst = startLocal(t, dataDir, root)
+	out = inst.kubectl(t, "get", "kernels,sessions,kernelspecs", "-o", "name")
+	for _, want := range []string{"kernel.nbkube.io/sample-kernel", "session.nbkube.io/sample-session", "kernelspec.nbkube.io/python3", "kernelspec.nbkube.io/python3-debian"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after a restart, %s is missing:\n%s", want, out)
+		}
+	}
+	// A new kernel runs on the restarted node.
+	k2 := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-restart"},
+		Spec: nbv1.KernelParameters{Owner: "alice", KernelSpec: "python3"}}
+	if err := inst.client.Create(ctx, k2); err != nil {
+		t.Fatal(err)
+	}
+	inst.readyKernel(t, "after-restart")
+
+	// Killed outright, it still takes its children along.
+	procs = testenv.Descendants(inst.cmd.Process.Pid)
+	if err := inst.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-inst.done
+	eventually(t, "children gone after SIGKILL", 15*time.Second, func() error {
+		for _, p := range procs {
+			if testenv.Alive(p) {
+				return fmt.Errorf("process %d still alive", p)
+			}
+		}
+		return nil
+	})
+}
+
+func TestLocal_TwoInstancesSideBySide(t *testing.T) {
+	a := startLocal(t, t.TempDir(), t.TempDir())
+	b := startLocal(t, t.TempDir(), t.TempDir())
+	ka := a.kubectl(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	kb := b.kubectl(t, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+	if ka == kb {
+		t.Fatalf("both instances serve at %s", ka)
+	}
+	for _, inst := range []*instance{a, b} {
+		k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "k"},
+			Spec: nbv1.KernelParameters{Owner: "alice", KernelSpec: "python3"}}
+		if err := inst.client.Create(context.Background(), k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ipA := a.readyKernel(t, "k").Status.PodIP
+	ipB := b.readyKernel(t, "k").Status.PodIP
+	if ipA == ipB {
+		t.Errorf("kernels of both instances got pod IP %s", ipA)
+	}
+	a.stop(t)
+	b.stop(t)
+}
+
+func tail(b []byte) string {
+	const max = 4000
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	return string(b)
+}
