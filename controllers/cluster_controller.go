@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -72,15 +71,8 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 	st := clusterStatus(c, obs, metav1.NewTime(r.Clock.Now()))
-	if equality.Semantic.DeepEqual(c.Status, st) {
-		return ctrl.Result{}, nil
-	}
-	c = c.DeepCopy()
-	c.Status = st
-	if err := r.Status().Update(ctx, c); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, fmt.Errorf("update cluster status: %w", err)
-	}
-	return ctrl.Result{}, nil
+	_, err := writeStatus(ctx, r.Client, c, func(c *nbv1.Cluster) *nbv1.ClusterStatus { return &c.Status }, st)
+	return ctrl.Result{}, err
 }
 
 func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster, _ *clusterObservation) error {

@@ -1,8 +1,14 @@
 package controllers
 
 import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // setCondition sets a condition stamped with now; the transition time only moves when the
@@ -21,4 +27,22 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// writeStatus writes desired as obj's status unless that is what obj already has, and says
+// whether it wrote. A conflict is not an error: the write that won brings the object back
+// through the watch.
+func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (bool, error) {
+	if equality.Semantic.DeepEqual(*status(obj), desired) {
+		return false, nil
+	}
+	obj = obj.DeepCopyObject().(T)
+	*status(obj) = desired
+	if err := c.Status().Update(ctx, obj); err != nil {
+		if apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
+	}
+	return true, nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -160,22 +159,15 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	return nil
 }
 
-// updateStatus writes the status when it changed; stepErr (if any) is returned after it.
+// updateStatus writes the status when it changed and tells of a new failure with an event;
+// stepErr (if any) is returned after it.
 func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus, stepErr error) error {
-	if equality.Semantic.DeepEqual(k.Status, st) {
-		return stepErr
-	}
 	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
-	k = k.DeepCopy()
-	k.Status = st
-	if err := r.Status().Update(ctx, k); err != nil {
-		if apierrors.IsConflict(err) {
-			// Someone wrote meanwhile; their change brings us back with fresh data.
-			return stepErr
-		}
-		return fmt.Errorf("update kernel status: %w", err)
+	written, err := writeStatus(ctx, r.Client, k, func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }, st)
+	if err != nil {
+		return err
 	}
-	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); after != nil && (before == nil || before.Reason != after.Reason) {
+	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); written && after != nil && (before == nil || before.Reason != after.Reason) {
 		r.Recorder.Eventf(k, nil, corev1.EventTypeWarning, after.Reason, "Start", "%s", after.Message)
 	}
 	return stepErr

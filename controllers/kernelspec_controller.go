@@ -9,8 +9,6 @@ import (
 	"strings"
 
 	"github.com/distribution/reference"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
@@ -52,15 +50,8 @@ func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	} else {
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, ReasonSpecValid, "the kernel spec can start kernels", ks.Generation, now)
 	}
-	if equality.Semantic.DeepEqual(ks.Status, st) {
-		return ctrl.Result{}, nil
-	}
-	ks = ks.DeepCopy()
-	ks.Status = st
-	if err := r.Status().Update(ctx, ks); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, fmt.Errorf("update kernel spec status: %w", err)
-	}
-	return ctrl.Result{}, nil
+	_, err := writeStatus(ctx, r.Client, ks, func(ks *nbv1.KernelSpec) *nbv1.KernelSpecStatus { return &ks.Status }, st)
+	return ctrl.Result{}, err
 }
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")

@@ -6,7 +6,6 @@ import (
 	"path"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,15 +59,8 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, err
 	}
 	st := sessionStatus(s, kernel, prob, metav1.NewTime(r.Clock.Now()))
-	if equality.Semantic.DeepEqual(s.Status, st) {
-		return ctrl.Result{}, nil
-	}
-	s = s.DeepCopy()
-	s.Status = st
-	if err := r.Status().Update(ctx, s); err != nil && !apierrors.IsConflict(err) {
-		return ctrl.Result{}, fmt.Errorf("update session status: %w", err)
-	}
-	return ctrl.Result{}, nil
+	_, err = writeStatus(ctx, r.Client, s, func(s *nbv1.Session) *nbv1.SessionStatus { return &s.Status }, st)
+	return ctrl.Result{}, err
 }
 
 // sessionKernelName is the kernel the session uses: the one its spec names, or one named
