@@ -31,6 +31,7 @@ func runManager(ctx context.Context, args []string) error {
 	metricsAddr := fs.String("metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS, authenticated and authorized through the API server); 0 disables it")
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
+	leaderNamespace := fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own namespace)")
 	opts := builder.DefaultOptions()
 	bindBuilderFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
@@ -50,9 +51,10 @@ func runManager(ctx context.Context, args []string) error {
 			// worth it for a metrics endpoint.
 			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 		},
-		HealthProbeBindAddress: *probeAddr,
-		LeaderElection:         *leaderElect,
-		LeaderElectionID:       "nbkube-manager.nbkube.io",
+		HealthProbeBindAddress:  *probeAddr,
+		LeaderElection:          *leaderElect,
+		LeaderElectionID:        "nbkube-manager.nbkube.io",
+		LeaderElectionNamespace: *leaderNamespace,
 		// The leader steps down at once on shutdown instead of letting the lease expire.
 		LeaderElectionReleaseOnCancel: true,
 	})
