@@ -127,14 +127,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	running.Store(false)
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	// Asked to stop, the kernel's exit status is no failure of the pod's.
 	select {
-	case <-exited:
-		return nil
+	case err := <-exited:
+		cfg.Log.Info("Stopped kernel", "kernel", cfg.KernelID, "status", err)
 	case <-time.After(cfg.StopGrace):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		return nil
+		err := <-exited
+		cfg.Log.Info("Killed kernel after the grace period", "kernel", cfg.KernelID, "grace", cfg.StopGrace, "status", err)
 	}
+	return nil
 }
 
 func exitError(err error) error {

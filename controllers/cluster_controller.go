@@ -115,7 +115,7 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		return err
 	}
 	obs.engines = d
-	if now := *d.Spec.Replicas; before != now && !(before == -1 && now == 0) {
+	if now := *d.Spec.Replicas; before != now && (before != -1 || now != 0) {
 		r.Recorder.Eventf(c, d, corev1.EventTypeNormal, "ScaledEngines", "Scale", "Scaled engines from %d to %d", max(before, 0), now)
 	}
 	return nil

@@ -82,7 +82,7 @@ func TestSession_ChangingTheKernelDeletesTheOldOne(t *testing.T) {
 		if apierrors.IsNotFound(err) || (err == nil && old.DeletionTimestamp != nil) {
 			return nil
 		}
-		return fmt.Errorf("old kernel still there: %v", err)
+		return fmt.Errorf("old kernel still there: %w", err)
 	})
 	eventually(t, "status names the new kernel", func() error {
 		if err := get(s); err != nil {

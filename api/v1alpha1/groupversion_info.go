@@ -7,8 +7,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -16,8 +17,21 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "nbkube.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the types of this package with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the types of this package to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes keeps the package's dependencies to apimachinery, so that clients can import
+// the API without controller-runtime.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&Kernel{}, &KernelList{},
+		&Session{}, &SessionList{},
+		&Cluster{}, &ClusterList{},
+		&KernelSpec{}, &KernelSpecList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

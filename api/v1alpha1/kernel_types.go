@@ -101,7 +101,3 @@ type KernelList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Kernel `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Kernel{}, &KernelList{})
-}

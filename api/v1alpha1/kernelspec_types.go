@@ -131,7 +131,3 @@ type KernelSpecList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []KernelSpec `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&KernelSpec{}, &KernelSpecList{})
-}

@@ -102,7 +102,3 @@ type SessionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []Session `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&Session{}, &SessionList{})
-}

@@ -231,7 +231,7 @@ func (cfg Config) choosePorts() (ports, error) {
 	if err != nil {
 		return p, err
 	}
-	return p, writeFileAtomic(path, data, 0o600)
+	return p, writeFileAtomic(path, data)
 }
 
 func portFree(port int) bool {
@@ -440,7 +440,7 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, p ports) erro
 func (c *ControlPlane) waitFor(ctx context.Context, proc *process, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		if done, exitErr := proc.exited(); done {
-			return false, fmt.Errorf("%s exited (%v); its log ends with:\n%s", proc.name, exitErr, c.logTail(proc.name))
+			return false, fmt.Errorf("%s exited (%w); its log ends with:\n%s", proc.name, exitErr, c.logTail(proc.name))
 		}
 		return cond(ctx)
 	})
@@ -487,5 +487,5 @@ func (c *ControlPlane) writeKubeconfig(path, server, user string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data, 0o600)
+	return writeFileAtomic(path, data)
 }

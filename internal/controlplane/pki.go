@@ -143,11 +143,11 @@ func newServiceAccountKey(dir string) error {
 		return err
 	}
 	if err := writeFileAtomic(filepath.Join(dir, "sa.pub"),
-		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600); err != nil {
+		pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub})); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, "sa.key"),
-		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600)
+		pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 }
 
 func writeKeyPair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
@@ -157,11 +157,11 @@ func writeKeyPair(dir, name string, der []byte, key *ecdsa.PrivateKey) error {
 	}
 	// The key first: a certificate without its key would be taken as complete by loadKeyPair.
 	if err := writeFileAtomic(filepath.Join(dir, name+".key"),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, name+".crt"),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
 func loadKeyPair(dir, name string) (*keyPair, error) {
@@ -198,8 +198,9 @@ func randomSerial() *big.Int {
 	return n
 }
 
-// writeFileAtomic writes data so that a crash leaves either the old file or the new one.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+// writeFileAtomic writes data readable by the owner only, so that a crash leaves either the
+// old file or the new one.
+func writeFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -209,7 +210,7 @@ func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Chmod(mode); err != nil {
+	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		return err
 	}

@@ -190,7 +190,7 @@ func hostCapacity(dataDir string) corev1.ResourceList {
 	}
 	var si syscall.Sysinfo_t
 	if syscall.Sysinfo(&si) == nil {
-		rl[corev1.ResourceMemory] = *resource.NewQuantity(int64(uint64(si.Totalram)*uint64(si.Unit)), resource.BinarySI)
+		rl[corev1.ResourceMemory] = *resource.NewQuantity(int64(si.Totalram*uint64(si.Unit)), resource.BinarySI)
 	}
 	var fs syscall.Statfs_t
 	if syscall.Statfs(dataDir, &fs) == nil {

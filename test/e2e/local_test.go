@@ -234,10 +234,10 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	}
 	eventually(t, "session's kernel and pod collected", 60*time.Second, func() error {
 		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "s-projects"}, &nbv1.Kernel{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kernel: %v", err)
+			return fmt.Errorf("kernel: %w", err)
 		}
 		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "s-projects"}, &corev1.Pod{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod: %v", err)
+			return fmt.Errorf("pod: %w", err)
 		}
 		if testenv.Alive(spid) {
 			return fmt.Errorf("kernel process %d still runs", spid)
