@@ -141,7 +141,7 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 // session as an owner.
 func (r *SessionReconciler) releaseOldKernels(ctx context.Context, s *nbv1.Session, current string) error {
 	var kernels nbv1.KernelList
-	if err := r.List(ctx, &kernels, client.InNamespace(s.Namespace)); err != nil {
+	if err := r.List(ctx, &kernels, client.InNamespace(s.Namespace), client.MatchingFields{ownerUIDIndex: string(s.UID)}); err != nil {
 		return fmt.Errorf("list kernels: %w", err)
 	}
 	for i := range kernels.Items {

@@ -32,8 +32,12 @@ type Options struct {
 	Rand io.Reader
 }
 
-// kernelSpecIndex indexes Kernels by the KernelSpec they run.
-const kernelSpecIndex = "spec.kernelSpec"
+const (
+	// kernelSpecIndex indexes Kernels by the KernelSpec they run.
+	kernelSpecIndex = "spec.kernelSpec"
+	// ownerUIDIndex indexes Kernels by the UIDs of their owners (the sessions using them).
+	ownerUIDIndex = "metadata.ownerReferences.uid"
+)
 
 // CacheOptions keep the manager's caches to the objects nbkube makes: without them every Pod,
 // Secret and Event of the cluster would be held in memory (and every Secret readable here).
@@ -60,6 +64,15 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return []string{o.(*nbv1.Kernel).Spec.KernelSpec}
 	}); err != nil {
 		return fmt.Errorf("index kernels by kernel spec: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, ownerUIDIndex, func(o client.Object) []string {
+		uids := make([]string, 0, len(o.GetOwnerReferences()))
+		for _, ref := range o.GetOwnerReferences() {
+			uids = append(uids, string(ref.UID))
+		}
+		return uids
+	}); err != nil {
+		return fmt.Errorf("index kernels by owner: %w", err)
 	}
 	c := mgr.GetClient()
 	setups := []struct {
