@@ -105,20 +105,10 @@ func namespace(t *testing.T) string {
 	return ns.Name
 }
 
-// eventually polls cond until it returns nil or the time is up, then fails with its last error.
+// eventually waits for cond as long as a controller may reasonably take.
 func eventually(t *testing.T, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Eventually(t, what, 20*time.Second, cond)
 }
 
 func create(t *testing.T, objs ...client.Object) {

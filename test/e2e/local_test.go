@@ -139,25 +139,10 @@ func (i *instance) kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
 	t.Helper()
 	k := &nbv1.Kernel{}
-	eventually(t, "kernel "+name+" ready", 60*time.Second, func() error {
+	testenv.Eventually(t, "kernel "+name+" ready", 60*time.Second, func() error {
 		if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, k); err != nil {
 			return err
 		}
@@ -232,7 +217,7 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	if err := inst.client.Delete(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "session's kernel and pod collected", 60*time.Second, func() error {
+	testenv.Eventually(t, "session's kernel and pod collected", 60*time.Second, func() error {
 		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "s-projects"}, &nbv1.Kernel{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("kernel: %w", err)
 		}
@@ -280,7 +265,7 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-inst.done
-	eventually(t, "children gone after SIGKILL", 15*time.Second, func() error {
+	testenv.Eventually(t, "children gone after SIGKILL", 15*time.Second, func() error {
 		for _, p := range procs {
 			if testenv.Alive(p) {
 				return fmt.Errorf("process %d still alive", p)

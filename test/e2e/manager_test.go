@@ -64,7 +64,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 
 	hc := &http.Client{Timeout: 2 * time.Second}
 	for _, r := range replicas {
-		eventually(t, "healthz of "+r.probes, 30*time.Second, func() error {
+		testenv.Eventually(t, "healthz of "+r.probes, 30*time.Second, func() error {
 			resp, err := hc.Get("http://" + r.probes + "/healthz")
 			if err != nil {
 				return err
@@ -85,7 +85,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease := &coordinationv1.Lease{}
-	eventually(t, "leader lease", 30*time.Second, func() error {
+	testenv.Eventually(t, "leader lease", 30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "nbkube-manager.nbkube.io"}, lease); err != nil {
 			return err
 		}
@@ -101,7 +101,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 	if err := c.Create(ctx, ks); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "kernel spec reconciled by the leader", 30*time.Second, func() error {
+	testenv.Eventually(t, "kernel spec reconciled by the leader", 30*time.Second, func() error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ks), ks); err != nil {
 			return err
 		}
