@@ -251,6 +251,17 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 			t.Errorf("after a restart, %s is missing:\n%s", want, out)
 		}
 	}
+	// Its processes did not survive: the kernel from before is reported dead, not ready.
+	testenv.Eventually(t, "kernel from before reported dead", 30*time.Second, func() error {
+		k := &nbv1.Kernel{}
+		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "sample-kernel"}, k); err != nil {
+			return err
+		}
+		if k.Status.ExecutionState != nbv1.ExecutionStateDead || !meta.IsStatusConditionTrue(k.Status.Conditions, nbv1.ConditionFailed) {
+			return fmt.Errorf("status %+v", k.Status)
+		}
+		return nil
+	})
 	// A new kernel runs on the restarted node.
 	k2 := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-restart"},
 		Spec: nbv1.KernelParameters{Owner: "alice", KernelSpec: "python3"}}
