@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the tests run for real (ipykernel kernels, ipyparallel
-# clusters) when they are missing; quiet and quick when they are there.
+# Installs what the tests run for real when it is missing: Debian's ipykernel and ipyparallel,
+# and the npm packages of the real-client tests in test/js. Quiet and quick when present.
 set -euo pipefail
 packages=(python3-ipykernel python3-ipyparallel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "install-test-deps: installing ${missing[*]}" >&2
-$sudo apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "install-test-deps: installing ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+js="$(dirname "$0")/../test/js"
+# npm ci when node_modules is missing or older than the lock file.
+if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_modules" ]; then
+  echo "install-test-deps: npm ci in test/js" >&2
+  (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >&2 && touch node_modules)
+fi

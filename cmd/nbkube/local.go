@@ -29,7 +29,9 @@ import (
 func runLocal(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("local")
 	dataDir := fs.String("data-dir", ".nbkube", "directory of the state (cluster data, kubeconfig, pod directories)")
-	root := fs.String("root", ".", "contents root: the notebooks, and the working directory tree of kernels")
+	var api apiFlags
+	api.bind(fs, "127.0.0.1:8888")
+	root := &api.root
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
@@ -120,6 +122,19 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := mgr.Add(node); err != nil {
 		return err
 	}
+	urls := make(chan string, 1)
+	if api.listen != "" {
+		if api.cookieSecretFile == "" {
+			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
+		}
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), func(url string) { urls <- url })
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(runnable); err != nil {
+			return err
+		}
+	}
 
 	mgrCtx, stopMgr := context.WithCancel(ctx)
 	defer stopMgr()
@@ -128,7 +143,18 @@ func runLocal(ctx context.Context, args []string) error {
 	if !mgr.GetCache().WaitForCacheSync(mgrCtx) {
 		return errors.Join(errors.New("caches did not sync"), <-done)
 	}
+	url := ""
+	if api.listen != "" {
+		select {
+		case url = <-urls:
+		case err := <-done:
+			return err
+		}
+	}
 	fmt.Printf("nbkube local is ready (%s): contents %s, namespace %s\n", time.Since(started).Round(10*time.Millisecond), *root, *namespace)
+	if url != "" {
+		fmt.Printf("  Jupyter API: %s\n", url)
+	}
 	fmt.Printf("  kubectl --kubeconfig %s get kernelspecs,kernels,sessions,clusters\n", cp.KubeconfigPath())
 	err = <-done
 	progress("controllers and local node stopped")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -17,6 +18,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/identity"
 )
 
 func newScheme() *runtime.Scheme {
@@ -32,6 +34,9 @@ func runManager(ctx context.Context, args []string) error {
 	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaderNamespace := fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own namespace)")
+	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "namespace of the users' kernels, sessions and clusters")
+	var api apiFlags
+	api.bind(fs, "")
 	opts := builder.DefaultOptions()
 	bindBuilderFlags(fs, &opts)
 	if err := fs.Parse(args); err != nil {
@@ -64,6 +69,20 @@ func runManager(ctx context.Context, args []string) error {
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
 		return err
 	}
+	if api.listen != "" {
+		if api.cookieSecretFile == "" {
+			return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
+		}
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, identity.User{Name: "admin", Admin: true}, func(string) {
+			log.Info("Jupyter API server ready", "listen", api.listen)
+		})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(runnable); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -72,4 +91,11 @@ func runManager(ctx context.Context, args []string) error {
 	}
 	log.Info("Starting manager", "version", version)
 	return mgr.Start(ctx)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }

@@ -56,11 +56,14 @@ type instance struct {
 	root    string
 	client  client.Client
 	done    chan error
+	// apiURL is the Jupyter API URL the instance printed, with its token.
+	apiURL string
 }
 
 func startLocal(t *testing.T, dataDir, root string) *instance {
 	t.Helper()
-	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir())
+	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
+		"--listen", "127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +81,12 @@ func startLocal(t *testing.T, dataDir, root string) *instance {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.Contains(sc.Text(), "is ready") {
+			line := sc.Text()
+			if u, ok := strings.CutPrefix(strings.TrimSpace(line), "Jupyter API: "); ok {
+				inst.apiURL = u
+			}
+			if strings.HasPrefix(strings.TrimSpace(line), "kubectl ") {
+				// The last line of the ready message.
 				close(ready)
 			}
 		}

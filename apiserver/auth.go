@@ -1,0 +1,185 @@
+package apiserver
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gorilla/securecookie"
+
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// User is who makes a request.
+type User = identity.User
+
+const (
+	userKey      = "nbkube.user"
+	tokenAuthKey = "nbkube.tokenAuthenticated"
+	xsrfCookie   = "_xsrf"
+	xsrfHeader   = "X-XSRFToken"
+	// loginMaxAge is how long a login cookie stays valid, as Tornado's secure cookies.
+	loginMaxAge = 30 * 24 * 3600
+)
+
+// authHeader matches "token <t>" and "bearer <t>", as Jupyter Server accepts them.
+var authHeader = regexp.MustCompile(`(?i)^(?:token|bearer)\s+(.+)$`)
+
+// authenticator decides who a request comes from: a token (header or ?token=) or a login
+// cookie that an earlier ?token= request set. Cookie-authenticated requests that change
+// state must also carry the XSRF token, since browsers send cookies with cross-site requests.
+type authenticator struct {
+	token   []byte
+	user    User
+	cookies *securecookie.SecureCookie
+	path    string
+}
+
+type loginCookie struct {
+	Name  string
+	Admin bool
+}
+
+func newAuthenticator(token string, user User, secret []byte, basePath string) (*authenticator, error) {
+	if len(secret) < 32 {
+		return nil, errors.New("apiserver: the cookie secret needs at least 32 bytes")
+	}
+	sc := securecookie.New(secret, nil).MaxAge(loginMaxAge)
+	return &authenticator{token: []byte(token), user: user, cookies: sc, path: basePath}, nil
+}
+
+// requestToken is the token the request presents, and whether it came in the URL.
+func requestToken(r *http.Request) (string, bool) {
+	if m := authHeader.FindStringSubmatch(r.Header.Get("Authorization")); m != nil {
+		return strings.TrimSpace(m[1]), false
+	}
+	if t := r.URL.Query().Get("token"); t != "" {
+		return t, true
+	}
+	return "", false
+}
+
+func (a *authenticator) validToken(t string) bool {
+	return t != "" && subtle.ConstantTimeCompare([]byte(t), a.token) == 1
+}
+
+// cookieName includes the host (and port): cookies are shared by all ports of a host, and two
+// servers on one machine must not overwrite each other's logins.
+func cookieName(r *http.Request) string {
+	host := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, r.Host)
+	return "nbkube-user-" + host
+}
+
+// identify returns the request's user, whether a token (rather than a cookie) proved it, and
+// whether the token came in the URL.
+func (a *authenticator) identify(r *http.Request) (*User, bool, bool) {
+	if t, inURL := requestToken(r); a.validToken(t) {
+		u := a.user
+		return &u, true, inURL
+	}
+	c, err := r.Cookie(cookieName(r))
+	if err != nil {
+		return nil, false, false
+	}
+	var lc loginCookie
+	if err := a.cookies.Decode(cookieName(r), c.Value, &lc); err != nil || lc.Name == "" {
+		return nil, false, false
+	}
+	return &User{Name: lc.Name, Admin: lc.Admin}, false, false
+}
+
+// login sets the login cookie and a fresh XSRF cookie after a ?token= request, so that a
+// browser opening the printed URL stays logged in.
+func (a *authenticator) login(c *gin.Context, u *User) error {
+	value, err := a.cookies.Encode(cookieName(c.Request), loginCookie{Name: u.Name, Admin: u.Admin})
+	if err != nil {
+		return err
+	}
+	secure := c.Request.TLS != nil
+	http.SetCookie(c.Writer, &http.Cookie{Name: cookieName(c.Request), Value: value, Path: a.path,
+		MaxAge: loginMaxAge, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	if _, err := c.Request.Cookie(xsrfCookie); err != nil {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return err
+		}
+		// Readable by scripts: clients copy it into the X-XSRFToken header.
+		http.SetCookie(c.Writer, &http.Cookie{Name: xsrfCookie, Value: hex.EncodeToString(b), Path: a.path,
+			Secure: secure, SameSite: http.SameSiteLaxMode})
+	}
+	return nil
+}
+
+// xsrfOK checks the double-submitted XSRF token of a cookie-authenticated request.
+func xsrfOK(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return true
+	}
+	c, err := r.Cookie(xsrfCookie)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	sent := r.Header.Get(xsrfHeader)
+	if sent == "" {
+		sent = r.URL.Query().Get(xsrfCookie)
+	}
+	return sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) == 1
+}
+
+// sameOrigin accepts requests without an Origin header (not from a browser page) and those
+// whose Origin is this server; cross-origin browser requests need a token.
+func sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+// authenticate is the middleware of every authenticated route.
+func (s *Server) authenticate(c *gin.Context) {
+	u, byToken, inURL := s.auth.identify(c.Request)
+	if u == nil {
+		abortJSON(c, http.StatusForbidden, "Forbidden", nil)
+		return
+	}
+	if !byToken {
+		if !sameOrigin(c.Request) {
+			abortJSON(c, http.StatusForbidden, "Blocking Cross Origin API request", nil)
+			return
+		}
+		if !xsrfOK(c.Request) {
+			abortJSON(c, http.StatusForbidden, "'_xsrf' argument missing from "+c.Request.Method, nil)
+			return
+		}
+	}
+	if inURL {
+		if err := s.auth.login(c, u); err != nil {
+			s.abortErr(c, err)
+			return
+		}
+	}
+	c.Set(userKey, u)
+	c.Set(tokenAuthKey, byToken)
+	c.Next()
+}
+
+// userOf is the authenticated user of the request.
+func userOf(c *gin.Context) *User {
+	u, _ := c.Get(userKey)
+	user, _ := u.(*User)
+	return user
+}

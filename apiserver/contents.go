@@ -1,0 +1,326 @@
+package apiserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// The sub-routes of a contents path, matched before the path itself as Jupyter Server does
+// (so a file named "checkpoints" is addressed by its directory's checkpoints, there too).
+var (
+	checkpointsRoute = regexp.MustCompile(`^(?:(.*)/)?checkpoints(?:/([\w-]+))?$`)
+	trustRoute       = regexp.MustCompile(`^(?:(.*)/)?trust$`)
+)
+
+// apiPath is the contents path of the request: no leading or trailing slash.
+func apiPath(c *gin.Context) string { return strings.Trim(c.Param("path"), "/") }
+
+// quote renders a path as Python's repr does in Jupyter's messages.
+func quote(p string) string { return "'" + p + "'" }
+
+func (s *Server) contents(c *gin.Context) {
+	p := apiPath(c)
+	if m := checkpointsRoute.FindStringSubmatch(p); m != nil {
+		s.checkpoints(c, m[1], m[2])
+		return
+	}
+	if m := trustRoute.FindStringSubmatch(p); m != nil {
+		s.trust(c, m[1])
+		return
+	}
+	var err error
+	switch c.Request.Method {
+	case http.MethodGet:
+		err = s.getContents(c, p)
+	case http.MethodPatch:
+		err = s.patchContents(c, p)
+	case http.MethodPost:
+		err = s.postContents(c, p)
+	case http.MethodPut:
+		err = s.putContents(c, p)
+	case http.MethodDelete:
+		err = s.deleteContents(c, p)
+	}
+	if err != nil {
+		s.abortErr(c, err)
+	}
+}
+
+// readJSONRaw reads a JSON body as is, checking only that it is JSON; false when empty.
+func readJSONRaw(c *gin.Context, raw *json.RawMessage) (bool, error) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return false, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return false, nil
+	}
+	if !json.Valid(body) {
+		return false, badRequest("Invalid JSON in body of request")
+	}
+	*raw = body
+	return true, nil
+}
+
+// readJSON decodes the request body into v. An empty body is not an error: it reports false,
+// as Jupyter's get_json_body returns None.
+func readJSON(c *gin.Context, v any) (bool, error) {
+	body, err := io.ReadAll(c.Request.Body)
+	if err != nil {
+		return false, err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return false, nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return false, badRequest("Invalid JSON in body of request")
+	}
+	return true, nil
+}
+
+func boolQuery(c *gin.Context, name, def string) (bool, error) {
+	v := c.DefaultQuery(name, def)
+	switch v {
+	case "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, badRequest("%s %s is invalid", strings.ToUpper(name[:1])+name[1:], quote(v))
+}
+
+func (s *Server) getContents(c *gin.Context, p string) error {
+	typ := c.Query("type")
+	switch typ {
+	case "", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook:
+	default:
+		return badRequest("Type %s is invalid", quote(typ))
+	}
+	format := c.Query("format")
+	switch format {
+	case "", jupyter.FormatText, jupyter.FormatBase64:
+	default:
+		return badRequest("Format %s is invalid", quote(format))
+	}
+	content, err := boolQuery(c, "content", "1")
+	if err != nil {
+		return err
+	}
+	hash, err := boolQuery(c, "hash", "0")
+	if err != nil {
+		return err
+	}
+	if s.hidden(p) {
+		return notFound("file or directory %s does not exist", quote(p))
+	}
+	m, err := s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
+	if err != nil {
+		return err
+	}
+	s.writeModel(c, http.StatusOK, m, false)
+	return nil
+}
+
+func (s *Server) patchContents(c *gin.Context, p string) error {
+	var body jupyter.SaveModel
+	present, err := readJSON(c, &body)
+	if err != nil {
+		return err
+	}
+	if !present {
+		return badRequest("JSON body missing")
+	}
+	if body.Path != "" && (s.hidden(p) || s.hidden(body.Path)) {
+		return badRequest("Cannot rename file or directory %s", quote(p))
+	}
+	target := p
+	ctx := c.Request.Context()
+	if body.Path != "" && strings.Trim(body.Path, "/") != p {
+		m, err := s.opts.Contents.Rename(ctx, p, strings.Trim(body.Path, "/"))
+		if err != nil {
+			return err
+		}
+		target = m.Path
+	}
+	m, err := s.opts.Contents.Get(ctx, target, contents.GetOptions{})
+	if err != nil {
+		return err
+	}
+	s.writeModel(c, http.StatusOK, m, true)
+	return nil
+}
+
+func (s *Server) postContents(c *gin.Context, p string) error {
+	ctx := c.Request.Context()
+	isFile, _, err := s.opts.Contents.Exists(ctx, p)
+	if err != nil {
+		return err
+	}
+	if isFile {
+		return badRequest("Cannot POST to files, use PUT instead.")
+	}
+	var body jupyter.SaveModel
+	if _, err := readJSON(c, &body); err != nil {
+		return err
+	}
+	var m *jupyter.ContentsModel
+	if body.CopyFrom != "" {
+		if s.hidden(p) || s.hidden(body.CopyFrom) {
+			return badRequest("Cannot copy file or directory %s", quote(p))
+		}
+		m, err = s.opts.Contents.Copy(ctx, strings.Trim(body.CopyFrom, "/"), p)
+	} else {
+		m, err = s.opts.Contents.NewUntitled(ctx, p, body.Type, body.Ext)
+	}
+	if err != nil {
+		return err
+	}
+	s.writeModel(c, http.StatusCreated, m, true)
+	return nil
+}
+
+func (s *Server) putContents(c *gin.Context, p string) error {
+	ctx := c.Request.Context()
+	var body jupyter.SaveModel
+	present, err := readJSON(c, &body)
+	if err != nil {
+		return err
+	}
+	if !present {
+		m, err := s.opts.Contents.NewUntitled(ctx, p, "", "")
+		if err != nil {
+			return err
+		}
+		s.writeModel(c, http.StatusCreated, m, true)
+		return nil
+	}
+	if body.CopyFrom != "" {
+		return badRequest("Cannot copy with PUT, only POST")
+	}
+	if (body.Path != "" && s.hidden(body.Path)) || s.hidden(p) {
+		return badRequest("Cannot create file or directory %s", quote(p))
+	}
+	isFile, isDir, err := s.opts.Contents.Exists(ctx, p)
+	if err != nil {
+		return err
+	}
+	m, err := s.opts.Contents.Save(ctx, p, &body)
+	if err != nil {
+		return err
+	}
+	status := http.StatusCreated
+	if isFile || isDir {
+		status = http.StatusOK
+	}
+	s.writeModel(c, status, m, true)
+	return nil
+}
+
+func (s *Server) deleteContents(c *gin.Context, p string) error {
+	if s.hidden(p) {
+		return badRequest("Cannot delete file or directory %s", quote(p))
+	}
+	if err := s.opts.Contents.Delete(c.Request.Context(), p); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// hidden is Jupyter's handler-level check: hidden paths are refused unless allowed.
+func (s *Server) hidden(p string) bool {
+	return s.opts.Contents.RefusesHidden(strings.Trim(p, "/"))
+}
+
+// writeModel answers with a contents model and Jupyter's headers.
+func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel, location bool) {
+	if location {
+		c.Header("Location", s.contentsURL(m.Path))
+	}
+	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
+	c.JSON(status, m)
+}
+
+func (s *Server) contentsURL(p string) string {
+	return s.opts.BaseURL + "api/contents" + escapePath(p, true)
+}
+
+func (s *Server) checkpoints(c *gin.Context, p, id string) {
+	ctx := c.Request.Context()
+	store := s.opts.Contents
+	var err error
+	switch {
+	case id == "" && c.Request.Method == http.MethodGet:
+		var list []jupyter.Checkpoint
+		if list, err = store.ListCheckpoints(ctx, p); err == nil {
+			if list == nil {
+				list = []jupyter.Checkpoint{}
+			}
+			c.JSON(http.StatusOK, list)
+		}
+	case id == "" && c.Request.Method == http.MethodPost:
+		var cp *jupyter.Checkpoint
+		if cp, err = store.CreateCheckpoint(ctx, p); err == nil {
+			c.Header("Location", s.contentsURL(p)+"/checkpoints/"+cp.ID)
+			c.JSON(http.StatusCreated, cp)
+		}
+	case id != "" && c.Request.Method == http.MethodPost:
+		if err = store.RestoreCheckpoint(ctx, p, id); err == nil {
+			c.Status(http.StatusNoContent)
+		}
+	case id != "" && c.Request.Method == http.MethodDelete:
+		if err = store.DeleteCheckpoint(ctx, p, id); err == nil {
+			c.Status(http.StatusNoContent)
+		}
+	case id != "" && c.Request.Method == http.MethodGet:
+		// Beyond Jupyter: a checkpoint can be read without restoring it.
+		var m *jupyter.ContentsModel
+		if m, err = s.getCheckpoint(c, p, id); err == nil {
+			s.writeModel(c, http.StatusOK, m, false)
+		}
+	default:
+		err = &apiError{status: http.StatusMethodNotAllowed, message: "Method Not Allowed"}
+	}
+	if err != nil {
+		s.abortErr(c, err)
+	}
+}
+
+func (s *Server) getCheckpoint(c *gin.Context, p, id string) (*jupyter.ContentsModel, error) {
+	format := c.Query("format")
+	if format != "" && format != jupyter.FormatText && format != jupyter.FormatBase64 {
+		return nil, badRequest("Format %s is invalid", quote(format))
+	}
+	content, err := boolQuery(c, "content", "1")
+	if err != nil {
+		return nil, err
+	}
+	return s.opts.Contents.GetCheckpoint(c.Request.Context(), p, id, contents.GetOptions{Format: format, Content: content})
+}
+
+// trust answers Jupyter's "trust this notebook" with 201 once the notebook exists: nbkube
+// keeps no notebook signatures, clients decide what output to trust on their side.
+func (s *Server) trust(c *gin.Context, p string) {
+	if c.Request.Method != http.MethodPost {
+		abortJSON(c, http.StatusMethodNotAllowed, "Method Not Allowed", nil)
+		return
+	}
+	isFile, _, err := s.opts.Contents.Exists(c.Request.Context(), p)
+	if err == nil && !isFile {
+		err = notFound("No such file: %s", quote(p))
+	}
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.Status(http.StatusCreated)
+}

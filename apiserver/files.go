@@ -1,0 +1,77 @@
+package apiserver
+
+import (
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+)
+
+// getFile serves a file's raw bytes, as Jupyter's /files/ does: its MIME type from the name,
+// as an attachment with ?download=1, scripts in it confined by the CSP sandbox.
+func (s *Server) getFile(c *gin.Context) {
+	p := apiPath(c)
+	if !sameSite(c.Request) {
+		abortJSON(c, http.StatusForbidden, "Blocking Cross Origin request", nil)
+		return
+	}
+	if s.hidden(p) {
+		abortJSON(c, http.StatusNotFound, "Not Found", nil)
+		return
+	}
+	f, info, err := s.opts.Contents.Open(c.Request.Context(), p)
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	defer f.Close()
+	name := path.Base(p)
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox allow-scripts")
+	if c.Query("download") != "" {
+		h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name))
+	}
+	h.Set("Content-Type", fileMimetype(name))
+	http.ServeContent(c.Writer, c.Request, name, info.ModTime(), f)
+}
+
+// fileMimetype follows Jupyter's choices: notebooks as application/x-ipynb+json, compressed
+// files as such (RFC 6713), unknown types as bytes.
+func fileMimetype(name string) string {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, ".ipynb"):
+		return "application/x-ipynb+json"
+	case strings.HasSuffix(lower, ".gz") || strings.HasSuffix(lower, ".tgz"):
+		return "application/gzip"
+	}
+	t := mime.TypeByExtension(path.Ext(lower))
+	switch {
+	case t == "":
+		return "application/octet-stream"
+	case strings.HasPrefix(t, "text/plain"):
+		return "text/plain; charset=UTF-8"
+	}
+	return t
+}
+
+// sameSite refuses cookie-less cross-site fetches of files: a page elsewhere must not read a
+// user's files with the user's cookie. Browsers tell the site through Sec-Fetch-Site, older
+// ones through Referer.
+func sameSite(r *http.Request) bool {
+	if tok, _ := requestToken(r); tok != "" {
+		return true
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
+		return site != "cross-site"
+	}
+	ref := r.Header.Get("Referer")
+	if ref == "" {
+		return true
+	}
+	u, err := url.Parse(ref)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}

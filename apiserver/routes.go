@@ -1,0 +1,51 @@
+package apiserver
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+)
+
+func init() {
+	// Gin's debug mode prints every route at start and warns on stdout.
+	gin.SetMode(gin.ReleaseMode)
+}
+
+func (s *Server) routes() *gin.Engine {
+	e := gin.New()
+	// Paths are matched undecoded, so that an encoded "/" in a file name stays part of the
+	// name until the handler decodes it, as Tornado does.
+	e.UseRawPath = true
+	e.UnescapePathValues = true
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.HandleMethodNotAllowed = true
+	e.Use(s.recoverPanics, s.logRequests, s.securityHeaders, s.stripTrailingSlash, s.limitBody)
+	e.NoRoute(func(c *gin.Context) { abortJSON(c, http.StatusNotFound, "Not Found", nil) })
+	e.NoMethod(func(c *gin.Context) { abortJSON(c, http.StatusMethodNotAllowed, "Method Not Allowed", nil) })
+
+	base := e.Group(s.opts.BaseURL)
+	// Unauthenticated, and telling as little as possible.
+	base.GET("api", s.getAPIVersion)
+
+	auth := base.Group("", s.authenticate)
+	auth.GET("api/status", s.getStatus)
+	auth.GET("api/me", s.getMe)
+	auth.GET("api/nbconvert", s.getNbconvert)
+	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodPost, http.MethodDelete} {
+		auth.Handle(m, "api/notebooks", s.redirectNotebooks)
+		auth.Handle(m, "api/notebooks/*path", s.redirectNotebooks)
+		auth.Handle(m, "api/contents", s.contents)
+		auth.Handle(m, "api/contents/*path", s.contents)
+	}
+	auth.GET("files/*path", s.getFile)
+	auth.HEAD("files/*path", s.getFile)
+
+	// The older IPython interface: notebooks by id in a flat root.
+	auth.GET("notebooks", s.listLegacyNotebooks)
+	auth.POST("notebooks", s.newLegacyNotebook)
+	auth.GET("notebooks/:id", s.getLegacyNotebook)
+	auth.PUT("notebooks/:id", s.putLegacyNotebook)
+	auth.DELETE("notebooks/:id", s.deleteLegacyNotebook)
+	return e
+}

@@ -1,0 +1,155 @@
+// Package apiserver serves the Jupyter notebook server REST API (and the older IPython
+// interface) with Gin. Handlers are thin: they bind the request, check who asks, make one
+// call on a store or repository and render the Jupyter model; errors are mapped to Jupyter's
+// JSON errors in one place (errors.go). The server keeps no state of its own beyond caches,
+// so any number of replicas can serve the same users.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
+
+	"github.com/nbkube/nbkube/internal/contents"
+)
+
+// Options configure the server.
+type Options struct {
+	// BaseURL is the prefix of every route, "/" by default; it always starts and ends with "/".
+	BaseURL string
+	// Token authenticates User, in an Authorization header or a ?token= parameter (which also
+	// logs the browser in with a cookie).
+	Token string
+	// User is the identity of requests that present Token.
+	User User
+	// CookieSecret signs login cookies; every replica needs the same one. At least 32 bytes.
+	CookieSecret []byte
+	// Contents is the notebook store.
+	Contents *contents.Store
+	// Kernels counts running kernels for /api/status.
+	Kernels KernelCounter
+	// MaxBodyBytes bounds request bodies; larger ones get 413.
+	MaxBodyBytes int64
+	// Version is reported by GET /api.
+	Version string
+	// Clock stamps /api/status; the real clock when nil.
+	Clock clock.PassiveClock
+	// Log receives request and error logs; never tokens or cookies.
+	Log logr.Logger
+}
+
+// KernelCounter tells how many kernels a user has and how many clients are connected to them.
+type KernelCounter interface {
+	CountKernels(ctx context.Context, user User) (kernels, connections int, err error)
+}
+
+// APIVersion is the Jupyter Server release whose REST API nbkube follows; GET /api reports it
+// because clients compare it, not nbkube's own version.
+const APIVersion = "2.14.2"
+
+// DefaultMaxBodyBytes bounds request bodies unless configured: a large notebook fits, an
+// upload of a large file comes in chunks as Jupyter clients send them.
+const DefaultMaxBodyBytes = 128 << 20
+
+// Server is the Jupyter API server.
+type Server struct {
+	opts    Options
+	auth    *authenticator
+	engine  *gin.Engine
+	started time.Time
+}
+
+// New builds the server and its routes.
+func New(opts Options) (*Server, error) {
+	if opts.Contents == nil {
+		return nil, errors.New("apiserver: a contents store is required")
+	}
+	if opts.Token == "" {
+		return nil, errors.New("apiserver: a token is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.User.Name == "" {
+		return nil, errors.New("apiserver: the token's user needs a name")
+	}
+	opts.BaseURL = NormalizeBaseURL(opts.BaseURL)
+	auth, err := newAuthenticator(opts.Token, opts.User, opts.CookieSecret, opts.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now()}
+	s.engine = s.routes()
+	return s, nil
+}
+
+// NormalizeBaseURL makes "", "x", "/x", "x/" into "/x/" (and "" into "/").
+func NormalizeBaseURL(b string) string {
+	b = strings.Trim(b, "/")
+	if b == "" {
+		return "/"
+	}
+	return "/" + b + "/"
+}
+
+// Handler is the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Serve answers requests on l until ctx ends, then shuts down gracefully.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.engine,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		// No WriteTimeout: kernel WebSockets and large downloads stream for long.
+		ErrorLog: nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// Runnable serves the API as a controller-runtime manager runnable. Every replica serves, so
+// it needs no leader election.
+type Runnable struct {
+	Server *Server
+	Listen string
+	// Ready, when set, is called with the listening address once requests are answered.
+	Ready func(addr net.Addr)
+}
+
+// Start listens and serves until ctx ends.
+func (r *Runnable) Start(ctx context.Context) error {
+	l, err := net.Listen("tcp", r.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", r.Listen, err)
+	}
+	if r.Ready != nil {
+		r.Ready(l.Addr())
+	}
+	return r.Server.Serve(ctx, l)
+}
+
+// NeedLeaderElection is false: all replicas serve.
+func (r *Runnable) NeedLeaderElection() bool { return false }

@@ -1,0 +1,247 @@
+package apiserver_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+const testToken = "test-token-0123456789"
+
+type testServer struct {
+	t    *testing.T
+	url  string
+	root string
+	hc   *http.Client
+}
+
+type serverOption func(*apiserver.Options)
+
+func newServer(t *testing.T, opts ...serverOption) *testServer {
+	t.Helper()
+	root := t.TempDir()
+	return newServerAt(t, root, opts...)
+}
+
+func newServerAt(t *testing.T, root string, opts ...serverOption) *testServer {
+	t.Helper()
+	store, err := contents.New(root, contents.Options{MaxCheckpoints: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := apiserver.Options{
+		Token:        testToken,
+		User:         identity.User{Name: "alice"},
+		CookieSecret: bytes.Repeat([]byte("k"), 32),
+		Contents:     store,
+		MaxBodyBytes: 1 << 20,
+		Log:          logr.Discard(),
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	srv, err := apiserver.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	return &testServer{t: t, url: hs.URL, root: root, hc: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+// do sends a request with the token in the Authorization header unless headers say otherwise.
+func (s *testServer) do(method, path string, body any, headers ...string) response {
+	s.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+testToken)
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// expect checks the status and, for errors, Jupyter's error body.
+func expect(t *testing.T, r response, status int) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body %s", r.status, status, r.body)
+	}
+	if status >= 400 {
+		m := r.json(t)
+		if _, ok := m["message"].(string); !ok {
+			t.Errorf("error body %s lacks a message", r.body)
+		}
+		if _, ok := m["reason"]; !ok {
+			t.Errorf("error body %s lacks a reason", r.body)
+		}
+		if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+			t.Errorf("error Content-Type %q", ct)
+		}
+	}
+}
+
+func TestAPI_VersionIsPublicAndEverythingElseNeedsTheToken(t *testing.T) {
+	s := newServer(t)
+	r := s.do("GET", "/api", nil, "Authorization", "")
+	expect(t, r, http.StatusOK)
+	if r.json(t)["version"] != apiserver.APIVersion {
+		t.Errorf("version %s", r.body)
+	}
+	for _, p := range []string{"/api/status", "/api/contents", "/api/me", "/files/x", "/notebooks"} {
+		r := s.do("GET", p, nil, "Authorization", "")
+		expect(t, r, http.StatusForbidden)
+		if m := r.json(t); m["message"] != "Forbidden" || m["reason"] != nil {
+			t.Errorf("%s: %s", p, r.body)
+		}
+		expect(t, s.do("GET", p, nil, "Authorization", "token wrong"), http.StatusForbidden)
+	}
+	expect(t, s.do("GET", "/api/status", nil, "Authorization", "Bearer "+testToken), http.StatusOK)
+	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
+}
+
+func TestAPI_TokenInURLLogsInWithACookieAndXSRFGuardsChanges(t *testing.T) {
+	s := newServer(t)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hc.Jar = jar
+	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
+
+	// The cookie alone now identifies the browser.
+	expect(t, s.do("GET", "/api/contents", nil, "Authorization", ""), http.StatusOK)
+	// A state change with the cookie alone is refused; with the XSRF token it passes.
+	expect(t, s.do("POST", "/api/contents", `{"type":"notebook"}`, "Authorization", ""), http.StatusForbidden)
+	u, _ := url.Parse(s.url)
+	var xsrf string
+	for _, c := range jar.Cookies(u) {
+		if c.Name == "_xsrf" {
+			xsrf = c.Value
+		}
+	}
+	if xsrf == "" {
+		t.Fatal("no _xsrf cookie after login")
+	}
+	expect(t, s.do("POST", "/api/contents", `{"type":"notebook"}`, "Authorization", "", "X-XSRFToken", xsrf), http.StatusCreated)
+	expect(t, s.do("POST", "/api/contents", `{"type":"notebook"}`, "Authorization", "", "X-XSRFToken", "forged"), http.StatusForbidden)
+	// Another site's page cannot use the cookie, even for reads.
+	expect(t, s.do("GET", "/api/contents", nil, "Authorization", "", "Origin", "https://evil.example"), http.StatusForbidden)
+	// Without the cookie, nothing.
+	s.hc.Jar = nil
+	expect(t, s.do("GET", "/api/contents", nil, "Authorization", ""), http.StatusForbidden)
+}
+
+func TestAPI_SecurityHeaders(t *testing.T) {
+	s := newServer(t)
+	r := s.do("GET", "/api/contents", nil)
+	csp := r.header.Get("Content-Security-Policy")
+	for _, want := range []string{"frame-ancestors 'self'", "default-src 'none'", "report-uri /api/security/csp-report"} {
+		if !strings.Contains(csp, want) {
+			t.Errorf("CSP %q lacks %q", csp, want)
+		}
+	}
+	if r.header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Error("no nosniff")
+	}
+}
+
+func TestAPI_RedirectsAndBaseURL(t *testing.T) {
+	s := newServer(t, func(o *apiserver.Options) { o.BaseURL = "jupyter" })
+	r := s.do("GET", "/jupyter/api/contents/?type=directory", nil)
+	expect(t, r, http.StatusFound)
+	if loc := r.header.Get("Location"); loc != "/jupyter/api/contents?type=directory" {
+		t.Errorf("trailing slash redirect to %q", loc)
+	}
+	for _, m := range []string{"GET", "PUT", "PATCH", "POST", "DELETE"} {
+		r := s.do(m, "/jupyter/api/notebooks/a%20b/c.ipynb", nil)
+		expect(t, r, http.StatusFound)
+		if loc := r.header.Get("Location"); loc != "/jupyter/api/contents/a%20b/c.ipynb" {
+			t.Errorf("%s /api/notebooks redirect to %q", m, loc)
+		}
+	}
+	expect(t, s.do("GET", "/jupyter/api/contents", nil), http.StatusOK)
+	expect(t, s.do("GET", "/api/contents", nil), http.StatusNotFound)
+	expect(t, s.do("GET", "/jupyter/api", nil, "Authorization", ""), http.StatusOK)
+}
+
+func TestAPI_StatusMeAndNbconvert(t *testing.T) {
+	s := newServer(t)
+	st := s.do("GET", "/api/status", nil).json(t)
+	for _, k := range []string{"started", "last_activity", "kernels", "connections"} {
+		if _, ok := st[k]; !ok {
+			t.Errorf("status lacks %s: %v", k, st)
+		}
+	}
+	if started, _ := st["started"].(string); !strings.HasSuffix(started, "Z") || len(started) != len("2006-01-02T15:04:05.000000Z") {
+		t.Errorf("started %q is not Jupyter's timestamp format", started)
+	}
+	me := s.do("GET", "/api/me", nil).json(t)
+	if id, _ := me["identity"].(map[string]any); id["username"] != "alice" || id["initials"] != "A" {
+		t.Errorf("me %v", me)
+	}
+	nb := s.do("GET", "/api/nbconvert", nil).json(t)
+	if html, _ := nb["html"].(map[string]any); html["output_mimetype"] != "text/html" {
+		t.Errorf("nbconvert %v", nb)
+	}
+}
+
+func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/user"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/repository"
+)
+
+// newAPIRunnable builds the API server over the contents root and the cluster's resources.
+// ready receives the URL to open (with the token) once GET /api/status answers.
+func newAPIRunnable(f *apiFlags, reader client.Reader, namespace string, u identity.User, ready func(string)) (*apiserver.Runnable, error) {
+	token, err := f.resolveToken()
+	if err != nil {
+		return nil, err
+	}
+	secret, err := cookieSecret(f.cookieSecretFile)
+	if err != nil {
+		return nil, err
+	}
+	store, err := f.contentsStore()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := apiserver.New(apiserver.Options{
+		BaseURL:      f.baseURL,
+		Token:        token,
+		User:         u,
+		CookieSecret: secret,
+		Contents:     store,
+		Kernels:      &repository.Kernels{Reader: reader, Namespace: namespace},
+		MaxBodyBytes: f.maxBody,
+		Version:      version,
+		Log:          ctrl.Log.WithName("apiserver"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	base := apiserver.NormalizeBaseURL(f.baseURL)
+	return &apiserver.Runnable{Server: srv, Listen: f.listen, Ready: func(addr net.Addr) {
+		host := addr.String()
+		if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+			host = fmt.Sprintf("127.0.0.1:%d", tcp.Port)
+		}
+		go func() {
+			url := "http://" + host + base
+			if err := waitForStatus(url, token); err != nil {
+				ctrl.Log.Error(err, "The API server does not answer")
+				return
+			}
+			ready(url + "?token=" + token)
+		}()
+	}}, nil
+}
+
+// waitForStatus polls GET /api/status until the server answers it.
+func waitForStatus(base, token string) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/status", nil)
+		if err != nil {
+			return false, err
+		}
+		req.Header.Set("Authorization", "token "+token)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// localUser is who runs `nbkube local`: the machine's user, an admin of the local cluster.
+func localUser() identity.User {
+	name := "nbkube"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	return identity.User{Name: name, Admin: true}
+}

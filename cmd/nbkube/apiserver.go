@@ -1,0 +1,94 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/contents"
+)
+
+// apiFlags are the API server's settings, shared by `manager` and `local`.
+type apiFlags struct {
+	listen, token, baseURL, root, cookieSecretFile string
+	maxBody                                        int64
+	checkpoints                                    int
+}
+
+func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
+	fs.StringVar(&f.listen, "listen", listenDefault, "address of the Jupyter API server (empty: no API server)")
+	fs.StringVar(&f.token, "token", "", "token of the Jupyter API (default: $NBKUBE_TOKEN, else generated)")
+	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
+	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
+	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
+	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
+}
+
+// resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without
+// putting it on the command line), then a fresh random token.
+func (f *apiFlags) resolveToken() (string, error) {
+	if f.token != "" {
+		return f.token, nil
+	}
+	if t := os.Getenv("NBKUBE_TOKEN"); t != "" {
+		return t, nil
+	}
+	return randomHex(24)
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// cookieSecret reads the secret, creating it when the file does not exist yet.
+func cookieSecret(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		if len(data) < 32 {
+			return nil, fmt.Errorf("cookie secret %s is shorter than 32 bytes", path)
+		}
+		return data, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	secret := make([]byte, 64)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Another replica made it first: use theirs.
+		return cookieSecret(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(secret); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return secret, f.Close()
+}
+
+func (f *apiFlags) contentsStore() (*contents.Store, error) {
+	root, err := filepath.Abs(f.root)
+	if err != nil {
+		return nil, err
+	}
+	return contents.New(root, contents.Options{MaxCheckpoints: f.checkpoints})
+}

@@ -1,0 +1,95 @@
+package contents
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// validationCacheSize bounds the validation results kept: an entry is a few dozen bytes.
+const validationCacheSize = 4096
+
+// validationKey identifies a version of a file: the store replaces files by renaming new
+// inodes over them, and any write in place changes the modification and change times, which
+// no client can set back (ctime). A key therefore names one content, the same on every
+// replica, which is what makes caching a pure function of the content safe.
+type validationKey struct {
+	dev, ino     uint64
+	size         int64
+	mtime, ctime int64
+}
+
+func keyOf(st statInfo) validationKey {
+	return validationKey{dev: st.dev, ino: st.ino, size: st.size, mtime: st.mtime.UnixNano(), ctime: st.ctime.UnixNano()}
+}
+
+// validationCache remembers the validation message of notebooks already read or written:
+// validating against the schema costs several times more than reading, and Jupyter
+// validates on every read.
+type validationCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[validationKey]string
+}
+
+func newValidationCache(maxEntries int) *validationCache {
+	return &validationCache{max: maxEntries, entries: make(map[validationKey]string, maxEntries)}
+}
+
+func (c *validationCache) get(k validationKey) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msg, ok := c.entries[k]
+	return msg, ok
+}
+
+// put adds an entry, evicting an arbitrary one when full: entries of replaced files are
+// never asked for again, and any victim is as good as another to bound memory.
+func (c *validationCache) put(k validationKey, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= c.max {
+		for victim := range c.entries {
+			delete(c.entries, victim)
+			break
+		}
+	}
+	c.entries[k] = msg
+}
+
+// readNotebook returns the content of the notebook file p (st, data) as Jupyter's get
+// returns it, and its validation message.
+func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessage, string, error) {
+	content, minor, err := transformNotebook(data)
+	if err != nil {
+		return nil, "", &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
+	}
+	key := keyOf(st)
+	if msg, ok := s.results.get(key); ok {
+		return content, msg, nil
+	}
+	msg, err := validateStored(data, minor)
+	if err != nil {
+		return nil, "", err
+	}
+	s.results.put(key, msg)
+	return content, msg, nil
+}
+
+// validateStored validates a stored notebook as nbformat's reader does: after stripping
+// transient fields and repairing cell ids.
+func validateStored(data []byte, minor int) (string, error) {
+	v, err := decodeJSON(data)
+	if err != nil {
+		return "", fmt.Errorf("decode notebook: %w", err)
+	}
+	nb, ok := v.(map[string]any)
+	if !ok {
+		return "", fmt.Errorf("decode notebook: not an object")
+	}
+	if minor >= 5 {
+		normalizeIDs(nb)
+	}
+	stripTransient(nb)
+	return validateNotebook(nb)
+}

@@ -1,0 +1,35 @@
+// Package contents is Jupyter's file contents manager (Jupyter Server 1.23's
+// FileContentsManager with LargeFileManager's chunked uploads) over a directory tree, for
+// the /api/contents handlers. It returns the models of package jupyter and domain errors
+// (ErrNotFound, ErrExists, ErrInvalid, ErrForbidden, ErrTooLarge) carrying Jupyter's
+// messages.
+//
+// Paths. API paths are cleaned as Jupyter cleans them (slashes and "." dropped); ".." and
+// NUL bytes are refused. Every file system access goes through an os.Root, which resolves
+// each component with openat and refuses symbolic links that leave the root, so a link
+// swapped in between a check and a use cannot lead outside either. Operations that create,
+// rename or stat by name open the parent directory through the root and pass the system
+// single names only. Hidden paths (a component starting with a dot) are refused unless
+// AllowHidden; the store's own .nbkube directory always is.
+//
+// Writes are atomic and durable: a temporary file in the target's directory is written,
+// synced, renamed over the target and the directory synced, so a crash leaves the old file or
+// the new one, never a truncated one. An overwritten file keeps its permissions. Names chosen
+// by the store (untitled files, copies) are claimed with renames that cannot replace, so
+// replicas cannot overwrite each other's new files.
+//
+// State. Everything lives in the tree, so replicas sharing a volume see the same store:
+// checkpoints in .ipynb_checkpoints/ next to each file (Jupyter's layout, several per file;
+// see checkpoints.go), partial uploads and notebook ids under .nbkube/ (see upload.go and
+// ids.go). The one in-memory state is a cache of notebook validation results, keyed by the
+// identity of the file version validated (device, inode, size, modification and change
+// times), so it cannot tell one replica something another would not compute.
+//
+// Notebooks are written the way nbformat writes them (sorted keys, one-space indent, lines
+// split), validated against nbformat's schema, and saved even when invalid, with the failure
+// in the model's message. They are read by editing the stored JSON text into what
+// Jupyter's reader returns, without decoding it (see nbread.go). Reads report validation
+// failures as Jupyter's do, but validate each file version once: schema validation costs
+// about ten times the rest of a read, so its result is cached by file identity, and a save
+// fills the cache for the version it wrote.
+package contents

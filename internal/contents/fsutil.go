@@ -1,0 +1,290 @@
+package contents
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// statInfo is what the store needs of a stat(2) result.
+type statInfo struct {
+	mode         uint32 // S_IFMT bits and permissions
+	size         int64
+	mtime, ctime time.Time
+	dev, ino     uint64
+	uid, gid     uint32
+}
+
+func (st statInfo) isDir() bool     { return st.mode&unix.S_IFMT == unix.S_IFDIR }
+func (st statInfo) isRegular() bool { return st.mode&unix.S_IFMT == unix.S_IFREG }
+func (st statInfo) isLink() bool    { return st.mode&unix.S_IFMT == unix.S_IFLNK }
+func (st statInfo) perm() uint32    { return st.mode & 0o7777 }
+
+func infoOfUnix(st *unix.Stat_t) statInfo {
+	return statInfo{
+		mode:  st.Mode,
+		size:  st.Size,
+		mtime: time.Unix(st.Mtim.Unix()).UTC(),
+		ctime: time.Unix(st.Ctim.Unix()).UTC(),
+		dev:   st.Dev,
+		ino:   st.Ino,
+		uid:   st.Uid,
+		gid:   st.Gid,
+	}
+}
+
+func infoOf(fi fs.FileInfo) statInfo {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		// Every os.Root result on Linux carries a Stat_t; this keeps a zero value harmless.
+		return statInfo{mode: uint32(fi.Mode().Perm()), size: fi.Size(), mtime: fi.ModTime().UTC(), ctime: fi.ModTime().UTC()}
+	}
+	return statInfo{
+		mode:  st.Mode,
+		size:  st.Size,
+		mtime: time.Unix(st.Mtim.Unix()).UTC(),
+		ctime: time.Unix(st.Ctim.Unix()).UTC(),
+		dev:   st.Dev,
+		ino:   st.Ino,
+		uid:   st.Uid,
+		gid:   st.Gid,
+	}
+}
+
+// withFD runs fn with the descriptor of f, without the side effects of f.Fd.
+func withFD(f *os.File, fn func(fd int) error) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = fn(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// fstatat stats name in the directory dfd without following a final symbolic link; name is a
+// single component, so nothing outside the opened directory can be reached.
+func fstatat(dfd int, name string) (statInfo, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return statInfo{}, err
+	}
+	return infoOfUnix(&st), nil
+}
+
+// accessible is access(2) on name in dfd, which is what Jupyter's os.access does: it knows
+// about read-only mounts, ACLs and the root user, which permission bits alone do not.
+func accessible(dfd int, name string, mode uint32) bool {
+	return unix.Faccessat(dfd, name, mode, 0) == nil
+}
+
+// openDir opens the directory at the clean API path p inside the root.
+func (s *Store) openDir(p string) (*os.File, error) {
+	return s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+}
+
+// writable reports whether the process may write the file at the clean API path p.
+func (s *Store) writable(p string) bool {
+	dir, name := splitPath(p)
+	if p == "" {
+		name = "."
+	}
+	d, err := s.openDir(dir)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	ok := false
+	_ = withFD(d, func(dfd int) error {
+		ok = accessible(dfd, name, unix.W_OK)
+		return nil
+	})
+	return ok
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+).
+	return hex.EncodeToString(b)
+}
+
+// realPath follows symbolic links in the last component of p, as Jupyter's atomic_writing
+// does, so that saving through a link changes the file it points at instead of replacing the
+// link. A link that leaves the root, or is absolute, is refused like os.Root refuses it.
+func (s *Store) realPath(p string) (string, error) {
+	for range 8 {
+		fi, err := s.root.Lstat(osName(p))
+		if errors.Is(err, fs.ErrNotExist) {
+			return p, nil
+		}
+		if err != nil {
+			return "", fsError(p, err)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			return p, nil
+		}
+		target, err := s.root.Readlink(p)
+		if err != nil {
+			return "", fsError(p, err)
+		}
+		dir, _ := splitPath(p)
+		next := path.Join(dir, target)
+		if path.IsAbs(target) || next == ".." || strings.HasPrefix(next, "../") || strings.IndexByte(target, 0) >= 0 {
+			return "", forbidden("%s is outside root contents directory", p)
+		}
+		if next == "." {
+			next = ""
+		}
+		p = next
+	}
+	return "", invalid("Too many levels of symbolic links: %s", p)
+}
+
+// writeFile writes the file at the clean API path p atomically: fill writes a temporary file
+// in the same directory, which is synced, renamed over p, and the directory synced, so that a
+// crash leaves either the old or the new content, never a mix. An existing file keeps its
+// permissions (and owner, where the process may set it). With exclusive, p must not exist
+// (ErrExists) and the rename cannot replace a file created meanwhile by another replica.
+func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error) error {
+	if !exclusive {
+		var err error
+		if p, err = s.realPath(p); err != nil {
+			return err
+		}
+	}
+	dir, name := splitPath(p)
+	if name == "" {
+		return invalid("%s is a directory", p)
+	}
+	d, err := s.openDir(dir)
+	if err != nil {
+		return parentError(dir, err)
+	}
+	defer d.Close()
+	return withFD(d, func(dfd int) error {
+		var old *statInfo
+		if st, err := fstatat(dfd, name); err == nil {
+			if exclusive {
+				return newError(ErrExists, "File already exists: %s", p)
+			}
+			if st.isDir() {
+				return invalid("%s is a directory", p)
+			}
+			old = &st
+		} else if !errors.Is(err, unix.ENOENT) {
+			return fsError(p, err)
+		}
+		tmp := tempPrefix + randomHex(8) + ".tmp"
+		if err := writeTemp(dfd, tmp, old, fill); err != nil {
+			_ = unix.Unlinkat(dfd, tmp, 0)
+			return fsError(p, err)
+		}
+		if exclusive {
+			err = renameNoReplace(dfd, tmp, dfd, name)
+		} else {
+			err = unix.Renameat(dfd, tmp, dfd, name)
+		}
+		if err != nil {
+			_ = unix.Unlinkat(dfd, tmp, 0)
+			if errors.Is(err, unix.EEXIST) {
+				return &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+			}
+			return fsError(p, err)
+		}
+		return fsError(p, unix.Fsync(dfd))
+	})
+}
+
+// writeTemp creates name in dfd (never following a link), lets fill write it and syncs it.
+// It takes old's permissions and, best effort, its owner.
+func writeTemp(dfd int, name string, old *statInfo, fill func(w *os.File) error) error {
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if old != nil {
+		if err := unix.Fchmod(fd, old.perm()); err != nil {
+			return err
+		}
+		// Only a privileged server can give the file back to its owner; an unprivileged one
+		// owns what it writes, as Jupyter's would, so a refusal is not an error.
+		_ = unix.Fchown(fd, int(old.uid), int(old.gid))
+	}
+	if err := fill(f); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// renameNoReplace renames without replacing an existing target (EEXIST). File systems
+// without RENAME_NOREPLACE (NFS) get a hard link, which cannot replace either; where that is
+// refused too (directories), the target is checked first, which leaves a small race.
+func renameNoReplace(odfd int, oname string, ndfd int, nname string) error {
+	err := unix.Renameat2(odfd, oname, ndfd, nname, unix.RENAME_NOREPLACE)
+	unsupported := errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EOPNOTSUPP)
+	if err == nil || !unsupported {
+		return err
+	}
+	if err := unix.Linkat(odfd, oname, ndfd, nname, 0); err == nil {
+		return unix.Unlinkat(odfd, oname, 0)
+	} else if errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	if _, err := fstatat(ndfd, nname); err == nil {
+		return unix.EEXIST
+	}
+	return unix.Renameat(odfd, oname, ndfd, nname)
+}
+
+// parentError reports a directory that cannot be opened to create something in it.
+func parentError(dir string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return &Error{Kind: ErrNotFound, Message: "No such directory: " + dir, Err: err}
+	}
+	return fsError(dir, err)
+}
+
+// readAll reads f, of the size st says, refusing more than limit bytes.
+func readAll(f io.Reader, p string, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, tooLarge(p, limit)
+	}
+	buf := make([]byte, 0, size+1)
+	for {
+		if int64(len(buf)) > limit {
+			return nil, tooLarge(p, limit)
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fsError(p, err)
+		}
+	}
+}
+
+func tooLarge(p string, limit int64) *Error {
+	return newError(ErrTooLarge, "%s is larger than the %d bytes the server returns in a model; download it from /files/ instead", p, limit)
+}

@@ -1,0 +1,479 @@
+package contents
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	_ "embed"
+)
+
+// nbformatSchema is nbformat's JSON schema of notebook format 4.5 (nbformat.v4.schema.json),
+// copied from nbformat 5.5.0. Copyright (c) 2001-2015, IPython Development Team;
+// 2015, Jupyter Development Team. Distributed under the terms of the Modified BSD License
+// (BSD-3-Clause), which requires keeping this notice; see https://github.com/jupyter/nbformat.
+//
+//go:embed schema/nbformat.v4.schema.json
+var nbformatSchema []byte
+
+// Notebook format written into new notebooks: what nbformat.v4.new_notebook writes.
+const (
+	nbformatMajor = 4
+	nbformatMinor = 5
+)
+
+// Limits of notebook decoding: how deep JSON may nest (Python's json stops near 1000 too) and
+// how much of an invalid instance a validation message shows, as nbformat truncates it.
+const (
+	maxJSONDepth    = 1000
+	truncateItems   = 16
+	truncateStrings = 64
+)
+
+// schemas holds the compiled schema for each group of minor versions. nbformat validates a
+// notebook against the schema of its own minor version; those differ from 4.5's only in the
+// minimum nbformat_minor and in cell ids, so older ones are derived from 4.5 rather than
+// shipped, and newer ones are 4.5 relaxed the way nbformat relaxes "notebooks from the future".
+type schemas struct {
+	older, current, future *jsonschema.Schema
+}
+
+var loadSchemas = sync.OnceValues(func() (*schemas, error) {
+	var s schemas
+	var err error
+	if s.current, err = compileSchema(func(map[string]any) {}); err != nil {
+		return nil, err
+	}
+	if s.older, err = compileSchema(func(doc map[string]any) {
+		minor := dig(doc, "properties", "nbformat_minor").(map[string]any)
+		minor["minimum"] = json.Number("0")
+		for _, c := range []string{"raw_cell", "markdown_cell", "code_cell"} {
+			cell := dig(doc, "definitions", c).(map[string]any)
+			cell["required"] = slices.DeleteFunc(cell["required"].([]any), func(v any) bool { return v == "id" })
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if s.future, err = compileSchema(func(doc map[string]any) {
+		relaxAdditionalProperties(doc)
+		for def, extra := range map[string]string{"cell": "unrecognized_cell", "output": "unrecognized_output"} {
+			d := dig(doc, "definitions", def).(map[string]any)
+			d["oneOf"] = append(d["oneOf"].([]any), map[string]any{"$ref": "#/definitions/" + extra})
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return &s, nil
+})
+
+func compileSchema(edit func(map[string]any)) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(nbformatSchema))
+	if err != nil {
+		return nil, fmt.Errorf("nbformat schema: %w", err)
+	}
+	edit(doc.(map[string]any))
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("nbformat.v4.schema.json", doc); err != nil {
+		return nil, fmt.Errorf("nbformat schema: %w", err)
+	}
+	sch, err := c.Compile("nbformat.v4.schema.json")
+	if err != nil {
+		return nil, fmt.Errorf("nbformat schema: %w", err)
+	}
+	return sch, nil
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		v = v.(map[string]any)[k]
+	}
+	return v
+}
+
+func relaxAdditionalProperties(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if k == "additionalProperties" {
+				v[k] = true
+			} else {
+				relaxAdditionalProperties(x)
+			}
+		}
+	case []any:
+		for _, x := range v {
+			relaxAdditionalProperties(x)
+		}
+	}
+}
+
+// decodeJSON decodes a JSON document keeping numbers as written, so that saving a notebook
+// does not change them, and refuses trailing data.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after JSON value")
+	}
+	return v, nil
+}
+
+// version returns a notebook's nbformat and nbformat_minor (nbformat's get_version: 1 and 0
+// when missing), or -1 where they are not integers.
+func version(nb map[string]any) (major, minor int) {
+	num := func(key string, missing int) int {
+		v, ok := nb[key]
+		if !ok {
+			return missing
+		}
+		n, ok := v.(json.Number)
+		if !ok {
+			return -1
+		}
+		i, err := strconv.Atoi(n.String())
+		if err != nil {
+			return -1
+		}
+		return i
+	}
+	return num("nbformat", 1), num("nbformat_minor", 0)
+}
+
+// newCellID is nbformat's random cell id: eight hex digits of a random UUID.
+func newCellID() string { return randomHex(4) }
+
+// normalizeIDs is the repair nbformat's validate makes to 4.5+ notebooks before validating:
+// a cell without an id gets one, and a cell whose id repeats an earlier one gets a new one.
+func normalizeIDs(nb map[string]any) {
+	cells, _ := nb["cells"].([]any)
+	seen := make(map[string]bool, len(cells))
+	for _, c := range cells {
+		cell, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, present := cell["id"]
+		s, isString := id.(string)
+		if !present || (isString && seen[s]) {
+			s = newCellID()
+			cell["id"] = s
+		}
+		seen[s] = true
+	}
+}
+
+// stripTransient removes what nbformat never stores: original format versions, the
+// signature and the trusted flag of cells.
+func stripTransient(nb map[string]any) {
+	if md, ok := nb["metadata"].(map[string]any); ok {
+		delete(md, "orig_nbformat")
+		delete(md, "orig_nbformat_minor")
+		delete(md, "signature")
+	}
+	cells, _ := nb["cells"].([]any)
+	for _, c := range cells {
+		if cell, ok := c.(map[string]any); ok {
+			if md, ok := cell["metadata"].(map[string]any); ok {
+				delete(md, "trusted")
+			}
+		}
+	}
+}
+
+// splitLines is nbformat's split_lines: sources, stream texts and text-like outputs are
+// stored as lists of lines so that notebooks diff well.
+func splitLines(nb map[string]any) {
+	cells, _ := nb["cells"].([]any)
+	for _, c := range cells {
+		cell, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		if src, ok := cell["source"].(string); ok {
+			cell["source"] = linesOf(src)
+		}
+		if atts, ok := cell["attachments"].(map[string]any); ok {
+			for _, a := range atts {
+				splitBundle(a)
+			}
+		}
+		if cell["cell_type"] != "code" {
+			continue
+		}
+		outputs, _ := cell["outputs"].([]any)
+		for _, o := range outputs {
+			out, ok := o.(map[string]any)
+			if !ok {
+				continue
+			}
+			switch out["output_type"] {
+			case "execute_result", "display_data":
+				splitBundle(out["data"])
+			case "stream":
+				if text, ok := out["text"].(string); ok {
+					out["text"] = linesOf(text)
+				}
+			}
+		}
+	}
+}
+
+func splitBundle(v any) {
+	bundle, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for mime, x := range bundle {
+		if s, ok := x.(string); ok && (strings.HasPrefix(mime, "text/") || mime == "application/javascript" || mime == "image/svg+xml") {
+			bundle[mime] = linesOf(s)
+		}
+	}
+}
+
+// linesOf is Python's str.splitlines(keepends=True), whose line boundaries are more than "\n".
+func linesOf(s string) []any {
+	lines := []any{}
+	start := 0
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		end := -1
+		switch r {
+		case '\r':
+			end = i + 1
+			if end < len(s) && s[end] == '\n' {
+				end++
+			}
+		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
+			end = i + size
+		}
+		if end < 0 {
+			i += size
+			continue
+		}
+		lines = append(lines, s[start:end])
+		start, i = end, end
+	}
+	if start < len(s) {
+		lines = append(lines, s[start:])
+	}
+	return lines
+}
+
+// encodeNotebook turns the notebook JSON a client saves into the bytes nbformat.write would
+// store: ids repaired, transient fields stripped, lines split, keys sorted, indented by one
+// space, non-ASCII kept, and a final newline. It returns the validation message ("" when the
+// notebook is valid): an invalid notebook is saved all the same, as Jupyter saves it.
+func encodeNotebook(content []byte) ([]byte, string, error) {
+	v, err := decodeJSON(content)
+	if err != nil {
+		return nil, "", invalid("Unreadable notebook content: %v", err)
+	}
+	nb, ok := v.(map[string]any)
+	if !ok {
+		return nil, "", invalid("Unreadable notebook content: not a JSON object")
+	}
+	return writeNotebook(nb)
+}
+
+func writeNotebook(nb map[string]any) ([]byte, string, error) {
+	major, minor := version(nb)
+	if major != nbformatMajor {
+		return nil, "", invalid("Unsupported nbformat version %v: only nbformat 4 notebooks are stored", nb["nbformat"])
+	}
+	if minor >= 5 {
+		normalizeIDs(nb)
+	}
+	stripTransient(nb)
+	msg, err := validateNotebook(nb)
+	if err != nil {
+		return nil, "", err
+	}
+	splitLines(nb)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(nb); err != nil {
+		return nil, "", invalid("Unreadable notebook content: %v", err)
+	}
+	return unescapeSeparators(buf.Bytes()), msg, nil
+}
+
+// unescapeSeparators writes U+2028 and U+2029 as themselves, as Python's json does with
+// ensure_ascii=False, where encoding/json always escapes them.
+func unescapeSeparators(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u202`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			out = append(out, b[i])
+			continue
+		}
+		if i+5 < len(b) && string(b[i+1:i+5]) == "u202" && (b[i+5] == '8' || b[i+5] == '9') {
+			out = append(out, string(rune(0x2028+int(b[i+5]-'8')))...)
+			i += 5
+			continue
+		}
+		// Any other escape is copied whole, so that an escaped backslash is never read as
+		// the start of an escape.
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
+}
+
+// newNotebookJSON is an empty notebook as nbformat.v4.new_notebook writes it.
+func newNotebookJSON() ([]byte, error) {
+	data, _, err := writeNotebook(map[string]any{
+		"cells":          []any{},
+		"metadata":       map[string]any{},
+		"nbformat":       json.Number(strconv.Itoa(nbformatMajor)),
+		"nbformat_minor": json.Number(strconv.Itoa(nbformatMinor)),
+	})
+	return data, err
+}
+
+// validateNotebook validates a decoded notebook against the schema of its minor version and
+// returns Jupyter's "Notebook validation failed" message, or "" when it is valid.
+func validateNotebook(nb map[string]any) (string, error) {
+	all, err := loadSchemas()
+	if err != nil {
+		return "", err
+	}
+	sch := all.current
+	switch _, minor := version(nb); {
+	case minor >= 0 && minor < nbformatMinor:
+		sch = all.older
+	case minor > nbformatMinor:
+		sch = all.future
+	}
+	err = sch.Validate(any(nb))
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		return "", err
+	}
+	leaf := mostSpecific(ve, nb)
+	instance, _ := json.MarshalIndent(truncate(at(nb, leaf.InstanceLocation)), "", " ")
+	where := "/" + strings.Join(leaf.InstanceLocation, "/")
+	return fmt.Sprintf("Notebook validation failed: %s at %s:\n%s", leaf.ErrorKind.LocalizedString(printer), where, instance), nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// mostSpecific descends to the error that explains a failure. Where a cell or output matches
+// none of the oneOf alternatives, it follows the alternative of the cell's or output's own
+// type, as nbformat's better_validation_error does, instead of reporting the oneOf.
+func mostSpecific(e *jsonschema.ValidationError, nb any) *jsonschema.ValidationError {
+	for len(e.Causes) > 0 {
+		next := e.Causes[0]
+		if _, ok := e.ErrorKind.(*kind.OneOf); ok {
+			if def := definitionOf(at(nb, e.InstanceLocation)); def != "" {
+				for _, c := range e.Causes {
+					if mentions(c, "/definitions/"+def) {
+						next = c
+						break
+					}
+				}
+			}
+		}
+		e = next
+	}
+	return e
+}
+
+func definitionOf(v any) string {
+	obj, _ := v.(map[string]any)
+	if t, ok := obj["cell_type"].(string); ok {
+		return t + "_cell"
+	}
+	if t, ok := obj["output_type"].(string); ok {
+		return t
+	}
+	return ""
+}
+
+func mentions(e *jsonschema.ValidationError, def string) bool {
+	if strings.HasSuffix(e.SchemaURL, def) || strings.Contains(e.SchemaURL, def+"/") {
+		return true
+	}
+	if ref, ok := e.ErrorKind.(*kind.Reference); ok && strings.HasSuffix(ref.URL, def) {
+		return true
+	}
+	return slices.ContainsFunc(e.Causes, func(c *jsonschema.ValidationError) bool { return mentions(c, def) })
+}
+
+// at returns the value at a JSON pointer's tokens.
+func at(v any, loc []string) any {
+	for _, tok := range loc {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// truncate is nbformat's _truncate_obj: long strings, lists and objects shortened, and cell
+// and output lists summarised, so that a message stays readable.
+func truncate(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		keys := slices.Sorted(maps.Keys(x))
+		out := make(map[string]any, truncateItems+1)
+		for _, k := range keys[:min(len(keys), truncateItems)] {
+			out[k] = truncate(x[k])
+		}
+		for _, k := range []string{"cells", "outputs"} {
+			if l, ok := x[k].([]any); ok {
+				if _, kept := out[k]; kept {
+					out[k] = []any{fmt.Sprintf("...%d %s...", len(l), k)}
+				}
+			}
+		}
+		if len(keys) > truncateItems {
+			out["..."] = fmt.Sprintf("%d keys truncated", len(keys)-truncateItems)
+		}
+		return out
+	case []any:
+		out := make([]any, 0, min(len(x), truncateItems)+1)
+		for _, e := range x[:min(len(x), truncateItems)] {
+			out = append(out, truncate(e))
+		}
+		if len(x) > truncateItems {
+			out = append(out, fmt.Sprintf("...%d items truncated...", len(x)-truncateItems))
+		}
+		return out
+	case string:
+		if utf8.RuneCountInString(x) > truncateStrings {
+			return string([]rune(x)[:truncateStrings]) + "..."
+		}
+	}
+	return v
+}

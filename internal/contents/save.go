@@ -1,0 +1,436 @@
+package contents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// maxUntitled bounds the search for a free "Untitled<n>" or "-Copy<n>" name.
+const maxUntitled = 10000
+
+// Save is PUT /api/contents/<path>: it writes a notebook, file or directory, new or not, and
+// returns its model without content. A model with a chunk number is one part of a chunked
+// upload. A model without content creates an empty notebook, file or directory (by Type,
+// or by the name's extension), as Jupyter's new does, but an existing file needs content.
+// A notebook that fails validation is saved all the same, with the failure in Message.
+func (s *Store) Save(ctx context.Context, path string, m *jupyter.SaveModel) (*jupyter.ContentsModel, error) {
+	if m == nil {
+		return nil, invalid("JSON body missing")
+	}
+	p, err := s.check(path, "Cannot create file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	if m.Chunk != nil {
+		return s.saveChunk(ctx, p, m)
+	}
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		if isFile, _, err := s.Exists(ctx, p); err != nil {
+			return nil, err
+		} else if isFile && m.Type != jupyter.TypeDirectory {
+			return nil, invalid("No file content provided")
+		}
+		return s.create(p, newType(p, m.Type), false)
+	}
+	switch m.Type {
+	case "":
+		return nil, invalid("No file type provided")
+	case jupyter.TypeNotebook:
+		return s.saveNotebook(p, m.Content)
+	case jupyter.TypeFile:
+		data, err := fileBytes(p, m)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writeFile(p, false, writeBytes(data)); err != nil {
+			return nil, err
+		}
+		return s.modelOf(p)
+	case jupyter.TypeDirectory:
+		return s.create(p, jupyter.TypeDirectory, false)
+	}
+	return nil, invalid("Unhandled contents type: %s", m.Type)
+}
+
+// newType is the type Jupyter's new gives a model without content.
+func newType(p, typ string) string {
+	switch {
+	case typ == jupyter.TypeDirectory || typ == jupyter.TypeNotebook:
+		return typ
+	case typ == "" && strings.HasSuffix(p, ".ipynb"):
+		return jupyter.TypeNotebook
+	}
+	return jupyter.TypeFile
+}
+
+// fileBytes decodes a file model's content by its format.
+func fileBytes(p string, m *jupyter.SaveModel) ([]byte, error) {
+	if m.Format != jupyter.FormatText && m.Format != jupyter.FormatBase64 {
+		return nil, invalid("Must specify format of file contents as 'text' or 'base64'")
+	}
+	var content string
+	if err := json.Unmarshal(m.Content, &content); err != nil {
+		return nil, &Error{Kind: ErrInvalid, Message: "Encoding error saving " + p + ": content is not a string", Err: err}
+	}
+	if m.Format == jupyter.FormatText {
+		return []byte(content), nil
+	}
+	data, err := decodeBase64(content)
+	if err != nil {
+		return nil, &Error{Kind: ErrInvalid, Message: "Encoding error saving " + p + ": " + err.Error(), Err: err}
+	}
+	return data, nil
+}
+
+func writeBytes(data []byte) func(*os.File) error {
+	return func(f *os.File) error {
+		_, err := f.Write(data)
+		return err
+	}
+}
+
+// saveNotebook writes a notebook in nbformat's layout. As in Jupyter, a notebook always has
+// a checkpoint: the first save makes one.
+func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.ContentsModel, error) {
+	data, msg, err := encodeNotebook(content)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.writeFile(p, false, writeBytes(data)); err != nil {
+		return nil, err
+	}
+	return s.afterNotebookWrite(p, msg)
+}
+
+// afterNotebookWrite makes the first checkpoint of a notebook, remembers its validation
+// result for the next read, and returns its model with the validation message.
+func (s *Store) afterNotebookWrite(p, msg string) (*jupyter.ContentsModel, error) {
+	if err := s.ensureCheckpoint(p); err != nil {
+		return nil, err
+	}
+	m, err := s.modelOf(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := s.root.Stat(p); err == nil {
+		s.results.put(keyOf(infoOf(fi)), msg)
+	}
+	if msg != "" {
+		m.Message = &msg
+	}
+	return m, nil
+}
+
+// create makes an empty notebook, file or directory at p. With exclusive, p must not exist
+// (ErrExists), which is how untitled names are claimed without races between replicas.
+func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, error) {
+	switch typ {
+	case jupyter.TypeDirectory:
+		err := s.root.Mkdir(osName(p), 0o777)
+		switch {
+		case errors.Is(err, fs.ErrExist) && !exclusive:
+			if fi, serr := s.root.Stat(osName(p)); serr != nil || !fi.IsDir() {
+				return nil, invalid("Not a directory: %s", p)
+			}
+		case errors.Is(err, fs.ErrExist):
+			return nil, &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+		case err != nil:
+			dir, _ := splitPath(p)
+			return nil, parentError(dir, err)
+		}
+		return s.modelOf(p)
+	case jupyter.TypeNotebook:
+		data, err := newNotebookJSON()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.writeFile(p, exclusive, writeBytes(data)); err != nil {
+			return nil, err
+		}
+		return s.afterNotebookWrite(p, "")
+	}
+	if err := s.writeFile(p, exclusive, writeBytes(nil)); err != nil {
+		return nil, err
+	}
+	return s.modelOf(p)
+}
+
+// modelOf is the model without content of an existing p.
+func (s *Store) modelOf(p string) (*jupyter.ContentsModel, error) {
+	fi, err := s.root.Stat(osName(p))
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	st := infoOf(fi)
+	typ, err := modelType(p, st, "")
+	if err != nil {
+		return nil, err
+	}
+	return s.model(p, st, typ, s.writable(p)), nil
+}
+
+// NewUntitled is POST /api/contents/<dir>: a new empty notebook ("Untitled.ipynb",
+// "Untitled1.ipynb", ...), file ("untitled<ext>", "untitled1<ext>", ...) or directory
+// ("Untitled Folder", "Untitled Folder 1", ...) in dir. Without typ, ext ".ipynb" makes a
+// notebook and anything else a file.
+func (s *Store) NewUntitled(_ context.Context, dir, typ, ext string) (*jupyter.ContentsModel, error) {
+	d, err := s.check(dir, "Cannot create file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := s.root.Stat(osName(d)); err != nil || !fi.IsDir() {
+		return nil, notFound("No such directory: %s", d)
+	}
+	if typ == "" {
+		typ = jupyter.TypeFile
+		if ext == ".ipynb" {
+			typ = jupyter.TypeNotebook
+		}
+	}
+	var base, insert string
+	switch typ {
+	case jupyter.TypeDirectory:
+		base, insert, ext = "Untitled Folder", " ", ""
+	case jupyter.TypeNotebook:
+		base, ext = "Untitled", ".ipynb"
+	case jupyter.TypeFile:
+		base = "untitled"
+	default:
+		return nil, invalid("Unexpected model type: '%s'", typ)
+	}
+	return s.claimName(d, base+ext, insert, func(p string) (*jupyter.ContentsModel, error) {
+		return s.create(p, typ, true)
+	})
+}
+
+// claimName creates with create the first of name's increment_filename candidates in dir that
+// does not exist yet.
+func (s *Store) claimName(dir, name, insert string, create func(p string) (*jupyter.ContentsModel, error)) (*jupyter.ContentsModel, error) {
+	tries := 0
+	for cand := range candidateNames(name, insert) {
+		m, err := create(joinPath(dir, cand))
+		if !errors.Is(err, ErrExists) {
+			return m, err
+		}
+		if tries++; tries >= maxUntitled {
+			break
+		}
+	}
+	return nil, newError(ErrExists, "No free name for %s in %s", name, dir)
+}
+
+// Copy is POST /api/contents/<to> with copy_from: it copies the file from into the directory
+// to, naming it like Jupyter ("name.ext" if free, else "name-Copy1.ext", "name-Copy2.ext",
+// ...), or, when to does not exist, to the file to itself. The copy has the same bytes.
+func (s *Store) Copy(_ context.Context, from, to string) (*jupyter.ContentsModel, error) {
+	src, err := s.check(from, "Cannot copy file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	dst, err := s.check(to, "Cannot copy file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.root.Stat(osName(src))
+	if err != nil {
+		return nil, fsError(src, err)
+	}
+	if fi.IsDir() {
+		return nil, invalid("Can't copy directories")
+	}
+	copyTo := func(p string) (*jupyter.ContentsModel, error) { return s.copyFile(src, p) }
+	dfi, err := s.root.Stat(osName(dst))
+	switch {
+	case err == nil && dfi.IsDir():
+		_, name := splitPath(src)
+		return s.claimName(dst, copyPattern.ReplaceAllString(name, "."), "-Copy", copyTo)
+	case err == nil:
+		return nil, newError(ErrExists, "File already exists: %s", dst)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fsError(dst, err)
+	}
+	parent, _ := splitPath(dst)
+	if pfi, err := s.root.Stat(osName(parent)); err != nil || !pfi.IsDir() {
+		return nil, notFound("No such parent directory: %s to copy file in", parent)
+	}
+	return copyTo(dst)
+}
+
+// copyFile copies src to the new file dst; a notebook copy gets its first checkpoint.
+func (s *Store) copyFile(src, dst string) (*jupyter.ContentsModel, error) {
+	in, err := s.root.OpenFile(osName(src), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, fsError(src, err)
+	}
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, invalid("Cannot read non-file %s", src)
+	}
+	err = s.writeFile(dst, true, func(w *os.File) error {
+		_, err := io.Copy(w, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if typ, _ := modelType(src, statInfo{}, ""); typ == jupyter.TypeNotebook {
+		if err := s.ensureCheckpoint(dst); err != nil {
+			return nil, err
+		}
+	}
+	return s.modelOf(dst)
+}
+
+// Rename is PATCH /api/contents/<old> with a new path. The target must not exist (ErrExists)
+// unless it is the same file (a change of case on a case-insensitive file system). A file's
+// checkpoints and notebook ids follow it; a directory's follow it as part of its tree.
+func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.ContentsModel, error) {
+	old, err := s.check(oldPath, "Cannot rename file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.check(newPath, "Cannot rename file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	if old == p {
+		return s.modelOf(p)
+	}
+	if old == "" || p == "" {
+		return nil, invalid("Can't rename root")
+	}
+	if isUnder(p, old) {
+		return nil, invalid("Cannot move %s into itself", old)
+	}
+	ofi, err := s.root.Lstat(old)
+	if err != nil {
+		return nil, fsError(old, err)
+	}
+	if err := s.renameEntry(old, p); err != nil {
+		return nil, err
+	}
+	if !ofi.IsDir() {
+		if err := s.renameCheckpoints(old, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.moveIDs(old, p); err != nil {
+		return nil, err
+	}
+	return s.modelOf(p)
+}
+
+// renameEntry renames old to p without replacing anything, both parents opened inside the
+// root and only single names passed to the system, then syncs both directories.
+func (s *Store) renameEntry(old, p string) error {
+	odir, oname := splitPath(old)
+	ndir, nname := splitPath(p)
+	od, err := s.openDir(odir)
+	if err != nil {
+		return fsError(old, err)
+	}
+	defer od.Close()
+	nd, err := s.openDir(ndir)
+	if err != nil {
+		return parentError(ndir, err)
+	}
+	defer nd.Close()
+	return withFD(od, func(ofd int) error {
+		return withFD(nd, func(nfd int) error {
+			err := renameNoReplace(ofd, oname, nfd, nname)
+			if errors.Is(err, unix.EEXIST) && sameFile(ofd, oname, nfd, nname) {
+				err = unix.Renameat(ofd, oname, nfd, nname)
+			}
+			switch {
+			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+				return &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+			case errors.Is(err, unix.EINVAL):
+				return &Error{Kind: ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
+			case err != nil:
+				return fsError(old, err)
+			}
+			if err := unix.Fsync(nfd); err != nil {
+				return fsError(p, err)
+			}
+			return fsError(old, unix.Fsync(ofd))
+		})
+	})
+}
+
+func sameFile(ofd int, oname string, nfd int, nname string) bool {
+	a, err1 := fstatat(ofd, oname)
+	b, err2 := fstatat(nfd, nname)
+	return err1 == nil && err2 == nil && a.dev == b.dev && a.ino == b.ino
+}
+
+// Delete is DELETE /api/contents/<path>. A directory must be empty but for checkpoints
+// unless DeleteNonEmptyDirs is set; a file's checkpoints and notebook ids go with it. A
+// symbolic link is removed, not what it points at.
+func (s *Store) Delete(_ context.Context, path string) error {
+	p, err := s.check(path, "Cannot delete file or directory '%s'")
+	if err != nil {
+		return err
+	}
+	if p == "" {
+		return invalid("Can't delete root")
+	}
+	fi, err := s.root.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return notFound("File or directory does not exist: %s", p)
+	}
+	if err != nil {
+		return fsError(p, err)
+	}
+	if !fi.IsDir() {
+		if err := s.root.Remove(p); err != nil {
+			return fsError(p, err)
+		}
+		if err := s.deleteCheckpoints(p); err != nil {
+			return err
+		}
+		return s.forgetIDs(p)
+	}
+	if s.opts.DeleteNonEmptyDirs {
+		if err := s.root.RemoveAll(p); err != nil {
+			return fsError(p, err)
+		}
+		return s.forgetIDs(p)
+	}
+	// A directory holding only checkpoints counts as empty, as in Jupyter. Removing them and
+	// then the directory with rmdir means a file created meanwhile makes the deletion fail
+	// instead of vanishing with it.
+	d, err := s.openDir(p)
+	if err != nil {
+		return fsError(p, err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fsError(p, err)
+	}
+	if slices.ContainsFunc(names, func(n string) bool { return n != checkpointDir }) {
+		return invalid("Directory %s not empty", p)
+	}
+	if err := s.root.RemoveAll(joinPath(p, checkpointDir)); err != nil {
+		return fsError(p, err)
+	}
+	err = s.root.Remove(p)
+	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+		return &Error{Kind: ErrInvalid, Message: "Directory " + p + " not empty", Err: err}
+	}
+	if err != nil {
+		return fsError(p, err)
+	}
+	return s.forgetIDs(p)
+}

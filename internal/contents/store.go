@@ -1,0 +1,376 @@
+package contents
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
+
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxCheckpoints = 5
+	DefaultMaxUploadSize  = 16 << 30
+	DefaultUploadTTL      = time.Hour
+	DefaultMaxReadSize    = 256 << 20
+)
+
+// Options configure a Store.
+type Options struct {
+	// MaxCheckpoints is how many checkpoints a file keeps; the oldest are dropped beyond it.
+	// Zero means DefaultMaxCheckpoints (Jupyter keeps one).
+	MaxCheckpoints int
+	// AllowHidden serves dot files and directories, as Jupyter's allow_hidden does.
+	AllowHidden bool
+	// DeleteNonEmptyDirs lets Delete remove a directory with contents, as Jupyter's
+	// always_delete_dir does. There is no trash: the deletion is final.
+	DeleteNonEmptyDirs bool
+	// Clock dates checkpoints and chunked uploads. Nil means the real clock.
+	Clock clock.PassiveClock
+	// MaxUploadSize bounds the total size of a chunked upload (ErrTooLarge beyond it).
+	// Zero means DefaultMaxUploadSize.
+	MaxUploadSize int64
+	// UploadTTL is how long a chunked upload may wait for its next chunk before it is
+	// abandoned and its partial file removed. Zero means DefaultUploadTTL.
+	UploadTTL time.Duration
+	// MaxReadSize bounds the files whose content a model carries (ErrTooLarge beyond it),
+	// because a model holds the whole file, base64 encoded, in memory. Zero means
+	// DefaultMaxReadSize.
+	MaxReadSize int64
+}
+
+// GetOptions are the query parameters of GET /api/contents/<path>.
+type GetOptions struct {
+	// Type is "", "directory", "file" or "notebook"; a file asked as a notebook is read as one.
+	Type string
+	// Format is "", "text" or "base64"; it applies to files only.
+	Format string
+	// Content asks for the content; without it, Content and Format are nil.
+	Content bool
+	// Hash adds the SHA-256 of a file's or notebook's bytes.
+	Hash bool
+}
+
+// Store serves Jupyter's contents API from a directory tree. All its state is in the tree, so
+// several stores (API replicas) may share one tree; see the package documentation.
+type Store struct {
+	root    *os.Root
+	opts    Options
+	clock   clock.PassiveClock
+	results *validationCache
+}
+
+// New opens the tree at root. Close releases it.
+func New(root string, opts Options) (*Store, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, fmt.Errorf("open contents root: %w", err)
+	}
+	if opts.MaxCheckpoints <= 0 {
+		opts.MaxCheckpoints = DefaultMaxCheckpoints
+	}
+	if opts.MaxUploadSize <= 0 {
+		opts.MaxUploadSize = DefaultMaxUploadSize
+	}
+	if opts.UploadTTL <= 0 {
+		opts.UploadTTL = DefaultUploadTTL
+	}
+	if opts.MaxReadSize <= 0 {
+		opts.MaxReadSize = DefaultMaxReadSize
+	}
+	c := opts.Clock
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &Store{root: r, opts: opts, clock: c, results: newValidationCache(validationCacheSize)}, nil
+}
+
+// Close releases the root directory.
+func (s *Store) Close() error { return s.root.Close() }
+
+// IsHidden reports whether path is hidden the way Jupyter's is_hidden decides it: one of its
+// components starts with a dot. A path that is not a valid API path is not reported hidden;
+// every operation refuses it anyway.
+func (s *Store) IsHidden(path string) bool {
+	p, err := cleanPath(path)
+	return err == nil && isHiddenPath(p)
+}
+
+// check cleans an API path and refuses the store's own directory and, unless hidden files are
+// allowed, hidden paths; refusal is the Jupyter message for the operation.
+func (s *Store) check(path, refusal string) (string, error) {
+	p, err := cleanPath(path)
+	if err != nil {
+		return "", err
+	}
+	if isMetaPath(p) || (!s.opts.AllowHidden && isHiddenPath(p)) {
+		return "", forbidden(refusal, p)
+	}
+	return p, nil
+}
+
+// Exists reports whether path is a file or a directory, following symbolic links inside the
+// root as Jupyter's file_exists and dir_exists do.
+func (s *Store) Exists(_ context.Context, path string) (isFile, isDir bool, err error) {
+	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	if err != nil {
+		return false, false, err
+	}
+	fi, err := s.root.Stat(osName(p))
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fsError(p, err)
+	}
+	return fi.Mode().IsRegular(), fi.IsDir(), nil
+}
+
+// Get returns the model of a file, notebook or directory, with its content if asked.
+func (s *Store) Get(_ context.Context, path string, o GetOptions) (*jupyter.ContentsModel, error) {
+	if !slices.Contains([]string{"", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook}, o.Type) {
+		return nil, invalid("Type '%s' is invalid", o.Type)
+	}
+	if !slices.Contains([]string{"", jupyter.FormatText, jupyter.FormatBase64}, o.Format) {
+		return nil, invalid("Format '%s' is invalid", o.Format)
+	}
+	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	fi, err := s.root.Stat(osName(p))
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	st := infoOf(fi)
+	typ, err := modelType(p, st, o.Type)
+	if err != nil {
+		return nil, err
+	}
+	if typ == jupyter.TypeDirectory {
+		return s.dirModel(p, st, o.Content)
+	}
+	if !o.Content && !o.Hash {
+		return s.model(p, st, typ, s.writable(p)), nil
+	}
+	data, st, err := s.read(p)
+	if err != nil {
+		return nil, err
+	}
+	return s.contentModel(p, st, typ, data, o, s.writable(p))
+}
+
+// modelType decides the type of the model of p as Jupyter's get does: directories are
+// directories; a file is a notebook when asked as one or when, unasked, its name ends in
+// .ipynb; anything else is a file.
+func modelType(p string, st statInfo, asked string) (string, error) {
+	switch {
+	case st.isDir():
+		if asked != "" && asked != jupyter.TypeDirectory {
+			return "", &Error{Kind: ErrInvalid, Message: fmt.Sprintf("%s is a directory, not a %s", p, asked), Reason: "bad type"}
+		}
+		return jupyter.TypeDirectory, nil
+	case asked == jupyter.TypeDirectory:
+		return "", &Error{Kind: ErrInvalid, Message: p + " is not a directory", Reason: "bad type"}
+	case asked == jupyter.TypeNotebook || (asked == "" && strings.HasSuffix(p, ".ipynb")):
+		return jupyter.TypeNotebook, nil
+	}
+	return jupyter.TypeFile, nil
+}
+
+// model is the model of p without content.
+func (s *Store) model(p string, st statInfo, typ string, writable bool) *jupyter.ContentsModel {
+	_, name := splitPath(p)
+	m := &jupyter.ContentsModel{
+		Name:         name,
+		Path:         p,
+		Type:         typ,
+		Writable:     writable,
+		Created:      jupyter.Time{Time: st.ctime},
+		LastModified: jupyter.Time{Time: st.mtime},
+	}
+	if typ != jupyter.TypeDirectory {
+		size := st.size
+		m.Size = &size
+	}
+	if typ == jupyter.TypeFile {
+		if mt := guessMimetype(name); mt != "" {
+			m.Mimetype = &mt
+		}
+	}
+	return m
+}
+
+// read reads the regular file at p, following links inside the root. It opens without
+// blocking so that a FIFO cannot stall the request, and refuses anything but a regular file.
+func (s *Store) read(p string) ([]byte, statInfo, error) {
+	f, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, statInfo{}, fsError(p, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, statInfo{}, fsError(p, err)
+	}
+	st := infoOf(fi)
+	if !st.isRegular() {
+		return nil, st, invalid("Cannot read non-file %s", p)
+	}
+	data, err := readAll(f, p, st.size, s.opts.MaxReadSize)
+	return data, st, err
+}
+
+// contentModel is the model of the file or notebook p whose bytes are data.
+func (s *Store) contentModel(p string, st statInfo, typ string, data []byte, o GetOptions, writable bool) (*jupyter.ContentsModel, error) {
+	m := s.model(p, st, typ, writable)
+	if o.Hash {
+		sum := sha256.Sum256(data)
+		h, alg := hex.EncodeToString(sum[:]), "sha256"
+		m.Hash, m.HashAlgorithm = &h, &alg
+	}
+	if !o.Content {
+		return m, nil
+	}
+	if typ == jupyter.TypeNotebook {
+		nb, msg, err := s.readNotebook(p, st, data)
+		if err != nil {
+			return nil, err
+		}
+		format := jupyter.FormatJSON
+		m.Content, m.Format = nb, &format
+		if msg != "" {
+			m.Message = &msg
+		}
+		return m, nil
+	}
+	format := o.Format
+	switch {
+	case format != jupyter.FormatBase64 && utf8.Valid(data):
+		m.Content, format = string(data), jupyter.FormatText
+	case format == jupyter.FormatText:
+		return nil, &Error{Kind: ErrInvalid, Message: p + " is not UTF-8 encoded", Reason: "bad format"}
+	default:
+		m.Content, format = encodeBase64Lines(data), jupyter.FormatBase64
+	}
+	m.Format = &format
+	if m.Mimetype == nil {
+		mt := "text/plain"
+		if format == jupyter.FormatBase64 {
+			mt = "application/octet-stream"
+		}
+		m.Mimetype = &mt
+	}
+	return m, nil
+}
+
+// encodeBase64Lines is Python's base64.encodebytes, which Jupyter uses: lines of 76
+// characters, each ending in a newline.
+func encodeBase64Lines(data []byte) string {
+	enc := base64.StdEncoding.EncodeToString(data)
+	var b strings.Builder
+	b.Grow(len(enc) + len(enc)/76 + 1)
+	for len(enc) > 76 {
+		b.WriteString(enc[:76])
+		b.WriteByte('\n')
+		enc = enc[76:]
+	}
+	if enc != "" {
+		b.WriteString(enc)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// decodeBase64 is Python's base64.decodebytes: line breaks and spaces are ignored.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+			return -1
+		}
+		return r
+	}, s)
+	return base64.StdEncoding.DecodeString(s)
+}
+
+// dirModel is the model of the directory p, listing it if asked. Listing stats entries
+// through the open directory and never reads a file, so its cost does not grow with sizes.
+func (s *Store) dirModel(p string, st statInfo, content bool) (*jupyter.ContentsModel, error) {
+	m := s.model(p, st, jupyter.TypeDirectory, s.writable(p))
+	if !content {
+		return m, nil
+	}
+	d, err := s.openDir(p)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	slices.Sort(names)
+	entries := make([]jupyter.ContentsModel, 0, len(names))
+	err = withFD(d, func(dfd int) error {
+		for _, name := range names {
+			if e, ok := s.entry(p, dfd, name); ok {
+				entries = append(entries, *e)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	format := jupyter.FormatJSON
+	m.Content, m.Format = entries, &format
+	return m, nil
+}
+
+// entry is the model of name in the listing of directory dir (open as dfd), or false when
+// Jupyter would not list it: hidden or hide_globs names, special files, entries that cannot
+// be stat'ed, and (our addition) links leading out of the root and names that are not UTF-8,
+// which no client could address.
+func (s *Store) entry(dir string, dfd int, name string) (*jupyter.ContentsModel, bool) {
+	if !utf8.ValidString(name) || hiddenByGlob(name) || strings.HasPrefix(name, tempPrefix) {
+		return nil, false
+	}
+	p := joinPath(dir, name)
+	if isMetaPath(p) || (!s.opts.AllowHidden && strings.HasPrefix(name, ".")) {
+		return nil, false
+	}
+	st, err := fstatat(dfd, name)
+	if err != nil {
+		return nil, false
+	}
+	if st.isLink() {
+		fi, err := s.root.Stat(p)
+		if err != nil {
+			return nil, false
+		}
+		st = infoOf(fi)
+	}
+	if !st.isDir() && !st.isRegular() {
+		return nil, false
+	}
+	// Jupyter's is_file_hidden also hides directories the server cannot list.
+	if st.isDir() && !s.opts.AllowHidden && !accessible(dfd, name, unix.R_OK|unix.X_OK) {
+		return nil, false
+	}
+	typ, _ := modelType(p, st, "")
+	return s.model(p, st, typ, accessible(dfd, name, unix.W_OK)), true
+}
