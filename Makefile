@@ -71,6 +71,10 @@ test: k8s-bins test-deps ## Run all Go tests (unit, envtest, local node and agen
 test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
 	@hack/install-test-deps.sh
 
+.PHONY: bench
+bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server; results in docs/benchmarks.md.
+	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -out docs/benchmarks.md
+
 ##@ Build
 
 .PHONY: build

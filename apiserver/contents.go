@@ -247,7 +247,12 @@ func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel
 		c.Header("Location", s.contentsURL(m.Path))
 	}
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
-	c.JSON(status, m)
+	body, err := m.AppendJSON(make([]byte, 0, 4096))
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.Data(status, "application/json", body)
 }
 
 func (s *Server) contentsURL(p string) string {

@@ -103,3 +103,14 @@ func BenchmarkListDir(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSaveNotebookEncode is the CPU of a save without the disk: decode, normalize,
+// encode and validate a 50 KB notebook.
+func BenchmarkSaveNotebookEncode(b *testing.B) {
+	nb := benchNotebook(b)
+	for b.Loop() {
+		if _, _, err := encodeNotebook(nb); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -85,6 +85,7 @@ func compileSchema(edit func(map[string]any)) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("nbformat schema: %w", err)
 	}
 	edit(doc.(map[string]any))
+	exclusiveAlternatives(doc)
 	c := jsonschema.NewCompiler()
 	if err := c.AddResource("nbformat.v4.schema.json", doc); err != nil {
 		return nil, fmt.Errorf("nbformat schema: %w", err)
@@ -94,6 +95,28 @@ func compileSchema(edit func(map[string]any)) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("nbformat schema: %w", err)
 	}
 	return sch, nil
+}
+
+// exclusiveAlternatives turns the schema's oneOf into anyOf. Every oneOf of the nbformat
+// schema lists mutually exclusive alternatives (cells and outputs by their type's enum, a
+// multiline string as a string or an array), so the two accept the same documents; anyOf stops
+// at the first alternative that matches where oneOf must try them all, which made validation
+// of a saved notebook cost twice what it needs.
+func exclusiveAlternatives(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		if alts, ok := v["oneOf"]; ok {
+			delete(v, "oneOf")
+			v["anyOf"] = alts
+		}
+		for _, x := range v {
+			exclusiveAlternatives(x)
+		}
+	case []any:
+		for _, x := range v {
+			exclusiveAlternatives(x)
+		}
+	}
 }
 
 func dig(v any, keys ...string) any {
@@ -281,39 +304,81 @@ func linesOf(s string) []any {
 // space, non-ASCII kept, and a final newline. It returns the validation message ("" when the
 // notebook is valid): an invalid notebook is saved all the same, as Jupyter saves it.
 func encodeNotebook(content []byte) ([]byte, string, error) {
+	data, validate, err := prepareNotebook(content)
+	if err != nil {
+		return nil, "", err
+	}
+	msg, err := validate()
+	return data, msg, err
+}
+
+// prepareNotebook encodes a notebook for writing and returns the validation separately, so
+// that a save can validate while the bytes go to disk: an invalid notebook is saved all the
+// same, so nothing about the write waits for the verdict.
+func prepareNotebook(content []byte) ([]byte, func() (string, error), error) {
 	v, err := decodeJSON(content)
 	if err != nil {
-		return nil, "", invalid("Unreadable notebook content: %v", err)
+		return nil, nil, invalid("Unreadable notebook content: %v", err)
 	}
 	nb, ok := v.(map[string]any)
 	if !ok {
-		return nil, "", invalid("Unreadable notebook content: not a JSON object")
+		return nil, nil, invalid("Unreadable notebook content: not a JSON object")
 	}
-	return writeNotebook(nb)
+	return encodeForWrite(nb)
 }
 
 func writeNotebook(nb map[string]any) ([]byte, string, error) {
+	data, validate, err := encodeForWrite(nb)
+	if err != nil {
+		return nil, "", err
+	}
+	msg, err := validate()
+	return data, msg, err
+}
+
+// encodeForWrite normalizes nb and encodes it as nbformat.write does. The returned validation
+// works on a copy, so it may run concurrently with the write.
+func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	major, minor := version(nb)
 	if major != nbformatMajor {
-		return nil, "", invalid("Unsupported nbformat version %v: only nbformat 4 notebooks are stored", nb["nbformat"])
+		return nil, nil, invalid("Unsupported nbformat version %v: only nbformat 4 notebooks are stored", nb["nbformat"])
 	}
 	if minor >= 5 {
 		normalizeIDs(nb)
 	}
 	stripTransient(nb)
-	msg, err := validateNotebook(nb)
-	if err != nil {
-		return nil, "", err
-	}
+	// Validation reads its own copy: nb's strings are split into lines for writing meanwhile,
+	// and a validation message must show the notebook as the client sent it.
+	orig := deepCopyJSON(nb).(map[string]any)
 	splitLines(nb)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", " ")
 	if err := enc.Encode(nb); err != nil {
-		return nil, "", invalid("Unreadable notebook content: %v", err)
+		return nil, nil, invalid("Unreadable notebook content: %v", err)
 	}
-	return unescapeSeparators(buf.Bytes()), msg, nil
+	return unescapeSeparators(buf.Bytes()), func() (string, error) { return validateNotebook(orig) }, nil
+}
+
+// deepCopyJSON copies a decoded JSON value.
+func deepCopyJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopyJSON(e)
+		}
+		return m
+	case []any:
+		a := make([]any, len(t))
+		for i, e := range t {
+			a[i] = deepCopyJSON(e)
+		}
+		return a
+	default:
+		return v
+	}
 }
 
 // unescapeSeparators writes U+2028 and U+2029 as themselves, as Python's json does with
@@ -385,7 +450,9 @@ var printer = message.NewPrinter(language.English)
 func mostSpecific(e *jsonschema.ValidationError, nb any) *jsonschema.ValidationError {
 	for len(e.Causes) > 0 {
 		next := e.Causes[0]
-		if _, ok := e.ErrorKind.(*kind.OneOf); ok {
+		_, oneOf := e.ErrorKind.(*kind.OneOf)
+		_, anyOf := e.ErrorKind.(*kind.AnyOf)
+		if oneOf || anyOf {
 			if def := definitionOf(at(nb, e.InstanceLocation)); def != "" {
 				for _, c := range e.Causes {
 					if mentions(c, "/definitions/"+def) {

@@ -103,14 +103,29 @@ func writeBytes(data []byte) func(*os.File) error {
 // saveNotebook writes a notebook in nbformat's layout. As in Jupyter, a notebook always has
 // a checkpoint: the first save makes one.
 func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.ContentsModel, error) {
-	data, msg, err := encodeNotebook(content)
+	data, validate, err := prepareNotebook(content)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.writeFile(p, false, writeBytes(data)); err != nil {
-		return nil, err
+	// Schema validation costs about as much as the write's fsyncs; run them side by side.
+	type verdict struct {
+		msg string
+		err error
 	}
-	return s.afterNotebookWrite(p, msg)
+	done := make(chan verdict, 1)
+	go func() {
+		msg, err := validate()
+		done <- verdict{msg, err}
+	}()
+	werr := s.writeFile(p, false, writeBytes(data))
+	v := <-done
+	if werr != nil {
+		return nil, werr
+	}
+	if v.err != nil {
+		return nil, v.err
+	}
+	return s.afterNotebookWrite(p, v.msg)
 }
 
 // afterNotebookWrite makes the first checkpoint of a notebook, remembers its validation

@@ -326,8 +326,9 @@ func (s *Store) dirModel(p string, st statInfo, content bool) (*jupyter.Contents
 	slices.Sort(names)
 	entries := make([]jupyter.ContentsModel, 0, len(names))
 	err = withFD(d, func(dfd int) error {
+		w := newWritability(dfd)
 		for _, name := range names {
-			if e, ok := s.entry(p, dfd, name); ok {
+			if e, ok := s.entry(p, dfd, name, w); ok {
 				entries = append(entries, *e)
 			}
 		}
@@ -345,7 +346,7 @@ func (s *Store) dirModel(p string, st statInfo, content bool) (*jupyter.Contents
 // Jupyter would not list it: hidden or hide_globs names, special files, entries that cannot
 // be stat'ed, and (our addition) links leading out of the root and names that are not UTF-8,
 // which no client could address.
-func (s *Store) entry(dir string, dfd int, name string) (*jupyter.ContentsModel, bool) {
+func (s *Store) entry(dir string, dfd int, name string, w writability) (*jupyter.ContentsModel, bool) {
 	if !utf8.ValidString(name) || hiddenByGlob(name) || strings.HasPrefix(name, tempPrefix) {
 		return nil, false
 	}
@@ -372,5 +373,5 @@ func (s *Store) entry(dir string, dfd int, name string) (*jupyter.ContentsModel,
 		return nil, false
 	}
 	typ, _ := modelType(p, st, "")
-	return s.model(p, st, typ, accessible(dfd, name, unix.W_OK)), true
+	return s.model(p, st, typ, w.writable(dfd, name, st)), true
 }

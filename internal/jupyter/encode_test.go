@@ -1,0 +1,63 @@
+package jupyter
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// AppendJSON must say exactly what encoding/json says of the same model.
+func TestAppendJSON_MatchesEncodingJSON(t *testing.T) {
+	str := func(s string) *string { return &s }
+	size := int64(42)
+	now := Time{time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)}
+	models := []ContentsModel{
+		{Name: "a.ipynb", Path: "d/a.ipynb", Type: TypeNotebook, Writable: true, Created: now, LastModified: now,
+			Content: json.RawMessage(`{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}`), Format: str(FormatJSON), Size: &size,
+			Hash: str("abc"), HashAlgorithm: str("sha256"), Message: str("Notebook validation failed: \"x\"\n\t<tag> & \u2028")},
+		{Name: "weird \"name\"\\\x01\x1f\u00e9\xff.txt", Path: "p", Type: TypeFile, Content: "line\r\nnext\u0000", Format: str(FormatText), Mimetype: str("text/plain")},
+		{Name: "dir", Type: TypeDirectory, Content: []ContentsModel{{Name: "x", Type: TypeFile}, {Name: "y", Type: TypeDirectory}}, Format: str(FormatJSON)},
+		{Name: "empty"},
+	}
+	for _, m := range models {
+		got, err := m.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("AppendJSON wrote invalid JSON %s: %v", got, err)
+		}
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(w, g); d != "" {
+			t.Errorf("%s: (-encoding/json +AppendJSON):\n%s", m.Name, d)
+		}
+	}
+}
+
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "\"\\\n\r\t\x00\x1f", "\xff\xfe", "é\u2028😀"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q encoded as invalid JSON %s: %v", s, b, err)
+		}
+		want, _ := json.Marshal(s)
+		var w string
+		_ = json.Unmarshal(want, &w)
+		if got != w {
+			t.Errorf("%q decodes to %q, encoding/json's to %q", s, got, w)
+		}
+	})
+}

@@ -1,0 +1,350 @@
+// Command bench measures nbkube against Debian's Jupyter Server on the same workload and
+// writes the results to docs/benchmarks.md (`make bench`). Both servers run as their own
+// processes on loopback; the load comes from this process.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func main() {
+	out := flag.String("out", "docs/benchmarks.md", "where the report goes")
+	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
+	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
+	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server")
+	flag.Parse()
+	if err := run(*out, *nbkube, *jupyter, *duration); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// server is one server under test.
+type server struct {
+	name  string
+	base  string // http://host:port/
+	token string
+	stop  func()
+}
+
+func run(out, nbkubeBin, python string, d time.Duration) error {
+	work, err := os.MkdirTemp("", "nbkube-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	var servers []*server
+	nb, err := startNbkube(nbkubeBin, filepath.Join(work, "nbkube"))
+	if err != nil {
+		return err
+	}
+	defer nb.stop()
+	servers = append(servers, nb)
+	if python != "" {
+		if err := exec.Command(python, "-c", "import jupyter_server").Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: no jupyter_server in", python, "- measuring nbkube alone")
+		} else {
+			js, err := startJupyter(python, filepath.Join(work, "jupyter"))
+			if err != nil {
+				return err
+			}
+			defer js.stop()
+			servers = append(servers, js)
+		}
+	}
+
+	results := map[string]map[string]result{}
+	for _, sc := range contentsScenarios() {
+		for _, c := range []int{1, 16, 64} {
+			key := fmt.Sprintf("%s@%d", sc.name, c)
+			results[key] = map[string]result{}
+			for _, s := range servers {
+				r, err := measure(s, sc, c, d)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", s.name, key, err)
+				}
+				fmt.Fprintf(os.Stderr, "%-8s %-16s c=%-3d %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d\n",
+					s.name, sc.name, c, r.rps, ms(r.p50), ms(r.p99), r.errors)
+				results[key][s.name] = r
+			}
+		}
+	}
+	return writeReport(out, results, d)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// fixture writes the notebooks both servers serve: 200 notebooks of about 50 KB.
+func fixture(root string) error {
+	dir := filepath.Join(root, "many")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	nb := notebook(50 << 10)
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("nb%03d.ipynb", i)), nb, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notebook is a valid nbformat 4.5 notebook of about size bytes: code cells with outputs.
+func notebook(size int) []byte {
+	type cell map[string]any
+	var cells []cell
+	for i := 0; ; i++ {
+		cells = append(cells, cell{
+			"cell_type": "code", "id": fmt.Sprintf("cell-%d", i), "execution_count": i + 1, "metadata": map[string]any{},
+			"source":  []string{"import math\n", fmt.Sprintf("print([math.sqrt(x) for x in range(%d)])", i)},
+			"outputs": []any{map[string]any{"name": "stdout", "output_type": "stream", "text": []string{strings.Repeat(fmt.Sprintf("%d.0, ", i), 60) + "\n"}}},
+		})
+		data, _ := json.MarshalIndent(map[string]any{"cells": cells, "metadata": map[string]any{}, "nbformat": 4, "nbformat_minor": 5}, "", " ")
+		if len(data) >= size {
+			return data
+		}
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startNbkube(bin, dir string) (*server, error) {
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
+	if err := fixture(root); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	token := "bench-token"
+	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	s := &server{name: "nbkube", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
+	return s, startAndWait(cmd, s)
+}
+
+func startJupyter(python, dir string) (*server, error) {
+	if err := fixture(dir); err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	token := "bench-token"
+	cmd := exec.Command(python, "-m", "jupyter_server", "--no-browser", "--ServerApp.token="+token,
+		fmt.Sprintf("--ServerApp.port=%d", port), "--ServerApp.ip=127.0.0.1", "--ServerApp.root_dir="+dir,
+		"--ServerApp.log_level=WARN")
+	if os.Geteuid() == 0 {
+		cmd.Args = append(cmd.Args, "--allow-root")
+	}
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"), "JUPYTER_CONFIG_DIR="+filepath.Join(dir, ".config"))
+	s := &server{name: "jupyter", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
+	return s, startAndWait(cmd, s)
+}
+
+func startAndWait(cmd *exec.Cmd, s *server) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.stop = func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return fmt.Errorf("%s exited before answering", s.name)
+		default:
+		}
+		req, _ := http.NewRequest(http.MethodGet, s.base+"api/status", nil)
+		req.Header.Set("Authorization", "token "+s.token)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.stop()
+	return fmt.Errorf("%s did not answer /api/status", s.name)
+}
+
+// scenario makes the i-th request of a worker.
+type scenario struct {
+	name    string
+	title   string
+	request func(s *server, worker, i int) (*http.Request, error)
+}
+
+func contentsScenarios() []scenario {
+	nb := notebook(50 << 10)
+	saveBody, _ := json.Marshal(map[string]any{"type": "notebook", "format": "json", "content": json.RawMessage(nb)})
+	get := func(path string) func(s *server, w, i int) (*http.Request, error) {
+		return func(s *server, w, i int) (*http.Request, error) {
+			return http.NewRequest(http.MethodGet, s.base+"api/contents/"+path, nil)
+		}
+	}
+	return []scenario{
+		{name: "list-dir", title: "list a directory of 200 notebooks", request: get("many?content=1")},
+		{name: "get-notebook", title: "get one 50 KB notebook", request: get("many/nb007.ipynb")},
+		{
+			name: "save-notebook", title: "save a 50 KB notebook (durable)",
+			request: func(s *server, w, i int) (*http.Request, error) {
+				req, err := http.NewRequest(http.MethodPut, fmt.Sprintf("%sapi/contents/many/save-%d.ipynb", s.base, w), bytes.NewReader(saveBody))
+				if err == nil {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				return req, err
+			},
+		},
+	}
+}
+
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	errors   int64
+}
+
+// measure runs concurrency workers that send requests back to back for d (after a short
+// warm-up) and reports throughput and latency.
+func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, error) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
+	defer hc.CloseIdleConnections()
+	warm := d / 5
+	ctx, cancel := context.WithTimeout(context.Background(), warm+d)
+	defer cancel()
+	start := time.Now()
+	measureFrom := start.Add(warm)
+	var mu sync.Mutex
+	var lat []time.Duration
+	var errs atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []time.Duration
+			for i := 0; ctx.Err() == nil; i++ {
+				req, err := sc.request(s, w, i)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				req.Header.Set("Authorization", "token "+s.token)
+				t0 := time.Now()
+				resp, err := hc.Do(req.WithContext(ctx))
+				if err != nil {
+					if ctx.Err() == nil {
+						errs.Add(1)
+					}
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode >= 300 {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Errorf("status %d", resp.StatusCode))
+					continue
+				}
+				if t0.After(measureFrom) && ctx.Err() == nil {
+					mine = append(mine, time.Since(t0))
+				}
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil && len(lat) == 0 {
+		return result{}, err
+	}
+	if len(lat) == 0 {
+		return result{}, errors.New("no request completed")
+	}
+	slices.Sort(lat)
+	return result{
+		rps:    float64(len(lat)) / d.Seconds(),
+		p50:    lat[len(lat)/2],
+		p99:    lat[len(lat)*99/100],
+		errors: errs.Load(),
+	}, nil
+}
+
+func writeReport(out string, results map[string]map[string]result, d time.Duration) error {
+	var b strings.Builder
+	host, _ := os.Hostname()
+	fmt.Fprintf(&b, "# Benchmarks\n\nGenerated by `make bench` (test/bench) on %s, %s, %d s per measurement. "+
+		"Both servers run as separate processes on loopback on this 2-core machine; the load generator shares it. "+
+		"nbkube is `nbkube local` (control plane idle beside it); Jupyter Server is Debian's python3-jupyter-server %s.\n\n",
+		time.Now().UTC().Format("2006-01-02"), host, int(d.Seconds()), jupyterVersion())
+	fmt.Fprintf(&b, "## Contents\n\n200 notebooks of ~50 KB in one directory. Targets: listings ≥ 10× Jupyter's requests/s, notebook reads ≥ 5×, durable saves ≥ 3×, nbkube's p99 below Jupyter's p50.\n\n")
+	fmt.Fprintf(&b, "| scenario | clients | nbkube req/s | nbkube p50 / p99 ms | Jupyter req/s | Jupyter p50 / p99 ms | ratio | p99 < Jupyter p50 |\n|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range contentsScenarios() {
+		for _, c := range []int{1, 16, 64} {
+			r := results[fmt.Sprintf("%s@%d", sc.name, c)]
+			n := r["nbkube"]
+			row := fmt.Sprintf("| %s | %d | %.0f | %.2f / %.2f |", sc.title, c, n.rps, ms(n.p50), ms(n.p99))
+			if j, ok := r["jupyter"]; ok {
+				row += fmt.Sprintf(" %.0f | %.2f / %.2f | %.1f× | %v |", j.rps, ms(j.p50), ms(j.p99), n.rps/j.rps, n.p99 < j.p50)
+			} else {
+				row += " – | – | – | – |"
+			}
+			b.WriteString(row + "\n")
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(out, []byte(b.String()), 0o644)
+}
+
+func jupyterVersion() string {
+	out, err := exec.Command("/usr/bin/python3", "-c", "import jupyter_server; print(jupyter_server.__version__)").Output()
+	if err != nil {
+		return "(not installed)"
+	}
+	return strings.TrimSpace(string(out))
+}
