@@ -293,3 +293,32 @@ func TestLegacyNotebooks_IDsStayWithTheFile(t *testing.T) {
 	expect(t, s.do("GET", "/notebooks/"+reportID, nil), http.StatusNotFound)
 	expect(t, s.do("GET", "/notebooks/"+id+"?format=py", nil), http.StatusBadRequest)
 }
+
+func TestContents_ChunkedUploadAssemblesTheFile(t *testing.T) {
+	s := newServer(t)
+	parts := [][]byte{[]byte("first part,"), {0xff, 0x00, 0x01}, []byte("last")}
+	for i, part := range parts {
+		chunk := i + 1
+		if i == len(parts)-1 {
+			chunk = -1
+		}
+		r := s.do("PUT", "/api/contents/upload.bin", map[string]any{
+			"type": "file", "format": "base64", "chunk": chunk, "content": base64.StdEncoding.EncodeToString(part),
+		})
+		if r.status != http.StatusOK && r.status != http.StatusCreated {
+			t.Fatalf("chunk %d: %d %s", chunk, r.status, r.body)
+		}
+		if chunk != -1 {
+			if _, err := os.Stat(filepath.Join(s.root, "upload.bin")); err == nil {
+				t.Fatalf("the file appeared before the last chunk")
+			}
+		}
+	}
+	got, err := os.ReadFile(filepath.Join(s.root, "upload.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []byte("first part,\xff\x00\x01last"); string(got) != string(want) {
+		t.Errorf("assembled %q, want %q", got, want)
+	}
+}

@@ -103,8 +103,10 @@ func writeBytes(data []byte) func(*os.File) error {
 // saveNotebook writes a notebook in nbformat's layout. As in Jupyter, a notebook always has
 // a checkpoint: the first save makes one.
 func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.ContentsModel, error) {
+	s.cpu <- struct{}{}
 	data, validate, err := prepareNotebook(content)
 	if err != nil {
+		<-s.cpu
 		return nil, err
 	}
 	// Schema validation costs about as much as the write's fsyncs; run them side by side.
@@ -114,6 +116,7 @@ func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.Conten
 	}
 	done := make(chan verdict, 1)
 	go func() {
+		defer func() { <-s.cpu }()
 		msg, err := validate()
 		done <- verdict{msg, err}
 	}()

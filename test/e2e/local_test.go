@@ -6,6 +6,9 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"fmt"
 	"os"
 	"os/exec"
@@ -147,6 +150,32 @@ func (i *instance) kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
+// apiStatus is GET /api/status of the instance's Jupyter API.
+func (i *instance) apiStatus(t *testing.T) map[string]any {
+	t.Helper()
+	u, err := url.Parse(i.apiURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := u.Query().Get("token")
+	u.RawQuery = ""
+	req, err := http.NewRequest(http.MethodGet, u.String()+"api/status", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
 	t.Helper()
 	k := &nbv1.Kernel{}
@@ -221,6 +250,10 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	spid := inst.kernelProcess(t, "s-projects")
 	if cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", spid)); cwd != filepath.Join(root, "projects") {
 		t.Errorf("session kernel cwd %q, want %s", cwd, filepath.Join(root, "projects"))
+	}
+	// The API server counts the kernels of the cluster.
+	if n := inst.apiStatus(t)["kernels"]; n != float64(3) {
+		t.Errorf("/api/status kernels = %v, want 3", n)
 	}
 	if err := inst.client.Delete(ctx, s); err != nil {
 		t.Fatal(err)
