@@ -351,14 +351,7 @@ func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	// and a validation message must show the notebook as the client sent it.
 	orig := deepCopyJSON(nb).(map[string]any)
 	splitLines(nb)
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(nb); err != nil {
-		return nil, nil, invalid("Unreadable notebook content: %v", err)
-	}
-	return unescapeSeparators(buf.Bytes()), func() (string, error) { return validateNotebook(orig) }, nil
+	return appendNotebook(make([]byte, 0, 64<<10), nb), func() (string, error) { return validateNotebook(orig) }, nil
 }
 
 // deepCopyJSON copies a decoded JSON value.
@@ -379,31 +372,6 @@ func deepCopyJSON(v any) any {
 	default:
 		return v
 	}
-}
-
-// unescapeSeparators writes U+2028 and U+2029 as themselves, as Python's json does with
-// ensure_ascii=False, where encoding/json always escapes them.
-func unescapeSeparators(b []byte) []byte {
-	if !bytes.Contains(b, []byte(`\u202`)) {
-		return b
-	}
-	out := make([]byte, 0, len(b))
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			out = append(out, b[i])
-			continue
-		}
-		if i+5 < len(b) && string(b[i+1:i+5]) == "u202" && (b[i+5] == '8' || b[i+5] == '9') {
-			out = append(out, string(rune(0x2028+int(b[i+5]-'8')))...)
-			i += 5
-			continue
-		}
-		// Any other escape is copied whole, so that an escaped backslash is never read as
-		// the start of an escape.
-		out = append(out, b[i], b[i+1])
-		i++
-	}
-	return out
 }
 
 // newNotebookJSON is an empty notebook as nbformat.v4.new_notebook writes it.
