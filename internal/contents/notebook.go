@@ -2,11 +2,13 @@ package contents
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,16 +50,65 @@ const (
 // minimum nbformat_minor and in cell ids, so older ones are derived from 4.5 rather than
 // shipped, and newer ones are 4.5 relaxed the way nbformat relaxes "notebooks from the future".
 type schemas struct {
-	older, current, future *jsonschema.Schema
+	older, current, future schemaPair
+}
+
+// schemaPair is a notebook schema and its cell definition, so that the cells of a large
+// notebook can be validated in parallel, and those already known valid skipped.
+type schemaPair struct {
+	whole, cell *jsonschema.Schema
+	variant     int
+}
+
+// validCells remembers cells found valid, by their canonical encoding and the schema variant:
+// a notebook saved again mostly has the cells it had, and validating them again was most of
+// a save's time. A cell's validity depends on its content and the schema only, so the memory
+// cannot be stale, nor differ between replicas.
+var validCells = newCellSet(1 << 16)
+
+type validCellKey struct {
+	variant int
+	sum     [sha256.Size]byte
+}
+
+// cellSet is a bounded set: when the current generation is full it becomes the previous one,
+// and what neither holds is forgotten.
+type cellSet struct {
+	mu        sync.Mutex
+	max       int
+	cur, prev map[validCellKey]struct{}
+}
+
+func newCellSet(max int) *cellSet {
+	return &cellSet{max: max, cur: map[validCellKey]struct{}{}}
+}
+
+func (s *cellSet) has(k validCellKey) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cur[k]; ok {
+		return true
+	}
+	_, ok := s.prev[k]
+	return ok
+}
+
+func (s *cellSet) add(k validCellKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.cur) >= s.max {
+		s.prev, s.cur = s.cur, make(map[validCellKey]struct{}, s.max)
+	}
+	s.cur[k] = struct{}{}
 }
 
 var loadSchemas = sync.OnceValues(func() (*schemas, error) {
 	var s schemas
 	var err error
-	if s.current, err = compileSchema(func(map[string]any) {}); err != nil {
+	if s.current, err = compileSchema(0, func(map[string]any) {}); err != nil {
 		return nil, err
 	}
-	if s.older, err = compileSchema(func(doc map[string]any) {
+	if s.older, err = compileSchema(1, func(doc map[string]any) {
 		minor := dig(doc, "properties", "nbformat_minor").(map[string]any)
 		minor["minimum"] = json.Number("0")
 		for _, c := range []string{"raw_cell", "markdown_cell", "code_cell"} {
@@ -67,7 +118,7 @@ var loadSchemas = sync.OnceValues(func() (*schemas, error) {
 	}); err != nil {
 		return nil, err
 	}
-	if s.future, err = compileSchema(func(doc map[string]any) {
+	if s.future, err = compileSchema(2, func(doc map[string]any) {
 		relaxAdditionalProperties(doc)
 		for def, extra := range map[string]string{"cell": "unrecognized_cell", "output": "unrecognized_output"} {
 			d := dig(doc, "definitions", def).(map[string]any)
@@ -79,22 +130,26 @@ var loadSchemas = sync.OnceValues(func() (*schemas, error) {
 	return &s, nil
 })
 
-func compileSchema(edit func(map[string]any)) (*jsonschema.Schema, error) {
+func compileSchema(variant int, edit func(map[string]any)) (schemaPair, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(nbformatSchema))
 	if err != nil {
-		return nil, fmt.Errorf("nbformat schema: %w", err)
+		return schemaPair{}, fmt.Errorf("nbformat schema: %w", err)
 	}
 	edit(doc.(map[string]any))
 	exclusiveAlternatives(doc)
 	c := jsonschema.NewCompiler()
 	if err := c.AddResource("nbformat.v4.schema.json", doc); err != nil {
-		return nil, fmt.Errorf("nbformat schema: %w", err)
+		return schemaPair{}, fmt.Errorf("nbformat schema: %w", err)
 	}
-	sch, err := c.Compile("nbformat.v4.schema.json")
+	whole, err := c.Compile("nbformat.v4.schema.json")
 	if err != nil {
-		return nil, fmt.Errorf("nbformat schema: %w", err)
+		return schemaPair{}, fmt.Errorf("nbformat schema: %w", err)
 	}
-	return sch, nil
+	cell, err := c.Compile("nbformat.v4.schema.json#/definitions/cell")
+	if err != nil {
+		return schemaPair{}, fmt.Errorf("nbformat cell schema: %w", err)
+	}
+	return schemaPair{whole: whole, cell: cell, variant: variant}, nil
 }
 
 // exclusiveAlternatives turns the schema's oneOf into anyOf. Every oneOf of the nbformat
@@ -399,15 +454,64 @@ func validateNotebook(nb map[string]any) (string, error) {
 	case minor > nbformatMinor:
 		sch = all.future
 	}
-	err = sch.Validate(any(nb))
+	cells, ok := nb["cells"].([]any)
+	if !ok || len(cells) < parallelCells {
+		return validationMessage(sch.whole.Validate(any(nb)), nb, nil)
+	}
+	// The notebook without its cells, then the cells side by side: the schema checks each
+	// cell on its own, so this accepts and refuses exactly what one pass does, and reports the
+	// first failing cell as one pass does.
+	top := make(map[string]any, len(nb))
+	for k, v := range nb {
+		top[k] = v
+	}
+	top["cells"] = []any{}
+	if msg, err := validationMessage(sch.whole.Validate(any(top)), top, nil); msg != "" || err != nil {
+		return msg, err
+	}
+	errs := make([]error, len(cells))
+	workers := min(runtime.GOMAXPROCS(0), len(cells))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := w; i < len(cells); i += workers {
+				buf = appendValue(buf[:0], cells[i], 0)
+				key := validCellKey{variant: sch.variant, sum: sha256.Sum256(buf)}
+				if validCells.has(key) {
+					continue
+				}
+				if errs[i] = sch.cell.Validate(cells[i]); errs[i] == nil {
+					validCells.add(key)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return validationMessage(err, cells[i], []string{"cells", strconv.Itoa(i)})
+		}
+	}
+	return "", nil
+}
+
+// parallelCells is the number of cells from which validating them in parallel pays.
+const parallelCells = 16
+
+// validationMessage is Jupyter's message for a validation error of instance, which sits at
+// prefix in the notebook; "" when err is nil.
+func validationMessage(err error, instance any, prefix []string) (string, error) {
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {
 		return "", err
 	}
-	leaf := mostSpecific(ve, nb)
-	instance, _ := json.MarshalIndent(truncate(at(nb, leaf.InstanceLocation)), "", " ")
-	where := "/" + strings.Join(leaf.InstanceLocation, "/")
-	return fmt.Sprintf("Notebook validation failed: %s at %s:\n%s", leaf.ErrorKind.LocalizedString(printer), where, instance), nil
+	leaf := mostSpecific(ve, instance)
+	shown, _ := json.MarshalIndent(truncate(at(instance, leaf.InstanceLocation)), "", " ")
+	where := "/" + strings.Join(append(slices.Clone(prefix), leaf.InstanceLocation...), "/")
+	return fmt.Sprintf("Notebook validation failed: %s at %s:\n%s", leaf.ErrorKind.LocalizedString(printer), where, shown), nil
 }
 
 var printer = message.NewPrinter(language.English)
