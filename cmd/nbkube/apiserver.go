@@ -19,6 +19,7 @@ type apiFlags struct {
 	listen, token, baseURL, root, cookieSecretFile string
 	maxBody                                        int64
 	checkpoints                                    int
+	deleteNonEmpty                                 bool
 }
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
@@ -29,6 +30,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
+	fs.BoolVar(&f.deleteNonEmpty, "delete-non-empty-dirs", false, "let DELETE remove directories with contents (there is no trash: deletion is final)")
 }
 
 // resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without
@@ -90,5 +92,5 @@ func (f *apiFlags) contentsStore() (*contents.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return contents.New(root, contents.Options{MaxCheckpoints: f.checkpoints})
+	return contents.New(root, contents.Options{MaxCheckpoints: f.checkpoints, DeleteNonEmptyDirs: f.deleteNonEmpty})
 }
