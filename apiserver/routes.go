@@ -29,6 +29,9 @@ func (s *Server) routes() *gin.Engine {
 	base.GET("api", s.getAPIVersion)
 
 	auth := base.Group("", s.authenticate)
+	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root
+	// listing. The ?token= of the printed URL has logged the browser in on the way.
+	auth.GET("", func(c *gin.Context) { c.Redirect(http.StatusFound, s.opts.BaseURL+"api/contents") })
 	auth.GET("api/status", s.getStatus)
 	auth.GET("api/me", s.getMe)
 	auth.GET("api/nbconvert", s.getNbconvert)

@@ -167,6 +167,12 @@ func TestAPI_TokenInURLLogsInWithACookieAndXSRFGuardsChanges(t *testing.T) {
 	s.hc.Jar = jar
 	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
 
+	// Opening the printed URL (the base URL with the token) lands on the root listing.
+	r := s.do("GET", "/?token="+testToken, nil, "Authorization", "")
+	expect(t, r, http.StatusFound)
+	if loc := r.header.Get("Location"); loc != "/api/contents" {
+		t.Errorf("base URL redirects to %q", loc)
+	}
 	// The cookie alone now identifies the browser.
 	expect(t, s.do("GET", "/api/contents", nil, "Authorization", ""), http.StatusOK)
 	// A state change with the cookie alone is refused; with the XSRF token it passes.
