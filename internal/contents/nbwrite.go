@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
 // appendNotebook writes a decoded notebook (map[string]any, []any, string, json.Number, bool,
@@ -25,7 +26,7 @@ func appendValue(b []byte, v any, depth int) []byte {
 	case json.Number:
 		return append(b, t...)
 	case string:
-		return appendNBString(b, t)
+		return jupyter.AppendString(b, t)
 	case map[string]any:
 		if len(t) == 0 {
 			return append(b, "{}"...)
@@ -41,7 +42,7 @@ func appendValue(b []byte, v any, depth int) []byte {
 				b = append(b, ',')
 			}
 			b = newline(b, depth+1)
-			b = appendNBString(b, k)
+			b = jupyter.AppendString(b, k)
 			b = append(b, ": "...)
 			b = appendValue(b, t[k], depth+1)
 		}
@@ -80,53 +81,4 @@ func newline(b []byte, depth int) []byte {
 		b = append(b, ' ')
 	}
 	return b
-}
-
-const nbHex = "0123456789abcdef"
-
-// appendNBString escapes as encoding/json does without HTML escaping, except that U+2028 and
-// U+2029 are written as themselves, as Python's json does.
-func appendNBString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', nbHex[c>>4], nbHex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

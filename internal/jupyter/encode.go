@@ -12,11 +12,11 @@ import (
 // directory of 200 entries that is most of the cost of an answer.
 func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"name":`...)
-	b = appendString(b, m.Name)
+	b = AppendString(b, m.Name)
 	b = append(b, `,"path":`...)
-	b = appendString(b, m.Path)
+	b = AppendString(b, m.Path)
 	b = append(b, `,"type":`...)
-	b = appendString(b, m.Type)
+	b = AppendString(b, m.Type)
 	b = append(b, `,"writable":`...)
 	b = strconv.AppendBool(b, m.Writable)
 	b = append(b, `,"created":`...)
@@ -33,7 +33,7 @@ func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 	case json.RawMessage:
 		b = append(b, c...)
 	case string:
-		b = appendString(b, c)
+		b = AppendString(b, c)
 	case []ContentsModel:
 		b = append(b, '[')
 		for i := range c {
@@ -62,15 +62,15 @@ func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if m.Hash != nil {
 		b = append(b, `,"hash":`...)
-		b = appendString(b, *m.Hash)
+		b = AppendString(b, *m.Hash)
 	}
 	if m.HashAlgorithm != nil {
 		b = append(b, `,"hash_algorithm":`...)
-		b = appendString(b, *m.HashAlgorithm)
+		b = AppendString(b, *m.HashAlgorithm)
 	}
 	if m.Message != nil {
 		b = append(b, `,"message":`...)
-		b = appendString(b, *m.Message)
+		b = AppendString(b, *m.Message)
 	}
 	return append(b, '}'), nil
 }
@@ -85,14 +85,16 @@ func appendStringPtr(b []byte, s *string) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, *s)
+	return AppendString(b, *s)
 }
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string: quotes, backslashes and control characters escaped,
-// invalid UTF-8 replaced by U+FFFD as encoding/json does.
-func appendString(b []byte, s string) []byte {
+// AppendString writes s as a JSON string the way encoding/json does without HTML escaping
+// (short escapes for \b \f \n \r \t, \u00XX for other control characters, U+FFFD for
+// invalid UTF-8), except that U+2028 and U+2029 are written as themselves, as Python's json
+// does: the bytes of a notebook must be nbformat's.
+func AppendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -106,6 +108,10 @@ func appendString(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':
@@ -123,7 +129,7 @@ func appendString(b []byte, s string) []byte {
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
-			i += size
+			i++
 			start = i
 			continue
 		}

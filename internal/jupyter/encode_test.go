@@ -48,7 +48,7 @@ func FuzzAppendString(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		b := appendString(nil, s)
+		b := AppendString(nil, s)
 		var got string
 		if err := json.Unmarshal(b, &got); err != nil {
 			t.Fatalf("%q encoded as invalid JSON %s: %v", s, b, err)
