@@ -241,6 +241,19 @@ func TestFiles_RawBytesWithMimetypeAndDownload(t *testing.T) {
 		t.Errorf("download headers %v", r.header)
 	}
 	expect(t, s.do("GET", "/files/missing.txt", nil), http.StatusNotFound)
+	r = s.do("GET", "/files/page.html", nil, "Range", "bytes=1-6")
+	expect(t, r, http.StatusPartialContent)
+	if string(r.body) != "script" {
+		t.Errorf("range answered %q", r.body)
+	}
+}
+
+func TestContents_TrustAnswers201ForExistingNotebooksOnly(t *testing.T) {
+	s := newServer(t)
+	expect(t, s.do("PUT", "/api/contents/n.ipynb", `{"type":"notebook","format":"json","content":`+notebookJSON+`}`), http.StatusCreated)
+	expect(t, s.do("POST", "/api/contents/n.ipynb/trust", nil), http.StatusCreated)
+	expect(t, s.do("POST", "/api/contents/missing.ipynb/trust", nil), http.StatusNotFound)
+	expect(t, s.do("GET", "/api/contents/n.ipynb/trust", nil), http.StatusMethodNotAllowed)
 }
 
 func TestLegacyNotebooks_IDsStayWithTheFile(t *testing.T) {

@@ -113,7 +113,6 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		// No WriteTimeout: kernel WebSockets and large downloads stream for long.
-		ErrorLog: nil,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()

@@ -137,13 +137,11 @@ func (s *Store) afterNotebookWrite(p, msg string) (*jupyter.ContentsModel, error
 	if err := s.ensureCheckpoint(p); err != nil {
 		return nil, err
 	}
-	m, err := s.modelOf(p)
+	m, st, err := s.statModel(p)
 	if err != nil {
 		return nil, err
 	}
-	if fi, err := s.root.Stat(p); err == nil {
-		s.results.put(keyOf(infoOf(fi)), msg)
-	}
+	s.results.put(keyOf(st), msg)
 	if msg != "" {
 		m.Message = &msg
 	}
@@ -186,16 +184,23 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 
 // modelOf is the model without content of an existing p.
 func (s *Store) modelOf(p string) (*jupyter.ContentsModel, error) {
+	m, _, err := s.statModel(p)
+	return m, err
+}
+
+// statModel is modelOf with the stat it was made from, which also keys the validation cache
+// after a save.
+func (s *Store) statModel(p string) (*jupyter.ContentsModel, statInfo, error) {
 	fi, err := s.root.Stat(osName(p))
 	if err != nil {
-		return nil, fsError(p, err)
+		return nil, statInfo{}, fsError(p, err)
 	}
 	st := infoOf(fi)
 	typ, err := modelType(p, st, "")
 	if err != nil {
-		return nil, err
+		return nil, statInfo{}, err
 	}
-	return s.model(p, st, typ, s.writable(p)), nil
+	return s.model(p, st, typ, s.writable(p)), st, nil
 }
 
 // NewUntitled is POST /api/contents/<dir>: a new empty notebook ("Untitled.ipynb",
