@@ -1,10 +1,13 @@
 // Package agent is the process that runs in every kernel pod (`nbkube agent -- <argv>`): it
-// writes the kernel's connection file from the pod's Secret, starts the kernel, serves health
-// and readiness for the kubelet, and passes termination on to the kernel.
+// writes the kernel's connection file from the pod's Secret, starts the kernel, speaks the
+// Jupyter messaging protocol to it over ZeroMQ, and serves the kernel's channels as a
+// WebSocket (Jupyter's JSON protocol and the v1.kernel.websocket.jupyter.org subprotocol) to
+// the API server, along with interrupt, restart, shutdown, status and health.
 //
-// The Jupyter messaging bridge (the channels WebSocket over ZeroMQ) is built on this skeleton
-// by the kernels issue; today readiness means the kernel process runs and listens on its
-// shell port.
+// One set of ZeroMQ sockets serves every client: replies and stdin requests go to the client
+// whose session sent the request (by the parent header's session), iopub goes to everyone.
+// While a client's session is disconnected its messages are kept in a bounded buffer and
+// replayed when it reconnects, through whichever API server replica it comes back by.
 package agent
 
 import (
@@ -17,13 +20,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"github.com/nbkube/nbkube/internal/wire"
 )
 
 // Config is what the agent needs to know; cmd/ fills it from the pod's environment.
@@ -38,10 +43,70 @@ type Config struct {
 	Argv []string
 	// RuntimeDir is where the connection file is written (a private directory is made in it).
 	RuntimeDir string
-	// StopGrace is how long the kernel has to exit after SIGTERM.
+	// StopGrace is how long the kernel has to exit after a shutdown request, and again after
+	// SIGTERM.
 	StopGrace time.Duration
+	// InterruptMode is "signal" (SIGINT to the kernel's process group) or "message" (an
+	// interrupt_request on the control channel), the kernel spec's interrupt_mode.
+	InterruptMode string
+	// StartTimeout bounds how long a kernel may take to answer its first kernel_info_request.
+	StartTimeout time.Duration
+	// HeartbeatInterval is how often the kernel's heartbeat is checked; three missed beats in
+	// a row report the kernel dead.
+	HeartbeatInterval time.Duration
+	// MaxRestarts is how many times in a row a kernel that dies by itself is restarted, as
+	// Jupyter's restarter does, before the agent gives up and exits as the kernel did.
+	MaxRestarts int
+	// Replay bounds the messages kept for a disconnected client session.
+	Replay ReplayLimits
+	// MaxMessageBytes bounds one WebSocket message from a client.
+	MaxMessageBytes int64
 	// Log receives the agent's structured log.
 	Log logr.Logger
+}
+
+// ReplayLimits bound what the agent keeps for disconnected client sessions.
+type ReplayLimits struct {
+	// Messages and Bytes bound one session's buffer; the oldest messages go first.
+	Messages int
+	Bytes    int
+	// TTL is how long a disconnected session is kept at all.
+	TTL time.Duration
+	// Sessions bounds the number of disconnected sessions kept.
+	Sessions int
+}
+
+func (c *Config) setDefaults() {
+	if c.StopGrace <= 0 {
+		c.StopGrace = 5 * time.Second
+	}
+	if c.InterruptMode == "" {
+		c.InterruptMode = "signal"
+	}
+	if c.StartTimeout <= 0 {
+		c.StartTimeout = 2 * time.Minute
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = 5 * time.Second
+	}
+	if c.MaxRestarts <= 0 {
+		c.MaxRestarts = 5
+	}
+	if c.Replay.Messages <= 0 {
+		c.Replay.Messages = 10000
+	}
+	if c.Replay.Bytes <= 0 {
+		c.Replay.Bytes = 64 << 20
+	}
+	if c.Replay.TTL <= 0 {
+		c.Replay.TTL = time.Hour
+	}
+	if c.Replay.Sessions <= 0 {
+		c.Replay.Sessions = 64
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 256 << 20
+	}
 }
 
 // ConnectionInfo is Jupyter's connection file.
@@ -64,9 +129,65 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("kernel exited with code %d", e.Code) }
 
-// Run runs the kernel until it exits or ctx ends (then it is stopped with SIGTERM, and SIGKILL
-// after the grace period).
+// Jupyter's execution states.
+const (
+	StateStarting   = "starting"
+	StateIdle       = "idle"
+	StateBusy       = "busy"
+	StateRestarting = "restarting"
+	StateDead       = "dead"
+)
+
+// Agent bridges one kernel to its WebSocket clients.
+type Agent struct {
+	cfg        Config
+	key, token []byte
+	signer     *wire.Signer
+	// identity routes the kernel's shell and stdin replies to the agent's sockets.
+	identity string
+	// session is the Jupyter session of the agent's own requests (kernel_info nudges,
+	// interrupt and shutdown requests); their replies are not for any client.
+	session    string
+	runtimeDir string
+	restarts   atomic.Int32
+	badSigs    atomic.Int64
+
+	// life serializes starting, restarting, interrupting and stopping the kernel.
+	life sync.Mutex
+
+	mu sync.Mutex
+	// inc is the kernel incarnation clients talk to; nil while one is being started, when
+	// client messages are held and sent once it answers.
+	inc          *incarnation
+	held         []heldMessage
+	state        string
+	lastActivity time.Time
+	hbDead       bool
+	sessions     map[string]*clientSession
+	// route maps the session ids found in client message headers to the client session
+	// that sent them, so that replies find their way back.
+	route   map[string]*clientSession
+	pending map[string]chan *wire.Message
+	// autoRestarts counts restarts after deaths since the kernel last ran for a while.
+	autoRestarts int
+	stopping     bool
+
+	ready     chan struct{}
+	readyOnce sync.Once
+	// done receives the agent's end: nil after a requested shutdown, the kernel's exit
+	// when it died for good.
+	done chan error
+}
+
+type heldMessage struct {
+	channel string
+	frames  [][]byte
+}
+
+// Run runs the kernel until it exits for good, a client asks for shutdown, or ctx ends
+// (then the kernel is shut down gracefully).
 func Run(ctx context.Context, cfg Config) error {
+	cfg.setDefaults()
 	if len(cfg.Argv) == 0 {
 		return errors.New("no kernel command: nbkube agent -- <argv>")
 	}
@@ -74,69 +195,343 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("kernel key: %w", err)
 	}
-	info, err := newConnectionInfo(strings.TrimSpace(string(key)), cfg.KernelID)
-	if err != nil {
-		return err
+	token, err := os.ReadFile(filepath.Join(cfg.SecretDir, "token"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("agent token: %w", err)
 	}
 	dir, err := os.MkdirTemp(cfg.RuntimeDir, "nbkube-kernel-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	connFile := filepath.Join(dir, "kernel-"+cfg.KernelID+".json")
-	data, err := json.Marshal(info)
-	if err != nil {
-		return err
+	a := &Agent{
+		cfg: cfg, key: []byte(strings.TrimSpace(string(key))), token: []byte(strings.TrimSpace(string(token))),
+		identity: newID(), session: newID(), runtimeDir: dir, state: StateStarting,
+		sessions: map[string]*clientSession{}, route: map[string]*clientSession{}, pending: map[string]chan *wire.Message{},
+		ready: make(chan struct{}), done: make(chan error, 1),
 	}
-	if err := os.WriteFile(connFile, data, 0o600); err != nil {
-		return err
-	}
+	a.signer = wire.NewSigner(a.key)
+	a.lastActivity = time.Now()
 
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("agent listen: %w", err)
 	}
-	var running atomic.Bool
-	srv := &http.Server{Handler: handler(&running, info), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: a.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			cfg.Log.Error(err, "Agent HTTP server stopped")
 		}
 	}()
 	defer srv.Close()
+	stopSweep := a.sweepSessions()
+	defer stopSweep()
 
-	cmd := exec.Command(cfg.Argv[0], substitute(cfg.Argv[1:], connFile)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.Env = kernelEnv(os.Environ())
-	// Its own process group so that stopping reaches the kernel's children too; Pdeathsig so
-	// it never outlives the agent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start kernel %q: %w", cfg.Argv[0], err)
-	}
-	running.Store(true)
-	cfg.Log.Info("Started kernel", "kernel", cfg.KernelID, "pid", cmd.Process.Pid, "argv", cfg.Argv)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-
+	started := make(chan error, 1)
+	go func() {
+		a.life.Lock()
+		defer a.life.Unlock()
+		started <- a.launch()
+	}()
 	select {
-	case err := <-exited:
-		running.Store(false)
-		return exitError(err)
+	case err := <-started:
+		if err != nil {
+			return err
+		}
+		a.readyOnce.Do(func() { close(a.ready) })
+		cfg.Log.Info("Kernel is ready", "kernel", cfg.KernelID)
 	case <-ctx.Done():
+		// Stopped while starting: launch ends when its process is stopped.
+		a.stop()
+		// The launch fails once its process is stopped; that is no failure of the pod.
+		if err := <-started; err != nil {
+			cfg.Log.V(1).Info("Kernel start ended by the stop", "status", err.Error())
+		}
+		return nil
 	}
-	running.Store(false)
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	// Asked to stop, the kernel's exit status is no failure of the pod's.
 	select {
-	case err := <-exited:
-		cfg.Log.Info("Stopped kernel", "kernel", cfg.KernelID, "status", err)
-	case <-time.After(cfg.StopGrace):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		err := <-exited
-		cfg.Log.Info("Killed kernel after the grace period", "kernel", cfg.KernelID, "grace", cfg.StopGrace, "status", err)
+	case err := <-a.done:
+		return err
+	case <-ctx.Done():
+		a.stop()
+		return nil
+	}
+}
+
+// launch starts a kernel incarnation and makes it the one clients talk to once it answers
+// kernel_info. The caller holds a.life. When the process fails first, the error is its exit.
+func (a *Agent) launch() error {
+	inc, err := a.startIncarnation()
+	if err != nil {
+		return err
+	}
+	a.cfg.Log.Info("Started kernel", "kernel", a.cfg.KernelID, "pid", inc.cmd.Process.Pid, "restart", a.restarts.Load())
+	go a.watch(inc)
+	fail := func(err error) error {
+		inc.close()
+		if !inc.alive() {
+			if exit := exitError(inc.exitErr); exit != nil {
+				return exit
+			}
+		}
+		inc.kill()
+		return err
+	}
+	if err := inc.connect(a.identity); err != nil {
+		return fail(err)
+	}
+	for _, ch := range []string{wire.Shell, wire.Control, wire.Stdin, wire.IOPub} {
+		go a.recvLoop(inc, ch)
+	}
+	if err := a.nudge(inc); err != nil {
+		return fail(err)
+	}
+	go a.heartbeat(inc)
+	a.mu.Lock()
+	a.inc = inc
+	held := a.held
+	a.held = nil
+	a.mu.Unlock()
+	for _, h := range held {
+		if err := inc.send(h.channel, h.frames); err != nil {
+			a.cfg.Log.Error(err, "Send held message", "channel", h.channel)
+		}
 	}
 	return nil
+}
+
+// nudge asks for kernel_info until the kernel replies and iopub has delivered a message:
+// only then is the iopub subscription known to be live (the late-joiner problem).
+func (a *Agent) nudge(inc *incarnation) error {
+	deadline := time.NewTimer(a.cfg.StartTimeout)
+	defer deadline.Stop()
+	replies := make(chan *wire.Message, 64)
+	var ids []string
+	defer func() {
+		a.mu.Lock()
+		for _, id := range ids {
+			delete(a.pending, id)
+		}
+		a.mu.Unlock()
+	}()
+	replied := false
+	delay := 5 * time.Millisecond
+	for {
+		id, err := a.requestInto(inc, wire.Shell, "kernel_info_request", `{}`, replies)
+		if err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		tick := time.NewTimer(delay)
+		for waiting := true; waiting; {
+			select {
+			case m := <-replies:
+				if !replied {
+					replied = true
+					a.mu.Lock()
+					a.state = StateIdle
+					a.mu.Unlock()
+					_ = m
+				}
+				select {
+				case <-inc.iopubSeen:
+					tick.Stop()
+					return nil
+				default:
+				}
+			case <-inc.iopubSeen:
+				if replied {
+					tick.Stop()
+					return nil
+				}
+			case <-tick.C:
+				waiting = false
+			case <-inc.exited:
+				tick.Stop()
+				return errors.New("the kernel exited before answering kernel_info")
+			case <-deadline.C:
+				tick.Stop()
+				return fmt.Errorf("the kernel did not answer kernel_info within %s", a.cfg.StartTimeout)
+			}
+		}
+		delay = min(delay*2, 500*time.Millisecond)
+	}
+}
+
+// watch handles the end of an incarnation's process: a death nobody asked for restarts the
+// kernel, as Jupyter's restarter does, or ends the agent after too many.
+func (a *Agent) watch(inc *incarnation) {
+	<-inc.exited
+	a.mu.Lock()
+	current := a.inc == inc
+	stopping := a.stopping
+	a.mu.Unlock()
+	if !current || stopping {
+		// Stopped on purpose, or it never became the current one (launch reports that).
+		return
+	}
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.inc != inc || a.stopping {
+		a.mu.Unlock()
+		return
+	}
+	a.inc = nil
+	ranFor := time.Since(inc.started)
+	if ranFor > time.Minute {
+		a.autoRestarts = 0
+	}
+	a.autoRestarts++
+	giveUp := a.autoRestarts > a.cfg.MaxRestarts
+	a.mu.Unlock()
+	inc.close()
+	a.cfg.Log.Info("Kernel died", "kernel", a.cfg.KernelID, "status", fmt.Sprint(inc.exitErr), "ranFor", ranFor.Round(time.Millisecond))
+	if giveUp {
+		a.setState(StateDead, true)
+		a.done <- exitError(inc.exitErr)
+		return
+	}
+	a.setState(StateRestarting, true)
+	if err := a.launch(); err != nil {
+		a.cfg.Log.Error(err, "Restart after the kernel died failed")
+		a.setState(StateDead, true)
+		a.done <- err
+		return
+	}
+	a.restarts.Add(1)
+}
+
+// restart replaces the kernel process with a new one: same kernel, same clients, who see
+// "restarting" and then the new kernel's "starting"/"idle".
+func (a *Agent) restart(ctx context.Context) error {
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return errors.New("the kernel is shutting down")
+	}
+	old := a.inc
+	a.inc = nil
+	a.mu.Unlock()
+	a.setState(StateRestarting, true)
+	if old != nil {
+		a.stopIncarnation(old, true)
+	}
+	if err := a.launch(); err != nil {
+		a.setState(StateDead, true)
+		a.done <- err
+		return err
+	}
+	a.restarts.Add(1)
+	return ctx.Err()
+}
+
+// stopIncarnation asks the kernel to shut down, then signals it; it returns once the
+// process has exited.
+func (a *Agent) stopIncarnation(inc *incarnation, restart bool) {
+	if inc.alive() {
+		content := `{"restart":false}`
+		if restart {
+			content = `{"restart":true}`
+		}
+		if _, err := a.requestInto(inc, wire.Control, "shutdown_request", content, nil); err == nil && inc.wait(a.cfg.StopGrace) {
+			inc.close()
+			return
+		}
+		_ = inc.signal(syscall.SIGTERM)
+		if !inc.wait(a.cfg.StopGrace) {
+			inc.kill()
+		}
+	}
+	inc.close()
+}
+
+// stop shuts the kernel down for good and closes every client connection.
+func (a *Agent) stop() {
+	a.mu.Lock()
+	a.stopping = true
+	inc := a.inc
+	a.mu.Unlock()
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.inc != nil {
+		inc = a.inc
+	}
+	a.mu.Unlock()
+	if inc != nil {
+		a.stopIncarnation(inc, false)
+	}
+	a.setState(StateDead, false)
+	a.closeAll()
+}
+
+// interrupt interrupts the running cell as the kernel spec says.
+func (a *Agent) interrupt(ctx context.Context) error {
+	a.mu.Lock()
+	inc := a.inc
+	a.mu.Unlock()
+	if inc == nil {
+		return errors.New("the kernel is not running")
+	}
+	if a.cfg.InterruptMode == "message" {
+		reply := make(chan *wire.Message, 1)
+		if _, err := a.requestInto(inc, wire.Control, "interrupt_request", `{}`, reply); err != nil {
+			return err
+		}
+		select {
+		case <-reply:
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("the kernel did not answer interrupt_request")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return inc.signal(syscall.SIGINT)
+}
+
+// requestInto sends one of the agent's own requests; its reply goes to reply (if not nil).
+func (a *Agent) requestInto(inc *incarnation, channel, msgType, content string, reply chan *wire.Message) (string, error) {
+	m := a.newMessage(msgType, nil, content)
+	h, _ := wire.ParseHeader(m.Header)
+	if reply != nil {
+		a.mu.Lock()
+		a.pending[h.MsgID] = reply
+		a.mu.Unlock()
+	}
+	if err := inc.send(channel, wire.EncodeZMQ(m, a.signer)); err != nil {
+		a.mu.Lock()
+		delete(a.pending, h.MsgID)
+		a.mu.Unlock()
+		return "", fmt.Errorf("send %s: %w", msgType, err)
+	}
+	return h.MsgID, nil
+}
+
+// newMessage makes a message of the agent's own session.
+func (a *Agent) newMessage(msgType string, parent json.RawMessage, content string) *wire.Message {
+	header := fmt.Sprintf(`{"msg_id":%q,"username":"nbkube","session":%q,"date":%q,"msg_type":%q,"version":"5.3"}`,
+		newID(), a.session, time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), msgType)
+	if parent == nil {
+		parent = json.RawMessage(`{}`)
+	}
+	return &wire.Message{Header: json.RawMessage(header), ParentHeader: parent, Metadata: json.RawMessage(`{}`), Content: json.RawMessage(content)}
+}
+
+// setState records an execution state the agent decides (restarting, dead) and, when
+// broadcast, tells every client with a status message as Jupyter Server does.
+func (a *Agent) setState(state string, broadcast bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.state = state
+	if broadcast {
+		m := a.newMessage("status", nil, fmt.Sprintf(`{"execution_state":%q}`, state))
+		m.Channel = wire.IOPub
+		a.broadcastLocked(m, wire.Header{MsgType: "status"})
+	}
 }
 
 func exitError(err error) error {
@@ -149,30 +544,6 @@ func exitError(err error) error {
 		return &ExitError{Code: code}
 	}
 	return err
-}
-
-// handler serves /healthz (the agent is alive) and /readyz (the kernel listens). Neither
-// tells anything about the kernel beyond that, so the kubelet may probe them without the
-// agent's token.
-func handler(running *atomic.Bool, info ConnectionInfo) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.WriteHeader(http.StatusOK)
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !running.Load() {
-			http.Error(w, "kernel not running", http.StatusServiceUnavailable)
-			return
-		}
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort(info.IP, strconv.Itoa(info.ShellPort)), 500*time.Millisecond)
-		if err != nil {
-			http.Error(w, "kernel not listening yet", http.StatusServiceUnavailable)
-			return
-		}
-		conn.Close()
-		w.WriteHeader(http.StatusOK)
-	})
-	return mux
 }
 
 // newConnectionInfo picks five free loopback ports. The kernel binds them right after; the

@@ -18,7 +18,9 @@ import (
 // builder sets (NBKUBE_*), the kernel's command line after "--".
 func runAgent(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("agent")
-	grace := fs.Duration("stop-grace", 5*time.Second, "time the kernel has to exit after SIGTERM")
+	grace := fs.Duration("stop-grace", 5*time.Second, "time the kernel has to exit after a shutdown request, and again after SIGTERM")
+	startTimeout := fs.Duration("start-timeout", 2*time.Minute, "time the kernel has to answer its first kernel_info_request")
+	heartbeat := fs.Duration("heartbeat-interval", 5*time.Second, "how often the kernel's heartbeat is checked; three misses report it dead")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +40,10 @@ func runAgent(ctx context.Context, args []string) error {
 		Argv:       fs.Args(),
 		RuntimeDir: os.TempDir(),
 		StopGrace:  *grace,
-		Log:        ctrl.Log.WithName("agent"),
+		// The kernel spec's interrupt_mode; the builder always sets it.
+		InterruptMode:     os.Getenv(builder.EnvInterruptMode),
+		StartTimeout:      *startTimeout,
+		HeartbeatInterval: *heartbeat,
+		Log:               ctrl.Log.WithName("agent"),
 	})
 }

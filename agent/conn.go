@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/internal/wire"
+)
+
+// Timing of a client connection.
+const (
+	writeWait  = 30 * time.Second
+	pingPeriod = 30 * time.Second
+	// readWait is how long a connection may be silent, pongs included.
+	readWait = 3 * pingPeriod
+)
+
+// maxQueuedBytes bounds what waits to be written to one connection: a client that falls
+// this far behind is disconnected and its session collects the rest.
+const maxQueuedBytes = 256 << 20
+
+// conn is one client WebSocket. Its reader sends client messages to the kernel; its single
+// writer drains the queue the hub fills.
+type conn struct {
+	a  *Agent
+	ws *websocket.Conn
+	// proto is wire.ProtocolV1 or "" (Jupyter's JSON protocol).
+	proto string
+	// only, when set, makes this a single-channel connection of the older IPython
+	// interface (/kernels/<id>/shell, iopub, stdin).
+	only    string
+	limiter rateLimiter
+	// sess is set under the agent's mutex.
+	sess *clientSession
+
+	mu          sync.Mutex
+	queue       []outFrame
+	queuedBytes int
+	notify      chan struct{}
+	closing     bool
+	done        chan struct{}
+	closeOnce   sync.Once
+	closeCode   int
+	closeText   string
+}
+
+type outFrame struct {
+	typ  int
+	data []byte
+}
+
+func newConn(a *Agent, ws *websocket.Conn, only string, limits rateLimits) *conn {
+	return &conn{a: a, ws: ws, proto: ws.Subprotocol(), only: only, limiter: rateLimiter{limits: limits},
+		notify: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// enqueue queues a frame for the writer; false when the connection is closing or too far
+// behind.
+func (c *conn) enqueue(typ int, data []byte) bool {
+	c.mu.Lock()
+	if c.closing || c.queuedBytes+len(data) > maxQueuedBytes {
+		c.mu.Unlock()
+		return false
+	}
+	c.queue = append(c.queue, outFrame{typ, data})
+	c.queuedBytes += len(data)
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// enqueueReplay queues a replayed frame whatever the backlog: the session's buffer is
+// bounded already.
+func (c *conn) enqueueReplay(typ int, data []byte) {
+	c.mu.Lock()
+	c.queue = append(c.queue, outFrame{typ, data})
+	c.queuedBytes += len(data)
+	c.mu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// close makes the writer send a close frame and end the connection. It never blocks.
+func (c *conn) close(code int, text string) {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		c.closeCode, c.closeText = code, text
+	}
+	c.mu.Unlock()
+	c.closeOnce.Do(func() { close(c.done) })
+}
+
+// writeLoop is the connection's only writer.
+func (c *conn) writeLoop() {
+	ping := time.NewTicker(pingPeriod)
+	defer ping.Stop()
+	defer func() { _ = c.ws.Close() }()
+	var batch []outFrame
+	for {
+		select {
+		case <-c.notify:
+			c.mu.Lock()
+			batch, c.queue = c.queue, batch[:0]
+			c.queuedBytes = 0
+			c.mu.Unlock()
+			for i, f := range batch {
+				_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+				if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
+					c.close(websocket.CloseAbnormalClosure, "")
+					return
+				}
+				batch[i] = outFrame{}
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
+				c.close(websocket.CloseAbnormalClosure, "")
+				return
+			}
+		case <-c.done:
+			c.mu.Lock()
+			code, text := c.closeCode, c.closeText
+			c.mu.Unlock()
+			if code != websocket.CloseAbnormalClosure {
+				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			}
+			return
+		}
+	}
+}
+
+// readLoop decodes client messages and sends them to the kernel until the client leaves.
+func (c *conn) readLoop() {
+	defer c.close(websocket.CloseNormalClosure, "")
+	c.ws.SetReadLimit(c.a.cfg.MaxMessageBytes)
+	_ = c.ws.SetReadDeadline(time.Now().Add(readWait))
+	c.ws.SetPongHandler(func(string) error { return c.ws.SetReadDeadline(time.Now().Add(readWait)) })
+	first := true
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		_ = c.ws.SetReadDeadline(time.Now().Add(readWait))
+		m, err := c.decode(typ, data)
+		if err != nil {
+			// IPython's single-channel clients send their cookie as the first message.
+			if !first || c.only == "" {
+				c.a.cfg.Log.V(1).Info("Ignored an undecodable client message", "error", err.Error())
+			}
+			first = false
+			continue
+		}
+		first = false
+		c.a.toKernel(c, m)
+	}
+}
+
+func (c *conn) decode(typ int, data []byte) (*wire.Message, error) {
+	switch {
+	case c.proto == wire.ProtocolV1:
+		if typ != websocket.BinaryMessage {
+			return nil, fmt.Errorf("a text frame on the %s protocol", wire.ProtocolV1)
+		}
+		return wire.DecodeV1(data, wire.Limits{})
+	case typ == websocket.BinaryMessage:
+		return wire.DecodeBinary(data, wire.Limits{})
+	default:
+		return wire.DecodeJSON(data, wire.Limits{})
+	}
+}
+
+// writeStderr tells this client on iopub that output is being dropped, as Jupyter Server
+// does when a rate limit trips.
+func (c *conn) writeStderr(text string, parent json.RawMessage) {
+	content, _ := json.Marshal(map[string]string{"name": "stderr", "text": text})
+	m := c.a.newMessage("stream", parent, string(content))
+	m.Channel = wire.IOPub
+	if typ, data, err := (&encodings{m: m}).get(c.proto); err == nil {
+		c.enqueue(typ, data)
+	}
+}
+
+// encodings encodes one message once per protocol however many clients get it.
+type encodings struct {
+	m        *wire.Message
+	json, v1 []byte
+	jsonType int
+}
+
+func (e *encodings) get(proto string) (int, []byte, error) {
+	if proto == wire.ProtocolV1 {
+		if e.v1 == nil {
+			e.v1 = wire.EncodeV1(e.m)
+		}
+		return websocket.BinaryMessage, e.v1, nil
+	}
+	if e.json == nil {
+		var err error
+		if len(e.m.Buffers) > 0 {
+			e.json, err = wire.EncodeBinary(e.m)
+			e.jsonType = websocket.BinaryMessage
+		} else {
+			e.json, err = wire.EncodeJSON(e.m)
+			e.jsonType = websocket.TextMessage
+		}
+		if err != nil {
+			e.json = nil
+			return 0, nil, err
+		}
+	}
+	return e.jsonType, e.json, nil
+}

@@ -1,0 +1,199 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+
+	"github.com/nbkube/nbkube/internal/wire"
+)
+
+// incarnation is one run of the kernel process with the ZeroMQ sockets connected to it. A
+// restart makes a new incarnation on new ports rather than reconnecting the old sockets:
+// go-zeromq does not reconnect reliably (see docs/agent.md), and fresh ports also keep a
+// request queued for the old process from reaching the new one.
+type incarnation struct {
+	info     ConnectionInfo
+	connFile string
+	cmd      *exec.Cmd
+	started  time.Time
+	// exited is closed when the process has exited; exitErr is then its status.
+	exited  chan struct{}
+	exitErr error
+
+	// ctx ends the sockets' goroutines; cancel is called when the incarnation is closed.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// sockets by channel; shell and stdin share one routing identity, or the kernel sends
+	// input_request nowhere.
+	sockets map[string]zmq4.Socket
+	sendMu  map[string]*sync.Mutex
+	// iopubSeen is closed when the first iopub message arrives: the subscription is live.
+	iopubSeen     chan struct{}
+	iopubSeenOnce sync.Once
+
+	closeOnce sync.Once
+}
+
+// startIncarnation writes a connection file with fresh ports and starts the kernel process.
+// The sockets are connected by connect.
+func (a *Agent) startIncarnation() (*incarnation, error) {
+	info, err := newConnectionInfo(string(a.key), a.cfg.KernelID)
+	if err != nil {
+		return nil, err
+	}
+	connFile := filepath.Join(a.runtimeDir, "kernel-"+a.cfg.KernelID+"-"+strconv.Itoa(int(a.restarts.Load()))+".json")
+	data, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(connFile, data, 0o600); err != nil {
+		return nil, fmt.Errorf("write connection file: %w", err)
+	}
+	cmd := exec.Command(a.cfg.Argv[0], substitute(a.cfg.Argv[1:], connFile)...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Env = kernelEnv(os.Environ())
+	// Its own process group so that signals reach the kernel's children too, as Jupyter's
+	// provisioner does; Pdeathsig so it never outlives the agent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = os.Remove(connFile)
+		return nil, fmt.Errorf("start kernel %q: %w", a.cfg.Argv[0], err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	inc := &incarnation{
+		info: info, connFile: connFile, cmd: cmd, started: time.Now(), exited: make(chan struct{}),
+		ctx: ctx, cancel: cancel, sockets: map[string]zmq4.Socket{}, sendMu: map[string]*sync.Mutex{},
+		iopubSeen: make(chan struct{}),
+	}
+	go func() {
+		inc.exitErr = cmd.Wait()
+		close(inc.exited)
+		// Dials still retrying toward a dead process give up.
+		cancel()
+	}()
+	return inc, nil
+}
+
+// connect dials the kernel's ports. go-zeromq's Dial retries until the kernel listens; the
+// incarnation's context ends the retries if the process exits first.
+func (inc *incarnation) connect(identity string) error {
+	opts := func(extra ...zmq4.Option) []zmq4.Option {
+		return append([]zmq4.Option{zmq4.WithDialerRetry(5 * time.Millisecond), zmq4.WithDialerMaxRetries(-1),
+			zmq4.WithDialerTimeout(5 * time.Second)}, extra...)
+	}
+	id := zmq4.SocketIdentity(identity)
+	socks := []struct {
+		channel string
+		sock    zmq4.Socket
+		port    int
+	}{
+		{wire.Shell, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(id))...), inc.info.ShellPort},
+		{wire.Stdin, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(id))...), inc.info.StdinPort},
+		{wire.Control, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(zmq4.SocketIdentity(identity+"-control")))...), inc.info.ControlPort},
+		{wire.IOPub, zmq4.NewSub(inc.ctx, opts()...), inc.info.IOPubPort},
+		// The heartbeat is an echo (a ROUTER queue device in ipykernel). A DEALER rather than
+		// Jupyter's REQ: a missed echo leaves a REQ unable to send again, a DEALER not.
+		{channelHB, zmq4.NewDealer(inc.ctx, opts()...), inc.info.HBPort},
+	}
+	for _, s := range socks {
+		inc.sockets[s.channel] = s.sock
+		inc.sendMu[s.channel] = &sync.Mutex{}
+	}
+	if err := inc.sockets[wire.IOPub].SetOption(zmq4.OptionSubscribe, ""); err != nil {
+		return fmt.Errorf("subscribe to iopub: %w", err)
+	}
+	for _, s := range socks {
+		if err := s.sock.Dial(endpoint(inc.info, s.port)); err != nil {
+			return fmt.Errorf("connect %s channel: %w", s.channel, err)
+		}
+	}
+	return nil
+}
+
+// channelHB names the heartbeat socket among the channels.
+const channelHB = "hb"
+
+func endpoint(info ConnectionInfo, port int) string {
+	return fmt.Sprintf("tcp://%s:%d", info.IP, port)
+}
+
+// send signs m and sends it on channel.
+func (inc *incarnation) send(channel string, frames [][]byte) error {
+	sock, ok := inc.sockets[channel]
+	if !ok {
+		return fmt.Errorf("no %s channel", channel)
+	}
+	mu := inc.sendMu[channel]
+	mu.Lock()
+	defer mu.Unlock()
+	return sock.SendMulti(zmq4.NewMsgFrom(frames...))
+}
+
+// close ends the sockets (the process is stopped separately).
+func (inc *incarnation) close() {
+	inc.closeOnce.Do(func() {
+		inc.cancel()
+		for _, s := range inc.sockets {
+			_ = s.Close()
+		}
+		_ = os.Remove(inc.connFile)
+	})
+}
+
+// signal sends sig to the kernel's process group.
+func (inc *incarnation) signal(sig syscall.Signal) error {
+	if err := syscall.Kill(-inc.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal kernel: %w", err)
+	}
+	return nil
+}
+
+// wait waits for the process to exit, at most d; it tells whether it did.
+func (inc *incarnation) wait(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-inc.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// kill stops the process group for good and waits for the process.
+func (inc *incarnation) kill() {
+	_ = inc.signal(syscall.SIGKILL)
+	<-inc.exited
+}
+
+// alive tells whether the process still runs.
+func (inc *incarnation) alive() bool {
+	select {
+	case <-inc.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	// A UUID-shaped string, as Jupyter's ids are.
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}

@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nbkube/nbkube/internal/wire"
+)
+
+// rateLimits are Jupyter Server's iopub limits (ServerApp.iopub_msg_rate_limit,
+// iopub_data_rate_limit, rate_limit_window), which keep a runaway print loop from flooding
+// a browser. Zero rates disable a limit.
+type rateLimits struct {
+	MsgRate  float64
+	DataRate float64
+	Window   time.Duration
+}
+
+// DefaultRateLimits are Jupyter Server's defaults.
+var DefaultRateLimits = rateLimits{MsgRate: 1000, DataRate: 1_000_000, Window: 3 * time.Second}
+
+// rateLimiter is Jupyter Server's per-connection iopub limiter: messages (and stream bytes)
+// in a sliding window; over the limit, output is dropped with one stderr notice, and flows
+// again under 80 % of it or when the kernel goes idle.
+type rateLimiter struct {
+	limits       rateLimits
+	queue        []windowEntry
+	msgCount     int
+	byteCount    int
+	msgsExceeded bool
+	dataExceeded bool
+}
+
+type windowEntry struct {
+	until time.Time
+	bytes int
+}
+
+var idleContent = []byte(`"idle"`)
+
+// drop tells whether an iopub message is to be dropped; notify sends the stderr notice.
+func (r *rateLimiter) drop(m *wire.Message, h wire.Header, now time.Time, notify func(string, json.RawMessage)) bool {
+	if r.limits.Window <= 0 || (r.limits.MsgRate <= 0 && r.limits.DataRate <= 0) {
+		return false
+	}
+	if h.MsgType == "" {
+		h, _ = wire.ParseHeader(m.Header)
+	}
+	switch h.MsgType {
+	case "status":
+		if bytes.Contains(m.Content, idleContent) {
+			*r = rateLimiter{limits: r.limits, queue: r.queue[:0]}
+		}
+		return false
+	case "comm_open", "execute_input":
+		return false
+	}
+	for len(r.queue) > 0 && !now.Before(r.queue[0].until) {
+		r.byteCount -= r.queue[0].bytes
+		r.msgCount--
+		r.queue = r.queue[1:]
+	}
+	size := 0
+	if h.MsgType == "stream" {
+		size = messageSize(m)
+	}
+	r.msgCount++
+	r.byteCount += size
+	r.queue = append(r.queue, windowEntry{now.Add(r.limits.Window), size})
+	window := r.limits.Window.Seconds()
+	msgRate, dataRate := float64(r.msgCount)/window, float64(r.byteCount)/window
+	if r.limits.MsgRate > 0 && msgRate > r.limits.MsgRate {
+		if !r.msgsExceeded {
+			r.msgsExceeded = true
+			notify(fmt.Sprintf(rateNotice, "message", "msg", r.limits.MsgRate, "msgs/sec", window), m.ParentHeader)
+		}
+	} else if r.msgsExceeded && msgRate < 0.8*r.limits.MsgRate {
+		r.msgsExceeded = false
+	}
+	if r.limits.DataRate > 0 && dataRate > r.limits.DataRate {
+		if !r.dataExceeded {
+			r.dataExceeded = true
+			notify(fmt.Sprintf(rateNotice, "data", "data", r.limits.DataRate, "bytes/sec", window), m.ParentHeader)
+		}
+	} else if r.dataExceeded && dataRate < 0.8*r.limits.DataRate {
+		r.dataExceeded = false
+	}
+	if r.msgsExceeded || r.dataExceeded {
+		// Not sent, so not counted.
+		r.msgCount--
+		r.byteCount -= size
+		r.queue = r.queue[:len(r.queue)-1]
+		return true
+	}
+	return false
+}
+
+const rateNotice = `IOPub %s rate exceeded.
+The Jupyter server will temporarily stop sending output
+to the client in order to avoid crashing it.
+To change this limit, set the config variable
+` + "`--ServerApp.iopub_%[2]s_rate_limit`" + `.
+
+Current values:
+ServerApp.iopub_%[2]s_rate_limit=%[3]g (%[4]s)
+ServerApp.rate_limit_window=%[5]g (secs)
+`
