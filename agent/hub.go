@@ -376,7 +376,10 @@ func (a *Agent) heartbeat(inc *incarnation) {
 			a.mu.Lock()
 			a.hbDead = true
 			a.mu.Unlock()
-			a.setState(StateDead, true)
+			// Reported (status, the Kernel resource), not broadcast: clients such as
+			// JupyterLab give a kernel up for good on a "dead" status, and a kernel that is
+			// only slow comes back.
+			a.setState(StateDead, false)
 		}
 	}
 }

@@ -7,8 +7,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // apiError is an error a handler answers with as is.
@@ -35,9 +37,11 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &api):
 		return api.status
+	case errors.Is(err, repository.ErrInvalid):
+		return http.StatusBadRequest
 	case errors.As(err, &tooLarge), errors.Is(err, contents.ErrTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, contents.ErrNotFound):
+	case errors.Is(err, contents.ErrNotFound), errors.Is(err, repository.ErrNotFound):
 		return http.StatusNotFound
 	case errors.Is(err, contents.ErrExists):
 		return http.StatusConflict
@@ -57,8 +61,24 @@ func (s *Server) abortErr(c *gin.Context, err error) {
 	msg := err.Error()
 	var reason *string
 	var ce *contents.Error
-	if errors.As(err, &ce) && ce.Reason != "" {
+	var se *repository.StartError
+	var ae *agentclient.Error
+	switch {
+	case errors.As(err, &ce) && ce.Reason != "":
 		reason = &ce.Reason
+	case errors.As(err, &se):
+		// Jupyter answers a kernel that fails to start with 500; the reason says why.
+		reason = &se.Reason
+		abortJSON(c, http.StatusInternalServerError, se.Message, reason)
+		return
+	case errors.As(err, &ae):
+		status := ae.Status
+		if status < 400 || status == http.StatusForbidden {
+			// The agent refusing the API server's token is a server fault, not the user's.
+			status = http.StatusBadGateway
+		}
+		abortJSON(c, status, ae.Message, nil)
+		return
 	}
 	var tooLarge *http.MaxBytesError
 	switch {

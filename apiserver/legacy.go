@@ -33,6 +33,20 @@ func (s *Server) listLegacyNotebooks(c *gin.Context) {
 		return
 	}
 	entries, _ := root.Content.([]jupyter.ContentsModel)
+	// A notebook's kernel is its session's.
+	kernels := map[string]string{}
+	if s.opts.Sessions != nil {
+		sessions, err := s.opts.Sessions.ListSessions(ctx, *userOf(c))
+		if err != nil {
+			s.abortErr(c, err)
+			return
+		}
+		for _, se := range sessions {
+			if se.Kernel != nil {
+				kernels[se.Path] = se.Kernel.ID
+			}
+		}
+	}
 	list := []legacyNotebook{}
 	for _, e := range entries {
 		if e.Type != jupyter.TypeNotebook {
@@ -43,7 +57,11 @@ func (s *Server) listLegacyNotebooks(c *gin.Context) {
 			s.abortErr(c, err)
 			return
 		}
-		list = append(list, legacyNotebook{NotebookID: id, Name: strings.TrimSuffix(e.Name, notebookExt)})
+		nb := legacyNotebook{NotebookID: id, Name: strings.TrimSuffix(e.Name, notebookExt)}
+		if k, ok := kernels[e.Path]; ok {
+			nb.KernelID = &k
+		}
+		list = append(list, nb)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	c.JSON(http.StatusOK, list)

@@ -35,6 +35,21 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("api/status", s.getStatus)
 	auth.GET("api/me", s.getMe)
 	auth.GET("api/nbconvert", s.getNbconvert)
+	auth.GET("api/kernelspecs", s.getKernelSpecs)
+	auth.GET("api/kernelspecs/:name", s.getKernelSpec)
+	auth.GET("kernelspecs/:name/*file", s.getKernelSpecResource)
+	auth.HEAD("kernelspecs/:name/*file", s.getKernelSpecResource)
+	auth.GET("api/kernels", s.listKernels)
+	auth.POST("api/kernels", s.startKernel)
+	auth.GET("api/kernels/:id", s.getKernel)
+	auth.DELETE("api/kernels/:id", s.deleteKernel)
+	auth.POST("api/kernels/:id/:action", s.kernelAction)
+	auth.GET("api/kernels/:id/channels", s.kernelChannels)
+	auth.GET("api/sessions", s.listSessions)
+	auth.POST("api/sessions", s.createSession)
+	for _, m := range []string{http.MethodGet, http.MethodPatch, http.MethodDelete} {
+		auth.Handle(m, "api/sessions/:id", s.session)
+	}
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodPost, http.MethodDelete} {
 		auth.Handle(m, "api/notebooks", s.redirectNotebooks)
 		auth.Handle(m, "api/notebooks/*path", s.redirectNotebooks)
@@ -50,5 +65,12 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("notebooks/:id", s.getLegacyNotebook)
 	auth.PUT("notebooks/:id", s.putLegacyNotebook)
 	auth.DELETE("notebooks/:id", s.deleteLegacyNotebook)
+	// ... and its kernels.
+	auth.GET("kernels", s.listLegacyKernels)
+	auth.POST("kernels", s.startLegacyKernel)
+	auth.GET("kernels/:id", s.getLegacyKernel)
+	auth.DELETE("kernels/:id", s.deleteLegacyKernel)
+	auth.GET("kernels/:id/:action", s.legacyKernelAction)
+	auth.POST("kernels/:id/:action", s.legacyKernelAction)
 	return e
 }

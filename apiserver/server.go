@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
 )
 
@@ -34,8 +35,18 @@ type Options struct {
 	CookieSecret []byte
 	// Contents is the notebook store.
 	Contents *contents.Store
-	// Kernels counts running kernels for /api/status.
-	Kernels KernelCounter
+	// Kernels runs the users' kernels; without it the kernel routes answer 404.
+	Kernels KernelService
+	// Sessions keeps the users' sessions; without it there are none.
+	Sessions SessionService
+	// RateLimits are the iopub limits of every channels connection; Jupyter's defaults when
+	// nil.
+	RateLimits *RateLimits
+	// KernelSpecs lists the kernel specs of /api/kernelspecs; none when nil.
+	KernelSpecs KernelSpecLister
+	// DefaultKernelSpec is the default kernel's name, "python3" when empty; when no spec has
+	// it, the first spec by name is the default.
+	DefaultKernelSpec string
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
 	// Version is reported by GET /api.
@@ -62,6 +73,7 @@ const DefaultMaxBodyBytes = 128 << 20
 // Server is the Jupyter API server.
 type Server struct {
 	opts    Options
+	agents  *agentclient.Client
 	auth    *authenticator
 	engine  *gin.Engine
 	started time.Time
@@ -89,7 +101,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now()}
+	if opts.RateLimits == nil {
+		opts.RateLimits = &DefaultRateLimits
+	}
+	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New()}
 	s.engine = s.routes()
 	return s, nil
 }

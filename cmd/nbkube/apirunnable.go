@@ -13,13 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // newAPIRunnable builds the API server over the contents root and the cluster's resources.
+// host, when not nil, brings this machine's kernel specs into every kernel spec answer.
 // ready receives the URL to open (with the token) once GET /api/status answers.
-func newAPIRunnable(f *apiFlags, reader client.Reader, namespace string, u identity.User, ready func(string)) (*apiserver.Runnable, error) {
+func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.User, host *kernelspecs.Host, ready func(string)) (*apiserver.Runnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -32,13 +35,17 @@ func newAPIRunnable(f *apiFlags, reader client.Reader, namespace string, u ident
 	if err != nil {
 		return nil, err
 	}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:      f.baseURL,
 		Token:        token,
 		User:         u,
 		CookieSecret: secret,
 		Contents:     store,
-		Kernels:      &repository.Kernels{Reader: reader, Namespace: namespace},
+		Kernels:      kernels,
+		Sessions:     &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
+		KernelSpecs:  &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
+		RateLimits:   &apiserver.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow.Seconds()},
 		MaxBodyBytes: f.maxBody,
 		Version:      version,
 		Log:          ctrl.Log.WithName("apiserver"),

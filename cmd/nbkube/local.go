@@ -87,7 +87,8 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := installHostKernelSpecs(ctx, c, *namespace, progress); err != nil {
+	host := &kernelspecs.Host{Client: c, Namespace: *namespace, Dirs: kernelspecs.Dirs(os.Getenv), Python: []string{"python3", "/usr/bin/python3"}}
+	if err := installHostKernelSpecs(ctx, host, progress); err != nil {
 		return err
 	}
 
@@ -127,7 +128,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), host, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}
@@ -161,17 +162,8 @@ func runLocal(ctx context.Context, args []string) error {
 	return err
 }
 
-func installHostKernelSpecs(ctx context.Context, c client.Client, namespace string, progress func(string, ...any)) error {
-	specs, errs := kernelspecs.Find(kernelspecs.Dirs(os.Getenv))
-	for _, err := range errs {
-		progress("skipping a kernel spec: %v", err)
-	}
-	if len(specs) == 0 {
-		if py, ok := kernelspecs.PythonSpec(ctx, []string{"python3", "/usr/bin/python3"}); ok {
-			specs = append(specs, py)
-		}
-	}
-	names, err := kernelspecs.Sync(ctx, c, namespace, specs)
+func installHostKernelSpecs(ctx context.Context, host *kernelspecs.Host, progress func(string, ...any)) error {
+	names, _, err := host.Refresh(ctx)
 	if err != nil {
 		progress("kernel specs: %v", err)
 	}

@@ -73,7 +73,7 @@ func runManager(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
 		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, identity.User{Name: "admin", Admin: true}, func(string) {
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, identity.User{Name: "admin", Admin: true}, nil, func(string) {
 			log.Info("Jupyter API server ready", "listen", api.listen)
 		})
 		if err != nil {

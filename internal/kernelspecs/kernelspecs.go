@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,6 +29,10 @@ const SourceHost = "host"
 
 // maxLogo bounds a logo carried into the resource (the CRD's limit).
 const maxLogo = 64 << 10
+
+// logoFiles are Jupyter's logo files in the order one is chosen for the resource, which holds
+// only one: the 64x64 PNG first, the logo every Jupyter client knows to show.
+var logoFiles = []string{"logo-64x64.png", "logo-svg.svg", "logo-32x32.png"}
 
 // Spec is one kernel.json found on the host.
 type Spec struct {
@@ -121,14 +126,24 @@ func load(dir, name string) (Spec, error) {
 	if len(s.JSON.Argv) == 0 {
 		return Spec{}, fmt.Errorf("%s/kernel.json: empty argv", dir)
 	}
-	for _, logo := range []string{"logo-64x64.png", "logo-svg.svg", "logo-32x32.png"} {
-		data, err := os.ReadFile(filepath.Join(dir, logo))
-		if err == nil && len(data) <= maxLogo {
+	for _, logo := range logoFiles {
+		if data, ok := readLogo(filepath.Join(dir, logo)); ok {
 			s.Logo = &nbv1.KernelLogo{FileName: logo, Data: data}
 			break
 		}
 	}
 	return s, nil
+}
+
+// readLogo reads a logo file of at most maxLogo bytes; larger ones are not read to the end.
+func readLogo(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLogo+1))
+	return data, err == nil && len(data) <= maxLogo
 }
 
 // ResourceName is the KernelSpec name for a Jupyter kernel name, or an error when the name

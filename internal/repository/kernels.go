@@ -4,32 +4,305 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
-// Kernels reads Kernel resources of one namespace.
+// Kernels reads and writes the Kernel resources of one namespace for the API server and
+// talks to their agents. Users see and touch only their own kernels; admins all.
 type Kernels struct {
-	Reader    client.Reader
+	// Reader reads Kernels and their Secrets, usually the manager's cached client.
+	Reader client.Reader
+	// Writer creates and deletes Kernels.
+	Writer client.Writer
+	// Namespace holds the kernels.
 	Namespace string
+	// Agents calls the kernels' agents.
+	Agents *agentclient.Client
+	// StartTimeout bounds a kernel start, from the resource's creation until the kernel
+	// answers (image pulls included).
+	StartTimeout time.Duration
 }
+
+// StartError is a kernel that could not start; Reason is the Kernel's condition reason
+// (ImagePullBackOff, Unschedulable, KernelExited, ...).
+type StartError struct {
+	Reason  string
+	Message string
+}
+
+func (e *StartError) Error() string { return e.Message }
 
 // CountKernels is the number of the user's kernels and of the clients connected to them.
 func (k *Kernels) CountKernels(ctx context.Context, u identity.User) (int, int, error) {
+	list, err := k.list(ctx, u)
+	if err != nil {
+		return 0, 0, err
+	}
+	connections := 0
+	for _, kn := range list {
+		connections += int(kn.Status.Connections)
+	}
+	return len(list), connections, nil
+}
+
+func (k *Kernels) list(ctx context.Context, u identity.User) ([]nbv1.Kernel, error) {
 	var list nbv1.KernelList
 	if err := k.Reader.List(ctx, &list, client.InNamespace(k.Namespace)); err != nil {
-		return 0, 0, fmt.Errorf("list kernels: %w", err)
+		return nil, fmt.Errorf("list kernels: %w", err)
 	}
-	kernels, connections := 0, 0
+	out := list.Items[:0]
 	for _, kn := range list.Items {
-		if u.Owns(string(kn.Spec.Owner)) {
-			kernels++
-			connections += int(kn.Status.Connections)
+		if u.Owns(string(kn.Spec.Owner)) && kn.DeletionTimestamp == nil {
+			out = append(out, kn)
 		}
 	}
-	return kernels, connections, nil
+	slices.SortFunc(out, func(a, b nbv1.Kernel) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return out, nil
+}
+
+// ListKernels lists the user's kernels as the resources tell.
+func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.Kernel, error) {
+	list, err := k.list(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jupyter.Kernel, 0, len(list))
+	for i := range list {
+		out = append(out, KernelModel(&list[i]))
+	}
+	return out, nil
+}
+
+// KernelModel is Jupyter's model of a Kernel as its resource tells.
+func KernelModel(kn *nbv1.Kernel) jupyter.Kernel {
+	m := jupyter.Kernel{
+		ID: kn.Name, Name: kn.Spec.KernelSpec, ExecutionState: string(kn.Status.ExecutionState),
+		Connections: int(kn.Status.Connections), LastActivity: jupyter.Time{Time: kn.CreationTimestamp.Time},
+	}
+	if kn.Status.LastActivity != nil {
+		m.LastActivity.Time = kn.Status.LastActivity.Time
+	}
+	if m.ExecutionState == "" {
+		m.ExecutionState = string(nbv1.ExecutionStateStarting)
+	}
+	return m
+}
+
+func kernelMissing(id string) error {
+	return &notFoundError{message: "Kernel does not exist: " + id}
+}
+
+// get finds the user's kernel; another user's kernel is as missing as one that is not.
+func (k *Kernels) get(ctx context.Context, u identity.User, id string) (*nbv1.Kernel, error) {
+	kn := &nbv1.Kernel{}
+	if !validName(id) {
+		return nil, kernelMissing(id)
+	}
+	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: id}, kn)
+	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(kn.Spec.Owner)) || kn.DeletionTimestamp != nil)) {
+		return nil, kernelMissing(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get kernel: %w", err)
+	}
+	return kn, nil
+}
+
+// GetKernel is the kernel's model with its live state from the agent when it answers.
+func (k *Kernels) GetKernel(ctx context.Context, u identity.User, id string) (jupyter.Kernel, error) {
+	kn, err := k.get(ctx, u, id)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
+	return k.liveModel(ctx, kn), nil
+}
+
+func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel {
+	m := KernelModel(kn)
+	if !meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionReady) {
+		return m
+	}
+	ep, err := k.endpoint(ctx, kn)
+	if err != nil {
+		return m
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	st, err := k.Agents.Status(ctx, ep)
+	if err != nil {
+		return m
+	}
+	m.ExecutionState, m.Connections = st.ExecutionState, st.Connections
+	if st.LastActivity.After(m.LastActivity.Time) {
+		m.LastActivity.Time = st.LastActivity
+	}
+	return m
+}
+
+// StartKernel creates a Kernel of the kernel spec and waits until it answers.
+func (k *Kernels) StartKernel(ctx context.Context, u identity.User, spec, path string) (jupyter.Kernel, error) {
+	kn := &nbv1.Kernel{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: newUUID(), Namespace: k.Namespace,
+			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
+		},
+		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(u.Name), KernelSpec: spec, Path: strings.Trim(path, "/")},
+	}
+	if kn.Spec.Path != "" && !validPath(kn.Spec.Path) {
+		return jupyter.Kernel{}, &invalidError{message: fmt.Sprintf("path %q must stay inside the contents root", path)}
+	}
+	if err := k.Writer.Create(ctx, kn); err != nil {
+		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
+	}
+	ready, err := k.WaitReady(ctx, kn.Name)
+	if err != nil {
+		// A kernel that failed to start is no use to anyone; its client got the reason.
+		k.deleteQuietly(ctx, kn.Name)
+		return jupyter.Kernel{}, err
+	}
+	return KernelModel(ready), nil
+}
+
+// WaitReady waits until the named kernel answers kernel_info, or fails with the reason
+// the controller found (image pull, scheduling, crash, timeout).
+func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.StartTimeout)
+	defer cancel()
+	agentDone := make(chan error, 1)
+	agentAsked := false
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		kn := &nbv1.Kernel{}
+		err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: id}, kn)
+		switch {
+		case apierrors.IsNotFound(err):
+			// Not in the cache yet, or made by a session that has not made it yet.
+		case err != nil:
+			return nil, fmt.Errorf("get kernel: %w", err)
+		case kn.DeletionTimestamp != nil:
+			return nil, &StartError{Reason: "KernelDeleted", Message: "the kernel was deleted while starting"}
+		default:
+			if c := meta.FindStatusCondition(kn.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+				return nil, &StartError{Reason: c.Reason, Message: "the kernel failed to start: " + c.Message}
+			}
+			if !agentAsked && kn.Status.PodIP != "" {
+				if ep, err := k.endpoint(ctx, kn); err == nil {
+					agentAsked = true
+					go func() {
+						_, err := k.Agents.WaitReady(ctx, ep)
+						agentDone <- err
+					}()
+				}
+			}
+			if meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionReady) {
+				return kn, nil
+			}
+		}
+		select {
+		case err := <-agentDone:
+			if err == nil {
+				return kn, nil
+			}
+			// The agent ended (the kernel exited): the controller will say why.
+			agentAsked = false
+		case <-tick.C:
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, &StartError{Reason: "StartTimeout", Message: fmt.Sprintf("the kernel did not start within %s", k.StartTimeout)}
+			}
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// endpoint is where the kernel's agent listens, with its token from the kernel's Secret.
+func (k *Kernels) endpoint(ctx context.Context, kn *nbv1.Kernel) (agentclient.Endpoint, error) {
+	if kn.Status.PodIP == "" {
+		return agentclient.Endpoint{}, &StartError{Reason: "NotReady", Message: "the kernel is not running"}
+	}
+	secret := &corev1.Secret{}
+	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: kn.Name}, secret); err != nil {
+		return agentclient.Endpoint{}, fmt.Errorf("get kernel secret: %w", err)
+	}
+	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: builder.AgentPort, Token: string(secret.Data[builder.SecretKeyToken])}, nil
+}
+
+// Endpoint is where the user's kernel's agent listens.
+func (k *Kernels) Endpoint(ctx context.Context, u identity.User, id string) (agentclient.Endpoint, error) {
+	kn, err := k.get(ctx, u, id)
+	if err != nil {
+		return agentclient.Endpoint{}, err
+	}
+	return k.endpoint(ctx, kn)
+}
+
+// DeleteKernel shuts the kernel down and deletes its resource. It returns once the kernel
+// process has exited (the agent waits on it), not when the pod is gone.
+func (k *Kernels) DeleteKernel(ctx context.Context, u identity.User, id string) error {
+	kn, err := k.get(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	if ep, err := k.endpoint(ctx, kn); err == nil {
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := k.Agents.Shutdown(sctx, ep); err != nil {
+			log.FromContext(ctx).V(1).Info("The agent did not shut the kernel down; deleting the pod stops it", "kernel", id, "error", err.Error())
+		}
+		cancel()
+	}
+	if err := k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete kernel: %w", err)
+	}
+	waitGone(ctx, k.Reader, kn)
+	return nil
+}
+
+func (k *Kernels) deleteQuietly(ctx context.Context, id string) {
+	kn := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: id}}
+	if err := k.Writer.Delete(context.WithoutCancel(ctx), kn, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		log.FromContext(ctx).Error(err, "Delete a kernel that failed to start", "kernel", id)
+	}
+}
+
+// InterruptKernel interrupts the kernel's running cell.
+func (k *Kernels) InterruptKernel(ctx context.Context, u identity.User, id string) error {
+	ep, err := k.Endpoint(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	return k.Agents.Interrupt(ctx, ep)
+}
+
+// RestartKernel restarts the kernel in place and returns its model once it answers again.
+func (k *Kernels) RestartKernel(ctx context.Context, u identity.User, id string) (jupyter.Kernel, error) {
+	kn, err := k.get(ctx, u, id)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
+	ep, err := k.endpoint(ctx, kn)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
+	if err := k.Agents.Restart(ctx, ep); err != nil {
+		return jupyter.Kernel{}, err
+	}
+	return k.liveModel(ctx, kn), nil
 }

@@ -1,0 +1,173 @@
+// Package agentclient talks to the nbkube agent in a kernel pod: its status, interrupt,
+// restart, shutdown and the channels WebSocket. Every call carries the kernel's agent token
+// (from the kernel's Secret); nothing else can drive a kernel.
+package agentclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Status is the agent's report on its kernel (GET /status).
+type Status struct {
+	ExecutionState string    `json:"execution_state"`
+	LastActivity   time.Time `json:"last_activity"`
+	Connections    int       `json:"connections"`
+	RestartCount   int       `json:"restart_count"`
+	Ready          bool      `json:"ready"`
+}
+
+// Endpoint is where a kernel's agent listens and the token it wants.
+type Endpoint struct {
+	// Host is the pod IP.
+	Host string
+	Port int
+	// Token is the kernel's agent token; it never goes into logs or errors.
+	Token string
+}
+
+func (e Endpoint) url(scheme, path string) string {
+	return scheme + "://" + net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) + path
+}
+
+// Client calls agents. The zero value is not usable: use New.
+type Client struct {
+	http *http.Client
+	ws   *websocket.Dialer
+}
+
+// New makes a client; timeout bounds the quick calls (status, interrupt).
+func New() *Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 4,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{
+		http: &http.Client{Transport: tr},
+		ws: &websocket.Dialer{
+			NetDialContext:   (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			HandshakeTimeout: 10 * time.Second,
+			ReadBufferSize:   64 << 10,
+			WriteBufferSize:  64 << 10,
+		},
+	}
+}
+
+// Error is an agent's refusal or failure.
+type Error struct {
+	Status  int
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("agent answered %d: %s", e.Status, e.Message) }
+
+func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, e.url("http", path), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.Token)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		// The URL holds no secret; the token is in a header.
+		return fmt.Errorf("agent %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return fmt.Errorf("agent %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		var m struct{ Message string }
+		if json.Unmarshal(body, &m) != nil || m.Message == "" {
+			m.Message = http.StatusText(resp.StatusCode)
+		}
+		return &Error{Status: resp.StatusCode, Message: m.Message}
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("agent %s %s: %w", method, path, err)
+		}
+	}
+	return nil
+}
+
+// Status reports the kernel's state.
+func (c *Client) Status(ctx context.Context, e Endpoint) (Status, error) {
+	var st Status
+	return st, c.do(ctx, e, http.MethodGet, "/status", &st)
+}
+
+// WaitReady waits (as long as ctx allows) until the kernel has answered kernel_info; the
+// agent holds the request open, so readiness is learnt at once without polling.
+func (c *Client) WaitReady(ctx context.Context, e Endpoint) (Status, error) {
+	var st Status
+	return st, c.do(ctx, e, http.MethodGet, "/status?wait=ready", &st)
+}
+
+// Interrupt interrupts the kernel's running cell.
+func (c *Client) Interrupt(ctx context.Context, e Endpoint) error {
+	return c.do(ctx, e, http.MethodPost, "/interrupt", nil)
+}
+
+// Restart restarts the kernel process in place and returns once the new one answers.
+func (c *Client) Restart(ctx context.Context, e Endpoint) error {
+	return c.do(ctx, e, http.MethodPost, "/restart", nil)
+}
+
+// Shutdown shuts the kernel down and returns once its process has exited.
+func (c *Client) Shutdown(ctx context.Context, e Endpoint) error {
+	return c.do(ctx, e, http.MethodPost, "/shutdown", nil)
+}
+
+// ChannelOptions shape one channels connection.
+type ChannelOptions struct {
+	// SessionID names the client session, for replay after a reconnect.
+	SessionID string
+	// Channel, when set, makes a single-channel connection (the older IPython interface).
+	Channel string
+	// Subprotocols are offered to the agent as the client offered them.
+	Subprotocols []string
+	// Iopub rate limits, Jupyter Server's settings; negative means the agent's default.
+	MsgRateLimit, DataRateLimit, RateLimitWindow float64
+}
+
+// ErrUnreachable is returned when the agent cannot be reached at all.
+var ErrUnreachable = errors.New("the kernel's agent cannot be reached")
+
+// DialChannels opens the kernel's channels WebSocket.
+func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions) (*websocket.Conn, error) {
+	q := url.Values{}
+	if o.SessionID != "" {
+		q.Set("session_id", o.SessionID)
+	}
+	if o.Channel != "" {
+		q.Set("channel", o.Channel)
+	}
+	for name, v := range map[string]float64{"iopub_msg_rate_limit": o.MsgRateLimit, "iopub_data_rate_limit": o.DataRateLimit, "rate_limit_window": o.RateLimitWindow} {
+		if v >= 0 {
+			q.Set(name, strconv.FormatFloat(v, 'g', -1, 64))
+		}
+	}
+	d := *c.ws
+	d.Subprotocols = o.Subprotocols
+	ws, resp, err := d.DialContext(ctx, e.url("ws", "/channels")+"?"+q.Encode(), http.Header{"Authorization": {"Bearer " + e.Token}})
+	if err != nil {
+		if resp != nil {
+			return nil, &Error{Status: resp.StatusCode, Message: "channels handshake refused"}
+		}
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return ws, nil
+}

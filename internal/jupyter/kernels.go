@@ -1,0 +1,53 @@
+package jupyter
+
+// Kernel is Jupyter's kernel model (GET /api/kernels/<id>).
+type Kernel struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	LastActivity   Time   `json:"last_activity"`
+	ExecutionState string `json:"execution_state"`
+	Connections    int    `json:"connections"`
+}
+
+// StartKernel is the body of POST /api/kernels.
+type StartKernel struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Session is Jupyter's session model (GET /api/sessions/<id>).
+type Session struct {
+	ID   string `json:"id"`
+	Path string `json:"path"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Kernel is null while the session has no kernel.
+	Kernel *Kernel `json:"kernel"`
+	// Notebook is the older form of path and name, still read by some clients.
+	Notebook SessionNotebook `json:"notebook"`
+}
+
+// SessionNotebook is the notebook part of the older session model.
+type SessionNotebook struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// SessionRequest is the body of POST and PATCH /api/sessions: every field optional in a
+// PATCH. The older clients send notebook.path instead of path.
+type SessionRequest struct {
+	Path     *string               `json:"path"`
+	Name     *string               `json:"name"`
+	Type     *string               `json:"type"`
+	Kernel   *SessionKernelRequest `json:"kernel"`
+	Notebook *struct {
+		Path *string `json:"path"`
+		Name *string `json:"name"`
+	} `json:"notebook"`
+}
+
+// SessionKernelRequest names a kernel spec to start (name) or a running kernel (id).
+type SessionKernelRequest struct {
+	Name *string `json:"name"`
+	ID   *string `json:"id"`
+}

@@ -1,0 +1,97 @@
+package kernelspecs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// nativeKernel is the spec Jupyter offers even when no kernel.json names it, from the
+// server's own ipykernel (jupyter_client's NATIVE_KERNEL_NAME).
+const nativeKernel = "python3"
+
+// Host keeps the KernelSpecs made from this machine's kernel.json files in step with the
+// machine, for `nbkube local`: Jupyter reads the kernel spec directories on every request, so
+// a kernel installed or removed there shows in the next answer, and users expect the same of
+// nbkube. Refresh is cheap when nothing changed: it only stats the files.
+type Host struct {
+	// Client writes the KernelSpecs. It should not be a cache: readers that want to see a
+	// sync's writes at once read through it.
+	Client client.Client
+	// Namespace holds the KernelSpecs.
+	Namespace string
+	// Dirs are the kernel spec directories, searched as Find does: Dirs(os.Getenv).
+	Dirs []string
+	// Python are the interpreters PythonSpec tries for a "python3" spec when no kernel.json
+	// provides one, as Jupyter adds ipykernel's own spec; none means no such spec.
+	Python []string
+
+	mu sync.Mutex
+	// synced is the fingerprint of the directories the last successful sync wrote; nil
+	// before the first.
+	synced *string
+}
+
+// Refresh syncs the host's kernel specs into KernelSpecs (see Sync) when the directories
+// changed since the last successful sync, and on the first call. It reports whether it
+// synced and, if so, the names now offered from the host; err joins the specs it skipped
+// (malformed, or with a name that cannot be a resource name) and the writes that failed.
+// After failed writes the next call tries again.
+func (h *Host) Refresh(ctx context.Context) (names []string, synced bool, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fp := fingerprint(h.Dirs)
+	if h.synced != nil && *h.synced == fp {
+		return nil, false, nil
+	}
+	specs, problems := Find(h.Dirs)
+	// Names that cannot be resources are skipped here rather than by Sync, so that they do
+	// not count as failed writes and make every later call sync again.
+	specs = slices.DeleteFunc(specs, func(s Spec) bool {
+		_, err := ResourceName(s.Name)
+		if err != nil {
+			problems = append(problems, err)
+		}
+		return err != nil
+	})
+	if len(h.Python) > 0 && !slices.ContainsFunc(specs, func(s Spec) bool { return strings.EqualFold(s.Name, nativeKernel) }) {
+		if py, ok := PythonSpec(ctx, h.Python); ok {
+			specs = append(specs, py)
+		}
+	}
+	names, err = Sync(ctx, h.Client, h.Namespace, specs)
+	if err == nil {
+		h.synced = &fp
+	}
+	return names, true, errors.Join(append(problems, err)...)
+}
+
+// fingerprint sums up what Find would read under dirs: the name, size and modification time
+// of every kernel.json and logo file. Comparing it is enough to tell that a spec was added,
+// removed or edited, without reading or parsing any file.
+func fingerprint(dirs []string) string {
+	files := append([]string{"kernel.json"}, logoFiles...)
+	var b strings.Builder
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			for _, f := range files {
+				p := filepath.Join(dir, e.Name(), f)
+				if st, err := os.Stat(p); err == nil {
+					fmt.Fprintf(&b, "%s\x00%d\x00%d\n", p, st.Size(), st.ModTime().UnixNano())
+				}
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,171 @@
+package repository_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/crds"
+	"github.com/nbkube/nbkube/internal/kernelspecs"
+	"github.com/nbkube/nbkube/internal/repository"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// kubeClient starts a real kube-apiserver with nbkube's CRDs for the test.
+func kubeClient(t *testing.T) client.Client {
+	t.Helper()
+	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	if err := crds.Install(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(nbv1.AddToScheme(scheme))
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newNamespace(t *testing.T, c client.Client) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := c.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func adminSpec(namespace, name, displayName string) *nbv1.KernelSpec {
+	return &nbv1.KernelSpec{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: nbv1.KernelSpecSpec{
+			DisplayName: displayName,
+			Language:    "python",
+			Argv:        []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
+		},
+	}
+}
+
+func writeHostSpec(t *testing.T, dir, name, kernelJSON string, files map[string][]byte) {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files["kernel.json"] = []byte(kernelJSON)
+	for f, data := range files {
+		if err := os.WriteFile(filepath.Join(d, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func names(specs []nbv1.KernelSpec) []string {
+	out := []string{}
+	for _, ks := range specs {
+		out = append(out, ks.Name)
+	}
+	return out
+}
+
+func TestKernelSpecs(t *testing.T) {
+	c := kubeClient(t)
+
+	t.Run("ListIsSortedAndGetMatchesNamesCaseInsensitively", func(t *testing.T) {
+		ns := newNamespace(t, c)
+		for _, ks := range []*nbv1.KernelSpec{adminSpec(ns, "r", "R"), adminSpec(ns, "python3", "Python 3"), adminSpec(newNamespace(t, c), "elsewhere", "X")} {
+			if err := c.Create(t.Context(), ks); err != nil {
+				t.Fatal(err)
+			}
+		}
+		repo := &repository.KernelSpecs{Reader: c, Namespace: ns}
+		list, err := repo.ListKernelSpecs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"python3", "r"}, names(list)); d != "" {
+			t.Errorf("listed (-want +got):\n%s", d)
+		}
+		for _, name := range []string{"python3", "Python3", "PYTHON3"} {
+			ks, err := repo.GetKernelSpec(t.Context(), name)
+			if err != nil || ks.Spec.DisplayName != "Python 3" {
+				t.Errorf("get %s: %v, %v", name, ks, err)
+			}
+		}
+	})
+
+	t.Run("MissingAndImpossibleNamesAreNotFound", func(t *testing.T) {
+		repo := &repository.KernelSpecs{Reader: c, Namespace: newNamespace(t, c)}
+		for _, name := range []string{"nope", "my_kernel", "a/b", "..", ""} {
+			_, err := repo.GetKernelSpec(t.Context(), name)
+			if !errors.Is(err, repository.ErrNotFound) {
+				t.Errorf("get %q: %v, want ErrNotFound", name, err)
+			}
+		}
+		if _, err := repo.GetKernelSpec(t.Context(), "nope"); err == nil || err.Error() != "Kernel spec nope not found" {
+			t.Errorf("message %v, want Jupyter's", err)
+		}
+	})
+
+	t.Run("HostSpecsAddedOrRemovedShowInTheNextAnswer", func(t *testing.T) {
+		ns := newNamespace(t, c)
+		if err := c.Create(t.Context(), adminSpec(ns, "python3", "The admin's")); err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		writeHostSpec(t, dir, "Julia-1.10", `{"argv":["julia","{connection_file}"],"display_name":"Julia","language":"julia"}`, map[string][]byte{})
+		// The host's python3 does not replace the one an admin made.
+		writeHostSpec(t, dir, "python3", `{"argv":["/usr/bin/python3","-f","{connection_file}"],"display_name":"Host","language":"python"}`, map[string][]byte{})
+		host := &kernelspecs.Host{Client: c, Namespace: ns, Dirs: []string{dir}}
+		repo := &repository.KernelSpecs{Namespace: ns, Host: host}
+
+		list, err := repo.ListKernelSpecs(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"julia-1.10", "python3"}, names(list)); d != "" {
+			t.Errorf("first answer (-want +got):\n%s", d)
+		}
+
+		logo := []byte("\x89PNG\r\n\x1a\nlogo")
+		writeHostSpec(t, dir, "ir", `{"argv":["R","{connection_file}"],"display_name":"R","language":"R","interrupt_mode":"message"}`,
+			map[string][]byte{"logo-64x64.png": logo})
+		ks, err := repo.GetKernelSpec(t.Context(), "IR")
+		if err != nil {
+			t.Fatalf("added spec not in the next answer: %v", err)
+		}
+		if ks.Spec.Logo == nil || ks.Spec.Logo.FileName != "logo-64x64.png" || string(ks.Spec.Logo.Data) != string(logo) || ks.Spec.InterruptMode != nbv1.InterruptModeMessage {
+			t.Errorf("ir spec %+v", ks.Spec)
+		}
+
+		if err := os.RemoveAll(filepath.Join(dir, "Julia-1.10")); err != nil {
+			t.Fatal(err)
+		}
+		if list, err = repo.ListKernelSpecs(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"ir", "python3"}, names(list)); d != "" {
+			t.Errorf("answer after a removal (-want +got):\n%s", d)
+		}
+		if list[1].Spec.DisplayName != "The admin's" {
+			t.Errorf("the admin's python3 was replaced: %+v", list[1].Spec)
+		}
+
+		writeHostSpec(t, dir, "ir", `{"argv":["R","{connection_file}"],"display_name":"R 4.4","language":"R"}`, map[string][]byte{})
+		if ks, err = repo.GetKernelSpec(t.Context(), "ir"); err != nil || ks.Spec.DisplayName != "R 4.4" {
+			t.Errorf("edited spec: %+v, %v", ks, err)
+		}
+	})
+}

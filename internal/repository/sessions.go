@@ -1,0 +1,274 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// Sessions reads and writes the Session resources of one namespace. The Session controller
+// starts (or adopts) each session's kernel; these calls wait for it.
+type Sessions struct {
+	// Reader reads Sessions and Kernels, usually the manager's cached client.
+	Reader client.Reader
+	// Writer creates, updates and deletes Sessions.
+	Writer    client.Client
+	Namespace string
+	// Kernels waits for and shuts down the sessions' kernels.
+	Kernels *Kernels
+}
+
+// SessionChange is what a POST or PATCH asks for; nil fields stay as they are.
+type SessionChange struct {
+	Path, Name, Type *string
+	// KernelSpec starts a new kernel of that spec; KernelID uses a running kernel.
+	KernelSpec, KernelID *string
+}
+
+func sessionMissing(id string) error {
+	return &notFoundError{message: "Session not found: " + id}
+}
+
+func (r *Sessions) list(ctx context.Context, u identity.User) ([]nbv1.Session, error) {
+	var list nbv1.SessionList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	out := list.Items[:0]
+	for _, s := range list.Items {
+		if u.Owns(string(s.Spec.Owner)) && s.DeletionTimestamp == nil {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b nbv1.Session) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return out, nil
+}
+
+// ListSessions lists the user's sessions. A session whose kernel is gone is left out, as
+// Jupyter drops it (the controller deletes it).
+func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter.Session, error) {
+	list, err := r.list(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jupyter.Session, 0, len(list))
+	for i := range list {
+		m, ok, err := r.model(ctx, &list[i])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// model is the session's Jupyter model; ok is false when its kernel does not exist.
+func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
+	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}}
+	kn := &nbv1.Kernel{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
+	switch {
+	case apierrors.IsNotFound(err):
+		return m, false, nil
+	case err != nil:
+		return m, false, fmt.Errorf("get session kernel: %w", err)
+	}
+	km := KernelModel(kn)
+	m.Kernel = &km
+	return m, true, nil
+}
+
+func sessionKernel(s *nbv1.Session) string {
+	if s.Spec.Kernel.Name != "" {
+		return s.Spec.Kernel.Name
+	}
+	return s.Name
+}
+
+func (r *Sessions) get(ctx context.Context, u identity.User, id string) (*nbv1.Session, error) {
+	if !validName(id) {
+		return nil, sessionMissing(id)
+	}
+	s := &nbv1.Session{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: id}, s)
+	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(s.Spec.Owner)) || s.DeletionTimestamp != nil)) {
+		return nil, sessionMissing(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get session: %w", err)
+	}
+	return s, nil
+}
+
+// GetSession is the user's session.
+func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (jupyter.Session, error) {
+	s, err := r.get(ctx, u, id)
+	if err != nil {
+		return jupyter.Session{}, err
+	}
+	m, ok, err := r.model(ctx, s)
+	if err == nil && !ok {
+		return m, sessionMissing(id)
+	}
+	return m, err
+}
+
+// CreateSession starts a session (and its kernel) for a path, or returns the user's
+// existing session for that path, as Jupyter does; created tells which.
+func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch SessionChange) (jupyter.Session, bool, error) {
+	if ch.Path == nil || *ch.Path == "" {
+		return jupyter.Session{}, false, &invalidError{message: "Missing field in JSON data: path"}
+	}
+	p := strings.TrimPrefix(*ch.Path, "/")
+	list, err := r.list(ctx, u)
+	if err != nil {
+		return jupyter.Session{}, false, err
+	}
+	for i := range list {
+		if list[i].Spec.Path == p && string(list[i].Spec.Owner) == u.Name {
+			if m, ok, err := r.model(ctx, &list[i]); err != nil || ok {
+				return m, false, err
+			}
+		}
+	}
+	s := &nbv1.Session{
+		ObjectMeta: metav1.ObjectMeta{Name: newUUID(), Namespace: r.Namespace,
+			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue}},
+		Spec: nbv1.SessionParameters{Owner: nbv1.Owner(u.Name), Path: p, Name: path.Base(p), Type: "notebook"},
+	}
+	if ch.Name != nil {
+		s.Spec.Name = *ch.Name
+	}
+	if ch.Type != nil {
+		s.Spec.Type = *ch.Type
+	}
+	if err := r.setKernel(ctx, u, s, ch); err != nil {
+		return jupyter.Session{}, false, err
+	}
+	if err := r.Writer.Create(ctx, s); err != nil {
+		if apierrors.IsInvalid(err) {
+			return jupyter.Session{}, false, &invalidError{message: err.Error()}
+		}
+		return jupyter.Session{}, false, fmt.Errorf("create session: %w", err)
+	}
+	m, err := r.waitKernel(ctx, s)
+	if err != nil {
+		_ = r.Writer.Delete(context.WithoutCancel(ctx), s, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return jupyter.Session{}, false, err
+	}
+	return m, true, nil
+}
+
+// setKernel points the session at a running kernel of the user's, or at a new kernel of a
+// spec; a new kernel gets a new id so that the old one is let go.
+func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Session, ch SessionChange) error {
+	switch {
+	case ch.KernelID != nil && *ch.KernelID != "":
+		if _, err := r.Kernels.get(ctx, u, *ch.KernelID); err != nil {
+			return err
+		}
+		s.Spec.Kernel = nbv1.SessionKernel{Name: *ch.KernelID}
+	case ch.KernelSpec != nil:
+		// A new session's kernel takes the session's id (the controller's default); a
+		// changed one a new id, so that the old kernel is let go.
+		name := ""
+		if !s.CreationTimestamp.IsZero() {
+			name = newUUID()
+		}
+		s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: *ch.KernelSpec}
+	case s.CreationTimestamp.IsZero():
+		return &invalidError{message: "Missing field in JSON data: kernel"}
+	}
+	return nil
+}
+
+func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Session, error) {
+	kn, err := r.Kernels.WaitReady(ctx, sessionKernel(s))
+	if err != nil {
+		return jupyter.Session{}, err
+	}
+	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}}
+	km := KernelModel(kn)
+	m.Kernel = &km
+	return m, nil
+}
+
+// UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
+// new kernel; the old one is shut down by the controller, as Jupyter does).
+func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string, ch SessionChange) (jupyter.Session, error) {
+	s, err := r.get(ctx, u, id)
+	if err != nil {
+		return jupyter.Session{}, err
+	}
+	s = s.DeepCopy()
+	if ch.Path != nil {
+		s.Spec.Path = strings.TrimPrefix(*ch.Path, "/")
+	}
+	if ch.Name != nil {
+		s.Spec.Name = *ch.Name
+	}
+	if ch.Type != nil {
+		s.Spec.Type = *ch.Type
+	}
+	kernelChanged := ch.KernelID != nil && *ch.KernelID != "" && *ch.KernelID != sessionKernel(s)
+	if ch.KernelSpec != nil && (ch.KernelID == nil || *ch.KernelID == "") {
+		// Jupyter starts a new kernel whenever a PATCH names a kernel spec.
+		kernelChanged = true
+	}
+	if kernelChanged {
+		if err := r.setKernel(ctx, u, s, ch); err != nil {
+			return jupyter.Session{}, err
+		}
+	}
+	if err := r.Writer.Update(ctx, s); err != nil {
+		if apierrors.IsInvalid(err) {
+			return jupyter.Session{}, &invalidError{message: err.Error()}
+		}
+		return jupyter.Session{}, fmt.Errorf("update session: %w", err)
+	}
+	if kernelChanged {
+		return r.waitKernel(ctx, s)
+	}
+	m, _, err := r.model(ctx, s)
+	return m, err
+}
+
+// DeleteSession deletes the session and shuts its kernel down, as Jupyter does; a kernel it
+// only shares with other sessions is left to them.
+func (r *Sessions) DeleteSession(ctx context.Context, u identity.User, id string) error {
+	s, err := r.get(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	kn := &nbv1.Kernel{}
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
+	own := err == nil && metav1.IsControlledBy(kn, s)
+	// The session goes first: while it exists, its controller would start the kernel again.
+	if err := r.Writer.Delete(ctx, s, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete session: %w", err)
+	}
+	if own {
+		// Garbage collection would stop the kernel too, but not before this answer: Jupyter
+		// has shut it down when DELETE returns.
+		if err := r.Kernels.DeleteKernel(ctx, u, kn.Name); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	waitGone(ctx, r.Reader, s)
+	return nil
+}
