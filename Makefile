@@ -41,7 +41,7 @@ generate: controller-gen ## Generate deepcopy code for the API types.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=manager crd paths="./api/..." paths="./controllers/..." \
+	$(CONTROLLER_GEN) rbac:roleName=manager crd paths="./api/..." paths="./controllers/..." paths="./internal/repository/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt

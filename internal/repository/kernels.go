@@ -24,6 +24,12 @@ import (
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
+// What the API server does with the cluster's resources (it runs in the manager's binary and
+// shares its role):
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels;sessions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
 // Kernels reads and writes the Kernel resources of one namespace for the API server and
 // talks to their agents. Users see and touch only their own kernels; admins all.
 type Kernels struct {
