@@ -141,10 +141,13 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
 				// fails and the kernel is reported dead instead of hanging forever.
 				LivenessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(AgentPortName)}},
-					PeriodSeconds:    10,
-					TimeoutSeconds:   5,
-					FailureThreshold: 6,
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(AgentPortName)}},
+					// The agent listens within milliseconds, but a probe at the very start
+					// would fail and leave a misleading warning event.
+					InitialDelaySeconds: 5,
+					PeriodSeconds:       10,
+					TimeoutSeconds:      5,
+					FailureThreshold:    6,
 				},
 				SecurityContext:          restrictedContainer(),
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
