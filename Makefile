@@ -78,8 +78,9 @@ bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server; results
 ##@ Build
 
 .PHONY: build
-build: ## Build the nbkube binary into bin/ (static).
+build: ## Build the nbkube and nbkube-agent binaries into bin/ (static).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(LOCALBIN)/nbkube ./cmd/nbkube
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/nbkube-agent ./cmd/nbkube-agent
 
 .PHONY: run
 run: build k8s-bins ## Run nbkube locally: embedded control plane, manager and local node (data in .nbkube/).

@@ -24,8 +24,8 @@ const usage = `nbkube serves the Jupyter notebook server API on Kubernetes.
 Usage:
   nbkube manager [flags]            run the controllers (in a cluster)
   nbkube local [flags]              run everything on this machine: control plane, controllers, local node
-  nbkube agent [flags] -- ARGV...   run a kernel inside a kernel pod
-  nbkube install DEST               copy this binary to DEST (the kernel pod's init container)
+  nbkube agent [flags] -- ARGV...   run a kernel inside a kernel pod (as nbkube-agent does)
+  nbkube install DEST               copy nbkube-agent (or this binary) to DEST (the kernel pod's init container)
   nbkube version                    print the version
 
 Run 'nbkube COMMAND -h' for a command's flags.

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/agent"
 )
 
 // The shape of a kernel pod, shared with the agent that runs inside it.
@@ -45,16 +46,17 @@ const (
 
 // Environment variables the agent reads; a kernel's own env cannot override them.
 const (
-	EnvKernelID      = "NBKUBE_KERNEL_ID"
-	EnvNamespace     = "NBKUBE_NAMESPACE"
-	EnvPodIP         = "NBKUBE_POD_IP"
-	EnvAgentPort     = "NBKUBE_AGENT_PORT"
-	EnvSecretDir     = "NBKUBE_SECRET_DIR"
-	EnvInterruptMode = "NBKUBE_INTERRUPT_MODE"
+	EnvKernelID      = agent.EnvKernelID
+	EnvNamespace     = agent.EnvNamespace
+	EnvPodIP         = agent.EnvPodIP
+	EnvAgentPort     = agent.EnvAgentPort
+	EnvSecretDir     = agent.EnvSecretDir
+	EnvInterruptMode = agent.EnvInterruptMode
 )
 
-// AgentBinary is the path of the agent in kernel pods.
-var AgentBinary = path.Join(AgentBinDir, "nbkube")
+// AgentBinary is the path of the agent in kernel pods: the small nbkube-agent binary, which
+// `nbkube install` copies from beside the nbkube binary of the operator's image.
+var AgentBinary = path.Join(AgentBinDir, "nbkube-agent")
 
 // KernelLabels are the labels of a kernel's pod and secret.
 func KernelLabels(k *nbv1.Kernel) map[string]string {
@@ -77,9 +79,9 @@ func KernelSecret(k *nbv1.Kernel, hmacKey, agentToken string) *corev1.Secret {
 	}
 }
 
-// KernelPod is the pod that runs a kernel: an init container copies the nbkube binary out of
-// the operator image into an emptyDir, so any image with a Jupyter kernel in it can be a
-// kernel image; the main container runs `nbkube agent -- <argv>` with the contents volume
+// KernelPod is the pod that runs a kernel: an init container copies the agent out of the
+// operator image into an emptyDir, so any image with a Jupyter kernel in it can be a
+// kernel image; the main container runs `nbkube-agent -- <argv>` with the contents volume
 // as the working directory tree.
 func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	image := spec.Spec.Image
@@ -119,7 +121,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Name:            KernelContainer,
 				Image:           image,
 				ImagePullPolicy: o.ImagePullPolicy,
-				Command:         []string{AgentBinary, "agent", "--"},
+				Command:         []string{AgentBinary, "--"},
 				Args:            slices.Clone(spec.Spec.Argv),
 				WorkingDir:      workDir,
 				Env:             kernelEnv(k, spec, interrupt),

@@ -88,7 +88,7 @@ func TestKernelPod_Shape(t *testing.T) {
 			if main.Image != tc.image || main.WorkingDir != tc.workDir {
 				t.Errorf("image %q workdir %q, want %q %q", main.Image, main.WorkingDir, tc.image, tc.workDir)
 			}
-			if d := cmp.Diff([]string{"/opt/nbkube/bin/nbkube", "agent", "--"}, main.Command); d != "" {
+			if d := cmp.Diff([]string{"/opt/nbkube/bin/nbkube-agent", "--"}, main.Command); d != "" {
 				t.Errorf("command (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff(tc.spec.Spec.Argv, main.Args); d != "" {
@@ -98,7 +98,7 @@ func TestKernelPod_Shape(t *testing.T) {
 				t.Errorf("interrupt mode %q, want %q", got, tc.interrupt)
 			}
 			init := pod.Spec.InitContainers[0]
-			if d := cmp.Diff([]string{opts.AgentBinary, "install", "/opt/nbkube/bin/nbkube"}, init.Command); d != "" {
+			if d := cmp.Diff([]string{opts.AgentBinary, "install", "/opt/nbkube/bin/nbkube-agent"}, init.Command); d != "" {
 				t.Errorf("init command (-want +got):\n%s", d)
 			}
 			if init.Image != opts.AgentImage || main.ImagePullPolicy != corev1.PullIfNotPresent {

@@ -41,11 +41,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nbkubeBin = filepath.Join(dir, "nbkube")
-	build := exec.Command("go", "build", "-o", nbkubeBin, "../../cmd/nbkube")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build nbkube:", err)
-		os.Exit(1)
+	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube.
+	for _, cmd := range []string{"nbkube", "nbkube-agent"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build "+cmd+":", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -1,0 +1,35 @@
+// Command nbkube-agent runs a kernel inside a kernel pod (`nbkube-agent [flags] -- ARGV...`):
+// the agent of package agent, alone in a small static binary. The kernel pod's init
+// container copies it into the pod, so its size and memory are paid once per kernel; the
+// operator's nbkube binary carries the whole Kubernetes client and would cost several times
+// as much.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nbkube/nbkube/agent"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	err := agent.Main(ctx, "nbkube-agent", os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	var exit *agent.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		os.Exit(exit.Code)
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "nbkube-agent: %v\n", err)
+		os.Exit(1)
+	}
+}
