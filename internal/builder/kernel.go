@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/agent"
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
 // The shape of a kernel pod, shared with the agent that runs inside it.
