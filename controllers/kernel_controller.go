@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,17 +19,20 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
 // KernelReconciler runs each Kernel as a pod with its own Secret and reflects the pod's
-// state in the Kernel's status.
+// state, and what the kernel's agent reports, in the Kernel's status.
 type KernelReconciler struct {
 	client.Client
 	// APIReader reads around the cache, which holds only nbkube's pods: a pod of the same
@@ -37,7 +42,24 @@ type KernelReconciler struct {
 	Clock     clock.PassiveClock
 	Rand      io.Reader
 	Options   builder.Options
+	// Agents asks the agents of running kernels for their status.
+	Agents AgentStatus
+	// StatusInterval is how often a running kernel's agent is asked.
+	StatusInterval time.Duration
 }
+
+// AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
+type AgentStatus interface {
+	Status(ctx context.Context, e agentclient.Endpoint) (agentclient.Status, error)
+}
+
+const (
+	// agentStatusTimeout bounds one status request: an agent answers from memory, so a slow
+	// one is as good as unreachable and must not hold up a reconcile or a cull pass.
+	agentStatusTimeout = 2 * time.Second
+	// conflictRetry is how soon a status write that lost to another writer is tried again.
+	conflictRetry = time.Second
+)
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;update;patch
@@ -62,6 +84,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
 		r.reconcileSecret,
 		r.reconcilePod,
+		r.reconcileAgent,
 	} {
 		if err = step(ctx, kernel, &obs); err != nil || obs.problem != nil {
 			break
@@ -71,7 +94,19 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// A failed step leaves the status as it was rather than claiming a state.
 		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, metav1.NewTime(r.Clock.Now())), err)
+	lost, werr := r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, metav1.NewTime(r.Clock.Now())))
+	switch {
+	case werr != nil:
+		return ctrl.Result{}, werr
+	case err != nil:
+		return ctrl.Result{}, err
+	case lost:
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	case obs.running:
+		// Nothing announces a running kernel's activity: its agent is asked again later.
+		return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // kernelSpec finds the KernelSpec a new kernel pod is built from. Only pod creation needs
@@ -98,10 +133,15 @@ func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *
 	return nil
 }
 
-func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, _ *kernelObservation) error {
-	err := r.Get(ctx, client.ObjectKeyFromObject(k), &corev1.Secret{})
+func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) error {
+	existing := &corev1.Secret{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(k), existing)
+	if err == nil {
+		obs.secret = existing
+		return nil
+	}
 	if !apierrors.IsNotFound(err) {
-		return err
+		return fmt.Errorf("get kernel secret: %w", err)
 	}
 	key, token := make([]byte, 32), make([]byte, 32)
 	if _, err := io.ReadFull(r.Rand, key); err != nil {
@@ -159,24 +199,61 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	return nil
 }
 
-// updateStatus writes the status when it changed and tells of a new failure with an event;
-// stepErr (if any) is returned after it.
-func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus, stepErr error) error {
+// reconcileAgent asks a running kernel's agent for the kernel's state. An agent that does
+// not answer leaves the last report in place: the pod's state, not a missed answer, tells
+// that a kernel died.
+func (r *KernelReconciler) reconcileAgent(ctx context.Context, _ *nbv1.Kernel, obs *kernelObservation) error {
+	if _, ready := podState(obs.pod); !ready || obs.pod.Status.PodIP == "" {
+		return nil
+	}
+	obs.running = true
+	if obs.secret == nil {
+		return nil
+	}
+	st, err := askAgent(ctx, r.Agents, agentEndpoint(obs.pod.Status.PodIP, obs.secret))
+	if err != nil {
+		log.FromContext(ctx).V(1).Info("Kernel agent did not answer", "pod", klog.KObj(obs.pod), "err", err.Error())
+		return nil
+	}
+	obs.agent = &st
+	return nil
+}
+
+// agentEndpoint is where a kernel's agent listens, with the token of the kernel's Secret.
+func agentEndpoint(podIP string, secret *corev1.Secret) agentclient.Endpoint {
+	return agentclient.Endpoint{Host: podIP, Port: builder.AgentPort, Token: string(secret.Data[builder.SecretKeyToken])}
+}
+
+func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (agentclient.Status, error) {
+	ctx, cancel := context.WithTimeout(ctx, agentStatusTimeout)
+	defer cancel()
+	return agents.Status(ctx, e)
+}
+
+// updateStatus writes the status when it changed and tells of a new failure with an event.
+// lost says that the status changed but another write won: our own status writes do not
+// bring the kernel back (see SetupWithManager), so the caller tries again.
+func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus) (lost bool, err error) {
 	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
+	changed := !equality.Semantic.DeepEqual(k.Status, st)
 	written, err := writeStatus(ctx, r.Client, k, func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }, st)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); written && after != nil && (before == nil || before.Reason != after.Reason) {
 		r.Recorder.Eventf(k, nil, corev1.EventTypeWarning, after.Reason, "Start", "%s", after.Message)
 	}
-	return stepErr
+	return changed && !written, nil
 }
 
 // SetupWithManager watches Kernels, their Pods and Secrets, and the KernelSpecs they run.
+// Updates of a Kernel's status alone are not watched: a running kernel's status changes
+// with its activity, and if each of our writes brought the kernel back its agent would be
+// asked again at once, as fast as the API server answers. StatusInterval paces it instead.
 func (r *KernelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&nbv1.Kernel{}).
+		For(&nbv1.Kernel{}, ctrlbuilder.WithPredicates(predicate.Or[client.Object](
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Secret{}).
 		Watches(&nbv1.KernelSpec{}, handler.EnqueueRequestsFromMapFunc(r.kernelsOfSpec)).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -333,5 +335,75 @@ func TestKernel_SchemaRejectsBadSpecs(t *testing.T) {
 	noConn.Spec.Argv = []string{"python3", "-m", "ipykernel_launcher"}
 	if err := k8sClient.Create(ctx, noConn); err == nil || !strings.Contains(err.Error(), "connection_file") {
 		t.Errorf("argv without {connection_file}: %v", err)
+	}
+}
+
+// runningKernel makes the kernel's pod ready at ip, as the kubelet would once the agent
+// answers its readiness probe, and waits for the kernel to be Ready.
+func runningKernel(t *testing.T, k *nbv1.Kernel, ip string) {
+	t.Helper()
+	setPodStatus(t, kernelPod(t, k), func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.PodIP = ip
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+}
+
+func TestKernel_StatusFollowsTheAgent(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+	const ip = "10.20.0.1"
+	active := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	agents.report(ip, &agentclient.Status{ExecutionState: "busy", LastActivity: active.Add(250 * time.Millisecond), Connections: 2, RestartCount: 1, Ready: true})
+	runningKernel(t, k, ip)
+	eventually(t, "the agent's report in the status", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		st := k.Status
+		if st.ExecutionState != nbv1.ExecutionStateBusy || st.LastActivity == nil || !st.LastActivity.Time.Equal(active) || st.Connections != 2 || st.RestartCount != 1 {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.Name}}
+	if err := get(secret); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := agents.lastAsked(ip); e.Token != string(secret.Data[builder.SecretKeyToken]) || e.Port != builder.AgentPort {
+		t.Errorf("agent asked at port %d with a token that is not the kernel's", e.Port)
+	}
+
+	// Reports keep coming at the status interval; the last activity never moves back.
+	agents.report(ip, &agentclient.Status{ExecutionState: "idle", LastActivity: active.Add(-time.Hour), Ready: true})
+	eventually(t, "the next report", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		if k.Status.ExecutionState != nbv1.ExecutionStateIdle || k.Status.Connections != 0 {
+			return fmt.Errorf("status %+v", k.Status)
+		}
+		return nil
+	})
+	if !k.Status.LastActivity.Time.Equal(active) {
+		t.Errorf("last activity moved back to %v", k.Status.LastActivity)
+	}
+
+	// An agent that stops answering leaves the last report: only the pod tells death.
+	agents.report(ip, nil)
+	_, before := agents.lastAsked(ip)
+	eventually(t, "the kernel's agent asked twice more", func() error {
+		if _, n := agents.lastAsked(ip); n < before+2 {
+			return fmt.Errorf("asked %d times", n-before)
+		}
+		return nil
+	})
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Status.ExecutionState != nbv1.ExecutionStateIdle || !meta.IsStatusConditionTrue(k.Status.Conditions, nbv1.ConditionReady) {
+		t.Errorf("an unreachable agent changed the status: %+v", k.Status)
 	}
 }

@@ -2,13 +2,16 @@ package controllers
 
 import (
 	"fmt"
+	"math"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
 )
 
 // Reasons of the Kernel conditions (besides the container waiting and termination reasons of
@@ -49,10 +52,16 @@ type problem struct {
 
 // kernelObservation is what the reconcile steps found.
 type kernelObservation struct {
-	spec *nbv1.KernelSpec
-	pod  *corev1.Pod
+	spec   *nbv1.KernelSpec
+	secret *corev1.Secret
+	pod    *corev1.Pod
 	// problem found before the pod was looked at (spec missing, pod conflict).
 	problem *problem
+	// running: the pod is ready and has an address, so its agent can be asked.
+	running bool
+	// agent is what the kernel's agent reported just now; nil when it was not asked or did
+	// not answer.
+	agent *agentclient.Status
 }
 
 // kernelStatus computes the status for what was observed. It is pure so that every pod state
@@ -72,9 +81,12 @@ func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.K
 	case ready:
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, ReasonAgentReady, "the kernel's agent accepts connections", k.Generation, now)
 		meta.RemoveStatusCondition(&st.Conditions, nbv1.ConditionFailed)
-		if st.ExecutionState == "" || st.ExecutionState == nbv1.ExecutionStateStarting || st.ExecutionState == nbv1.ExecutionStateDead {
-			// Until the agent reports the kernel's own state, a ready agent means a kernel
-			// that has started and waits for work.
+		switch {
+		case obs.agent != nil:
+			applyAgentReport(&st, *obs.agent)
+		case st.LastActivity == nil && (st.ExecutionState == "" || st.ExecutionState == nbv1.ExecutionStateStarting || st.ExecutionState == nbv1.ExecutionStateDead):
+			// Until the agent first reports (every report has a last activity), a ready
+			// agent means a kernel that has started and waits for work.
 			st.ExecutionState = nbv1.ExecutionStateIdle
 		}
 	case p.fatal:
@@ -91,6 +103,33 @@ func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.K
 		}
 	}
 	return st
+}
+
+// knownStates are the execution states the Kernel's schema allows.
+var knownStates = map[nbv1.ExecutionState]bool{
+	nbv1.ExecutionStateStarting: true, nbv1.ExecutionStateIdle: true, nbv1.ExecutionStateBusy: true,
+	nbv1.ExecutionStateRestarting: true, nbv1.ExecutionStateDead: true,
+}
+
+// applyAgentReport puts the agent's report into the status. The last activity is kept to
+// the second the API stores (so that an unchanged one is not written again) and only moves
+// forward: a report from a new pod on a node whose clock lags does not take it back.
+func applyAgentReport(st *nbv1.KernelStatus, rep agentclient.Status) {
+	if s := nbv1.ExecutionState(rep.ExecutionState); knownStates[s] {
+		st.ExecutionState = s
+	}
+	if !rep.LastActivity.IsZero() {
+		t := metav1.NewTime(rep.LastActivity.UTC().Truncate(time.Second))
+		if st.LastActivity == nil || t.After(st.LastActivity.Time) {
+			st.LastActivity = &t
+		}
+	}
+	st.Connections = toInt32(rep.Connections)
+	st.RestartCount = toInt32(rep.RestartCount)
+}
+
+func toInt32(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
 }
 
 // podState says whether the kernel pod is ready and, if not, why.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
 )
 
 func TestKernelStatus_FromPodStates(t *testing.T) {
@@ -122,5 +123,48 @@ func TestValidateKernelSpec(t *testing.T) {
 	}
 	if d := cmp.Diff([]string(nil), validateKernelSpec(&valid, "docker.io/library/python:3.12")); d != "" {
 		t.Error(d)
+	}
+}
+
+func TestKernelStatus_AgentReport(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	ready := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, PodIP: "10.0.0.9"}}
+	t1 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	at := func(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+	tests := []struct {
+		name   string
+		prior  nbv1.KernelStatus
+		pod    *corev1.Pod
+		report *agentclient.Status
+		want   nbv1.KernelStatus // only the fields the agent reports are compared
+	}{
+		{"first report", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle}, ready,
+			&agentclient.Status{ExecutionState: "busy", LastActivity: t1.Add(123 * time.Millisecond), Connections: 2, RestartCount: 1},
+			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 2, RestartCount: 1}},
+		{"last activity only moves forward", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 2}, ready,
+			&agentclient.Status{ExecutionState: "idle", LastActivity: t1.Add(-time.Minute)},
+			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1)}},
+		{"a state the schema does not know is ignored", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1)}, ready,
+			&agentclient.Status{ExecutionState: "pondering", LastActivity: t1.Add(time.Minute)},
+			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1.Add(time.Minute))}},
+		{"an unanswered poll keeps the last report", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 1, RestartCount: 3}, ready,
+			nil, nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 1, RestartCount: 3}},
+		{"ready means idle until the agent first reports", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateStarting}, ready,
+			nil, nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle}},
+		{"after a report, a silent agent is not assumed idle", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateStarting, LastActivity: at(t1)}, ready,
+			nil, nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateStarting, LastActivity: at(t1)}},
+		{"a failed pod is dead whatever was reported", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1)},
+			&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed}}, nil,
+			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateDead, LastActivity: at(t1)}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &nbv1.Kernel{Status: tc.prior}
+			st := kernelStatus(k, kernelObservation{pod: tc.pod, agent: tc.report}, now)
+			got := nbv1.KernelStatus{ExecutionState: st.ExecutionState, LastActivity: st.LastActivity, Connections: st.Connections, RestartCount: st.RestartCount}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Error(d)
+			}
+		})
 	}
 }

@@ -26,18 +26,21 @@ const (
 	ReasonKernelNotFound      = "KernelNotFound"
 	ReasonKernelOfAnotherUser = "KernelOfAnotherUser"
 	ReasonKernelCreating      = "KernelCreating"
+	// ReasonKernelGone is the event of a session deleted because its kernel is gone.
+	ReasonKernelGone = "KernelGone"
 )
 
 // SessionReconciler ties each Session to its Kernel: it starts the kernel when the spec names
 // a kernel spec, owns it (deleting the session deletes the kernel), lets go of kernels the
-// session no longer uses, and mirrors the kernel's state.
+// session no longer uses, and mirrors the kernel's state. A session whose kernel is gone
+// (shut down, culled, deleted) is deleted, as Jupyter drops it.
 type SessionReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
 	Clock    clock.PassiveClock
 }
 
-// +kubebuilder:rbac:groups=nbkube.io,resources=sessions,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=sessions,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=nbkube.io,resources=sessions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=nbkube.io,resources=sessions/finalizers,verbs=update
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
@@ -51,14 +54,17 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if s.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	kernel, prob, err := r.reconcileKernel(ctx, s)
+	obs, err := r.reconcileKernel(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if obs.gone {
+		return ctrl.Result{}, r.deleteSession(ctx, s)
 	}
 	if err := r.releaseOldKernels(ctx, s, sessionKernelName(s)); err != nil {
 		return ctrl.Result{}, err
 	}
-	st := sessionStatus(s, kernel, prob, metav1.NewTime(r.Clock.Now()))
+	st := sessionStatus(s, obs, metav1.NewTime(r.Clock.Now()))
 	_, err = writeStatus(ctx, r.Client, s, func(s *nbv1.Session) *nbv1.SessionStatus { return &s.Status }, st)
 	return ctrl.Result{}, err
 }
@@ -72,49 +78,94 @@ func sessionKernelName(s *nbv1.Session) string {
 	return s.Name
 }
 
+// sessionKernelObservation is what reconcileKernel found.
+type sessionKernelObservation struct {
+	// kernel is the session's kernel, nil with a problem.
+	kernel *nbv1.Kernel
+	// seen: kernel was read from the cache, not just created. Only a kernel seen there can
+	// later be missed there: one just created may not have reached the cache yet.
+	seen    bool
+	problem *problem
+	// gone: the kernel the session was seen using no longer exists.
+	gone bool
+}
+
 // reconcileKernel finds or creates the session's kernel and makes the session one of its
-// owners. A kernel of another user is never adopted.
-func (r *SessionReconciler) reconcileKernel(ctx context.Context, s *nbv1.Session) (*nbv1.Kernel, *problem, error) {
+// owners. A kernel of another user is never adopted, and a kernel that is gone is not
+// started again.
+func (r *SessionReconciler) reconcileKernel(ctx context.Context, s *nbv1.Session) (sessionKernelObservation, error) {
 	name := sessionKernelName(s)
 	kernel := &nbv1.Kernel{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, kernel)
-	if apierrors.IsNotFound(err) {
-		if s.Spec.Kernel.KernelSpec == "" {
-			return nil, &problem{reason: ReasonKernelNotFound, fatal: true,
-				message: fmt.Sprintf("kernel %q does not exist and the session names no kernel spec to start one", name)}, nil
-		}
-		kernel = newSessionKernel(s, name)
-		if err := controllerutil.SetControllerReference(s, kernel, r.Scheme()); err != nil {
-			return nil, nil, err
-		}
-		if err := r.Create(ctx, kernel); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return nil, &problem{reason: ReasonKernelCreating, message: "the kernel is being created"}, nil
-			}
-			return nil, nil, fmt.Errorf("create kernel: %w", err)
-		}
-		log.FromContext(ctx).Info("Created kernel for session", "kernel", klog.KObj(kernel))
-		r.Recorder.Eventf(s, kernel, corev1.EventTypeNormal, "CreatedKernel", "Create", "Created kernel %s", name)
-		return kernel, nil, nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return sessionKernelObservation{}, fmt.Errorf("get kernel: %w", err)
+	}
+	if kernelGone(s, name, kernel, err) {
+		return sessionKernelObservation{gone: true}, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("get kernel: %w", err)
+		return r.createKernel(ctx, s, name)
 	}
 	if kernel.Spec.Owner != s.Spec.Owner {
-		return nil, &problem{reason: ReasonKernelOfAnotherUser, fatal: true,
-			message: fmt.Sprintf("kernel %q belongs to another user", name)}, nil
+		return sessionKernelObservation{problem: &problem{reason: ReasonKernelOfAnotherUser, fatal: true,
+			message: fmt.Sprintf("kernel %q belongs to another user", name)}}, nil
 	}
 	if !hasOwnerRef(kernel, s) {
 		// A session that takes up an existing kernel shares it: the kernel lives as long as
 		// any of its sessions (garbage collection waits for all owners).
 		if err := controllerutil.SetOwnerReference(s, kernel, r.Scheme()); err != nil {
-			return nil, nil, err
+			return sessionKernelObservation{}, err
 		}
 		if err := r.Update(ctx, kernel); err != nil {
-			return nil, nil, fmt.Errorf("add session as owner of kernel: %w", err)
+			return sessionKernelObservation{}, fmt.Errorf("add session as owner of kernel: %w", err)
 		}
 	}
-	return kernel, nil, nil
+	return sessionKernelObservation{kernel: kernel, seen: true}, nil
+}
+
+// kernelGone says whether the kernel the session was seen using is gone: missing (getErr is
+// NotFound), replaced by another of the same name, or being deleted.
+func kernelGone(s *nbv1.Session, name string, kernel *nbv1.Kernel, getErr error) bool {
+	if s.Status.KernelUID == "" || s.Status.KernelName != name {
+		return false
+	}
+	return getErr != nil || kernel.UID != s.Status.KernelUID || kernel.DeletionTimestamp != nil
+}
+
+func (r *SessionReconciler) createKernel(ctx context.Context, s *nbv1.Session, name string) (sessionKernelObservation, error) {
+	if s.Spec.Kernel.KernelSpec == "" {
+		return sessionKernelObservation{problem: &problem{reason: ReasonKernelNotFound, fatal: true,
+			message: fmt.Sprintf("kernel %q does not exist and the session names no kernel spec to start one", name)}}, nil
+	}
+	kernel := newSessionKernel(s, name)
+	if err := controllerutil.SetControllerReference(s, kernel, r.Scheme()); err != nil {
+		return sessionKernelObservation{}, err
+	}
+	if err := r.Create(ctx, kernel); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return sessionKernelObservation{problem: &problem{reason: ReasonKernelCreating, message: "the kernel is being created"}}, nil
+		}
+		return sessionKernelObservation{}, fmt.Errorf("create kernel: %w", err)
+	}
+	log.FromContext(ctx).Info("Created kernel for session", "kernel", klog.KObj(kernel))
+	r.Recorder.Eventf(s, kernel, corev1.EventTypeNormal, "CreatedKernel", "Create", "Created kernel %s", name)
+	return sessionKernelObservation{kernel: kernel}, nil
+}
+
+// deleteSession drops a session whose kernel is gone, as Jupyter does; the event tells an
+// admin why the session went.
+func (r *SessionReconciler) deleteSession(ctx context.Context, s *nbv1.Session) error {
+	err := r.Delete(ctx, s, client.Preconditions{UID: &s.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Already gone, or replaced by a new session of the same name.
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete session whose kernel is gone: %w", err)
+	}
+	log.FromContext(ctx).Info("Deleted session whose kernel is gone", "kernel", s.Status.KernelName)
+	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonKernelGone, "Delete", "Deleted session: its kernel %s is gone", s.Status.KernelName)
+	return nil
 }
 
 func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
@@ -175,11 +226,19 @@ func hasOwnerRef(o metav1.Object, owner metav1.Object) bool {
 	return false
 }
 
-// sessionStatus mirrors the kernel's conditions and state onto the session.
-func sessionStatus(s *nbv1.Session, kernel *nbv1.Kernel, prob *problem, now metav1.Time) nbv1.SessionStatus {
+// sessionStatus mirrors the kernel's conditions and state onto the session, and records
+// the kernel's UID once it was seen.
+func sessionStatus(s *nbv1.Session, obs sessionKernelObservation, now metav1.Time) nbv1.SessionStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
-	st.KernelName = sessionKernelName(s)
+	if name := sessionKernelName(s); st.KernelName != name {
+		// The UID belonged to the kernel the session used before.
+		st.KernelName, st.KernelUID = name, ""
+	}
+	if obs.seen {
+		st.KernelUID = obs.kernel.UID
+	}
+	kernel, prob := obs.kernel, obs.problem
 	if prob != nil {
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, prob.reason, prob.message, s.Generation, now)
 		if prob.fatal {

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
@@ -84,15 +85,77 @@ func TestSession_ChangingTheKernelDeletesTheOldOne(t *testing.T) {
 		}
 		return fmt.Errorf("old kernel still there: %w", err)
 	})
-	eventually(t, "status names the new kernel", func() error {
+	eventually(t, "status names the new kernel and its UID", func() error {
 		if err := get(s); err != nil {
 			return err
 		}
-		if s.Status.KernelName != "k-new" {
-			return fmt.Errorf("kernelName %q", s.Status.KernelName)
+		if s.Status.KernelName != "k-new" || s.Status.KernelUID != nk.UID {
+			return fmt.Errorf("kernelName %q kernelUID %q, want k-new %q", s.Status.KernelName, s.Status.KernelUID, nk.UID)
 		}
 		return nil
 	})
+	// The old kernel going is no reason to drop the session that moved on from it.
+	if err := get(s); err != nil || s.DeletionTimestamp != nil {
+		t.Errorf("session after its old kernel went: %v, deleting %v", err, s.DeletionTimestamp)
+	}
+}
+
+// kernelUIDRecorded waits until the session has recorded the UID of its kernel.
+func kernelUIDRecorded(t *testing.T, s *nbv1.Session, k *nbv1.Kernel) {
+	t.Helper()
+	eventually(t, "session records its kernel's UID", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		if err := get(s); err != nil {
+			return err
+		}
+		if s.Status.KernelUID != k.UID {
+			return fmt.Errorf("kernelUID %q, kernel's %q", s.Status.KernelUID, k.UID)
+		}
+		return nil
+	})
+}
+
+func goneOrGoing(o client.Object) error {
+	err := get(o)
+	if apierrors.IsNotFound(err) || (err == nil && o.GetDeletionTimestamp() != nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("%s still there", o.GetName())
+}
+
+func TestSession_IsDeletedWhenItsKernelIsGone(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	started := session(ns, "s1", nbv1.SessionKernel{KernelSpec: "python3"})
+	create(t, started)
+	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+	kernelUIDRecorded(t, started, k)
+
+	shared := kernel(ns, "shared", "python3")
+	create(t, shared)
+	adopter := session(ns, "s2", nbv1.SessionKernel{Name: "shared"})
+	create(t, adopter)
+	kernelUIDRecorded(t, adopter, shared)
+
+	// As DELETE /api/kernels/<id>, the culler or kubectl delete would.
+	for _, kn := range []*nbv1.Kernel{k, shared} {
+		if err := k8sClient.Delete(context.Background(), kn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*nbv1.Session{started, adopter} {
+		eventually(t, "session "+s.Name+" deleted", func() error { return goneOrGoing(s) })
+		eventually(t, "KernelGone event", func() error { return findEvent(ns, s.Name, "Session", "KernelGone") })
+	}
+	// envtest has no garbage collector: a kernel started again would still be there.
+	if err := get(k); !apierrors.IsNotFound(err) {
+		t.Errorf("the session's kernel was started again: %v", err)
+	}
 }
 
 func TestSession_SharesAnExistingKernelOfTheSameUserOnly(t *testing.T) {

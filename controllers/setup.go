@@ -1,6 +1,7 @@
 // Package controllers holds nbkube's reconcilers: Kernel, Session, Cluster and KernelSpec,
-// plus the re-emission of kernel pod events onto their Kernels. Each is a short orchestrator
-// over ordered steps; owned objects come from internal/builder.
+// plus the re-emission of kernel pod events onto their Kernels and the culler of idle
+// kernels. Each reconciler is a short orchestrator over ordered steps; owned objects come
+// from internal/builder.
 package controllers
 
 import (
@@ -8,6 +9,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -26,11 +29,21 @@ import (
 type Options struct {
 	// Builder are the settings of the objects the controllers create.
 	Builder builder.Options
-	// Clock stamps conditions; the real clock when nil.
-	Clock clock.PassiveClock
+	// Clock stamps conditions and paces the culler; the real clock when nil.
+	Clock clock.Clock
 	// Rand makes kernel and cluster keys; crypto/rand when nil.
 	Rand io.Reader
+	// Agents asks kernel agents for their status; an agentclient.Client when nil.
+	Agents AgentStatus
+	// StatusInterval is how often a running kernel's agent is asked for its status
+	// (DefaultStatusInterval when zero).
+	StatusInterval time.Duration
+	// Culling shuts idle kernels down.
+	Culling CullingOptions
 }
+
+// DefaultStatusInterval is how often a running kernel's status is refreshed by default.
+const DefaultStatusInterval = 10 * time.Second
 
 const (
 	// kernelSpecIndex indexes Kernels by the KernelSpec they run.
@@ -60,6 +73,15 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.Rand == nil {
 		opts.Rand = rand.Reader
 	}
+	if opts.Agents == nil {
+		opts.Agents = agentclient.New()
+	}
+	if opts.StatusInterval <= 0 {
+		opts.StatusInterval = DefaultStatusInterval
+	}
+	if opts.Culling.Interval <= 0 {
+		opts.Culling.Interval = DefaultCullInterval
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, kernelSpecIndex, func(o client.Object) []string {
 		return []string{o.(*nbv1.Kernel).Spec.KernelSpec}
 	}); err != nil {
@@ -80,7 +102,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		err  error
 	}{
 		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
-			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval}).SetupWithManager(mgr)},
+		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
+			Agents: opts.Agents, Options: opts.Culling})},
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),

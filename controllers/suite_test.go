@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -22,6 +25,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -29,11 +33,24 @@ import (
 // The suite runs the controllers in a manager against a real kube-apiserver and etcd
 // (envtest, with the binaries hack/build-k8s.sh builds). There is no kubelet or controller
 // manager: tests play the kubelet by writing pod status through the real API, and garbage
-// collection is tested in the local end-to-end tests.
+// collection is tested in the local end-to-end tests. With no kubelet there are no kernel
+// agents either: agents stands in for them (the agent itself is tested against a real
+// ipykernel in package agent), and the culler's time is clk, which tests step.
 var (
-	k8sClient client.Client
-	scheme    = runtime.NewScheme()
-	opts      = builder.DefaultOptions()
+	k8sClient  client.Client
+	restConfig *rest.Config
+	scheme     = runtime.NewScheme()
+	opts       = builder.DefaultOptions()
+	clk        = clocktesting.NewFakeClock(time.Now())
+	agents     = &agentDouble{}
+)
+
+const (
+	// statusInterval is short so that tests see an agent's new report quickly.
+	statusInterval = 200 * time.Millisecond
+	// cullInterval is how far the fake clock steps to start a cull pass. Culling is off
+	// unless a KernelSpec turns it on, so that it touches only the culling tests' kernels.
+	cullInterval = time.Minute
 )
 
 func TestMain(m *testing.M) {
@@ -60,6 +77,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer env.Stop()
+	restConfig = cfg
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
@@ -73,7 +91,8 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts.ContentsClaim = "contents"
-	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
+	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents,
+		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -135,4 +154,49 @@ func update[T client.Object](t *testing.T, o T, mutate func(T)) {
 		mutate(o)
 		return k8sClient.Update(context.Background(), o)
 	})
+}
+
+// agentDouble answers for the agents of kernel pods by pod IP; an IP it has no report for
+// is unreachable. It remembers the token and port each IP was asked with.
+type agentDouble struct {
+	mu      sync.Mutex
+	reports map[string]agentclient.Status
+	asked   map[string]agentclient.Endpoint
+	calls   map[string]int
+}
+
+func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentclient.Status, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asked == nil {
+		a.asked, a.calls = map[string]agentclient.Endpoint{}, map[string]int{}
+	}
+	a.asked[e.Host] = e
+	a.calls[e.Host]++
+	st, ok := a.reports[e.Host]
+	if !ok {
+		return st, agentclient.ErrUnreachable
+	}
+	return st, nil
+}
+
+// report sets what the agent at ip answers; nil makes it unreachable.
+func (a *agentDouble) report(ip string, st *agentclient.Status) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reports == nil {
+		a.reports = map[string]agentclient.Status{}
+	}
+	if st == nil {
+		delete(a.reports, ip)
+		return
+	}
+	a.reports[ip] = *st
+}
+
+// lastAsked is the endpoint ip was last asked at and how often it was asked.
+func (a *agentDouble) lastAsked(ip string) (agentclient.Endpoint, int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.asked[ip], a.calls[ip]
 }

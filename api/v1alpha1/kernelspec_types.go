@@ -72,6 +72,33 @@ type KernelSpecSpec struct {
 	// logo is the kernel's logo (logo-64x64.png, logo-32x32.png or logo-svg.svg in Jupyter).
 	// +optional
 	Logo *KernelLogo `json:"logo,omitempty"`
+
+	// culling overrides the operator's idle culling for kernels of this spec; fields left
+	// unset take the operator's settings (--cull-idle-timeout, --cull-connected, --cull-busy).
+	// +optional
+	Culling *KernelCulling `json:"culling,omitempty"`
+}
+
+// KernelCulling says when idle kernels are shut down: Jupyter Server's
+// MappingKernelManager.cull_idle_timeout, cull_connected and cull_busy for one kind of kernel.
+// A dead kernel is culled whenever culling is on.
+type KernelCulling struct {
+	// idleTimeout is how long a kernel may go without activity (a message from the kernel)
+	// before it is shut down, e.g. "1h". "0s" turns culling off for kernels of this spec.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="idleTimeout must be a duration of 0s or more, such as 90m"
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
+
+	// cullConnected culls idle kernels that still have clients connected to their channels.
+	// +optional
+	CullConnected *bool `json:"cullConnected,omitempty"`
+
+	// cullBusy culls busy kernels too (a cell that runs for longer than idleTimeout without
+	// any output).
+	// +optional
+	CullBusy *bool `json:"cullBusy,omitempty"`
 }
 
 // KernelLogo is a small image served under /kernelspecs/<name>/.

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // SessionKernel says which kernel a session uses.
@@ -70,6 +71,14 @@ type SessionStatus struct {
 	// executionState is the kernel's execution_state.
 	// +optional
 	ExecutionState ExecutionState `json:"executionState,omitempty"`
+
+	// kernelUID is the UID of kernelName once the session has seen that Kernel. When it is
+	// gone (shut down, culled or deleted) the session is deleted rather than given a new
+	// kernel, as Jupyter drops the session of a kernel that no longer exists.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	KernelUID types.UID `json:"kernelUID,omitempty"`
 }
 
 // Session ties a notebook to a kernel, Jupyter's session. Its name is the session id.

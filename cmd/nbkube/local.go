@@ -35,6 +35,8 @@ func runLocal(ctx context.Context, args []string) error {
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
+	var ctrlOpts controllers.Options
+	bindCullFlags(fs, &ctrlOpts)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -104,7 +106,8 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
+	ctrlOpts.Builder = opts
+	if err := controllers.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}
 	clientset, err := kubernetes.NewForConfig(cfg)

@@ -39,6 +39,8 @@ func runManager(ctx context.Context, args []string) error {
 	api.bind(fs, "")
 	opts := builder.DefaultOptions()
 	bindBuilderFlags(fs, &opts)
+	var ctrlOpts controllers.Options
+	bindCullFlags(fs, &ctrlOpts)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,7 +68,8 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)
 	}
-	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts}); err != nil {
+	ctrlOpts.Builder = opts
+	if err := controllers.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}
 	if api.listen != "" {

@@ -1,0 +1,209 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/agentclient"
+)
+
+// cullPass steps the culler's clock by one interval and waits until the pass it starts is
+// over: the culler sets its next timer only then.
+func cullPass(t *testing.T) {
+	t.Helper()
+	waiting := func() error {
+		if !clk.HasWaiters() {
+			return errors.New("the culler is not waiting for its next pass")
+		}
+		return nil
+	}
+	eventually(t, "culler waiting", waiting)
+	clk.Step(cullInterval)
+	eventually(t, "cull pass over", waiting)
+}
+
+// cullUntil runs cull passes until cond holds: the culler reads kernels and specs from the
+// manager's cache, which may not have the test's last write at the first pass.
+func cullUntil(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	eventually(t, what, func() error {
+		if err := cond(); err == nil {
+			return nil
+		}
+		cullPass(t)
+		return cond()
+	})
+}
+
+// watchDeletions records the last state of each kernel of ns as it is deleted, which is
+// where a culled kernel's Culled condition can still be read.
+func watchDeletions(t *testing.T, ns string) func(name string) (*nbv1.Kernel, bool) {
+	t.Helper()
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &nbv1.KernelList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	gone := map[string]*nbv1.Kernel{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if k, ok := ev.Object.(*nbv1.Kernel); ok && ev.Type == watch.Deleted {
+				mu.Lock()
+				gone[k.Name] = k
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { w.Stop(); <-done })
+	return func(name string) (*nbv1.Kernel, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		k, ok := gone[name]
+		return k, ok
+	}
+}
+
+func cullEvent(ns, kernel string) (*eventsv1.Event, error) {
+	var evs eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	for i, e := range evs.Items {
+		if e.Regarding.Kind == "Kernel" && e.Regarding.Name == kernel && e.Reason == "Culled" {
+			return &evs.Items[i], nil
+		}
+	}
+	return nil, fmt.Errorf("no Culled event on kernel %s", kernel)
+}
+
+func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
+	ns := namespace(t)
+	culled := kernelSpec(ns, "culled")
+	culled.Spec.Culling = &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: 30 * time.Minute}}
+	// The suite's operator settings leave culling off: kernels of "kept" are never culled.
+	create(t, culled, kernelSpec(ns, "kept"))
+	deleted := watchDeletions(t, ns)
+
+	now := clk.Now()
+	report := func(state string, idle time.Duration, conns int) *agentclient.Status {
+		return &agentclient.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
+	}
+	type kernelCase struct {
+		name, spec, ip string
+		report         *agentclient.Status
+	}
+	running := []kernelCase{
+		{"idle", "culled", "10.30.0.1", report("idle", time.Hour, 0)},
+		{"busy", "culled", "10.30.0.2", report("busy", time.Hour, 0)},
+		{"connected", "culled", "10.30.0.3", report("idle", time.Hour, 1)},
+		{"recent", "culled", "10.30.0.4", report("idle", 10*time.Minute, 0)},
+		{"dead", "culled", "10.30.0.5", report("dead", 0, 0)},
+		{"unreachable", "culled", "10.30.0.6", nil},
+		{"culling-off", "kept", "10.30.0.7", report("idle", time.Hour, 0)},
+	}
+	// The idle kernel is a notebook's: its session goes with it.
+	nb := session(ns, "idle", nbv1.SessionKernel{KernelSpec: "culled"})
+	create(t, nb)
+	for _, c := range running {
+		agents.report(c.ip, c.report)
+		k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c.name}}
+		if c.name != nb.Name {
+			k = kernel(ns, c.name, c.spec)
+			create(t, k)
+		}
+		runningKernel(t, k, c.ip)
+	}
+	kernelUIDRecorded(t, nb, &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nb.Name}})
+	failed := kernel(ns, "failed", "culled")
+	create(t, failed)
+	setPodStatus(t, kernelPod(t, failed), func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodFailed
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
+	})
+	kernelCondition(t, failed, nbv1.ConditionFailed, metav1.ConditionTrue, "OOMKilled")
+
+	for _, want := range []struct{ name, reason, eventType, inNote string }{
+		{"idle", controllers.ReasonIdleTimeout, corev1.EventTypeNormal,
+			"longer than its idle timeout of 30m0s (last activity " + now.Add(-time.Hour).UTC().Format(time.RFC3339) + "; idle, 0 connections)"},
+		{"dead", controllers.ReasonKernelDead, corev1.EventTypeWarning, "reports it dead"},
+		{"failed", controllers.ReasonKernelDead, corev1.EventTypeWarning, "OOMKilled"},
+	} {
+		cullUntil(t, want.name+" culled", func() error {
+			k, ok := deleted(want.name)
+			if !ok {
+				return fmt.Errorf("kernel %s not deleted", want.name)
+			}
+			c := meta.FindStatusCondition(k.Status.Conditions, controllers.ConditionCulled)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != want.reason || !strings.Contains(c.Message, want.inNote) {
+				return fmt.Errorf("Culled condition %+v, want %s saying %q", c, want.reason, want.inNote)
+			}
+			return nil
+		})
+		ev, err := cullEvent(ns, want.name)
+		if err != nil {
+			t.Error(err)
+		} else if ev.Type != want.eventType || !strings.Contains(ev.Note, want.inNote) {
+			t.Errorf("event on %s: %s %q", want.name, ev.Type, ev.Note)
+		}
+	}
+	eventually(t, "the idle kernel's session dropped", func() error { return goneOrGoing(nb) })
+	for _, name := range []string{"busy", "connected", "recent", "unreachable", "culling-off"} {
+		if err := get(&nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); err != nil {
+			t.Errorf("kernel %s: %v", name, err)
+		}
+	}
+
+	// The spec's settings change the next pass: busy and connected kernels go too.
+	update(t, culled, func(s *nbv1.KernelSpec) {
+		s.Spec.Culling.CullBusy, s.Spec.Culling.CullConnected = ptr.To(true), ptr.To(true)
+	})
+	for _, name := range []string{"busy", "connected"} {
+		cullUntil(t, name+" culled", func() error {
+			if _, ok := deleted(name); !ok {
+				return fmt.Errorf("kernel %s not deleted", name)
+			}
+			return nil
+		})
+	}
+	for _, name := range []string{"recent", "unreachable", "culling-off"} {
+		if err := get(&nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); apierrors.IsNotFound(err) {
+			t.Errorf("kernel %s was culled", name)
+		}
+	}
+}
+
+func TestKernelSpec_SchemaRefusesANegativeIdleTimeout(t *testing.T) {
+	ns := namespace(t)
+	spec := kernelSpec(ns, "negative")
+	spec.Spec.Culling = &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: -time.Minute}}
+	if err := k8sClient.Create(context.Background(), spec); err == nil || !strings.Contains(err.Error(), "idleTimeout must be a duration of 0s or more") {
+		t.Errorf("negative idle timeout: %v", err)
+	}
+	spec.Spec.Culling.IdleTimeout.Duration = 0
+	if err := k8sClient.Create(context.Background(), spec); err != nil {
+		t.Errorf("0s (culling off for the spec) refused: %v", err)
+	}
+}
