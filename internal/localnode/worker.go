@@ -132,13 +132,15 @@ type podWorker struct {
 	pod                        *corev1.Pod
 	initContainers, containers []*container
 	ip                         string
-	startTime                  *metav1.Time
-	volumeDirs                 map[string]string
-	sandboxReady               bool
-	volumesRefreshAt           time.Time
-	sandboxRetryAt             time.Time
-	statusRetryAt              time.Time
-	failure                    *podFailure
+	// ipReleased: the address went back to the pool; w.ip stays in the status.
+	ipReleased       bool
+	startTime        *metav1.Time
+	volumeDirs       map[string]string
+	sandboxReady     bool
+	volumesRefreshAt time.Time
+	sandboxRetryAt   time.Time
+	statusRetryAt    time.Time
+	failure          *podFailure
 	// inherited: the pod had ended before this worker saw it; its status is left alone.
 	inherited bool
 	// final: the pod reached Succeeded or Failed; nothing runs or restarts any more.
@@ -349,11 +351,11 @@ func (w *podWorker) run(ctx context.Context) {
 		switch {
 		case ctx.Err() != nil:
 			w.stopContainers(terminationGrace(w.pod), false)
-			w.node.addresses.release(w.ip)
+			w.releaseIP()
 			return
 		case gone:
 			w.stopContainers(minGracePeriod, false)
-			w.node.addresses.release(w.ip)
+			w.releaseIP()
 			w.removePodDir()
 			return
 		}
@@ -402,9 +404,18 @@ func (w *podWorker) sync(ctx context.Context) time.Time {
 	w.writeStatus(ctx, now)
 	if !w.final && terminalPhase(w.phase()) {
 		w.final = true
-		w.node.addresses.release(w.ip)
+		w.releaseIP()
 	}
 	return w.nextWake(now)
+}
+
+// releaseIP gives the pod's address back, once: a second release could drop the lock of
+// another pod that took the address in between, and two agents would then share it.
+func (w *podWorker) releaseIP() {
+	if !w.ipReleased {
+		w.ipReleased = true
+		w.node.addresses.release(w.ip)
+	}
 }
 
 func terminalPhase(p corev1.PodPhase) bool {
@@ -895,7 +906,7 @@ func (w *podWorker) terminate(ctx context.Context) time.Time {
 		}
 		w.stopContainers(grace, true)
 		w.terminated = true
-		w.node.addresses.release(w.ip)
+		w.releaseIP()
 		w.removePodDir()
 		now = w.node.cfg.Clock.Now()
 	}
