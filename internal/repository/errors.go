@@ -7,6 +7,7 @@ import (
 
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,6 +68,31 @@ func waitGone(ctx context.Context, r client.Reader, obj client.Object) {
 		}
 		if err == nil && obj.GetDeletionTimestamp() != nil {
 			// Going: lists leave it out already.
+			return
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// waitFresh waits (briefly) until the reader shows an object at least as new as the one just
+// written, so that a read right after a write sees it.
+func waitFresh(ctx context.Context, r client.Reader, written client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	want, err := strconv.ParseUint(written.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	obj := written.DeepCopyObject().(client.Object)
+	for {
+		if err := r.Get(ctx, client.ObjectKeyFromObject(written), obj); err != nil {
+			return
+		}
+		if got, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err != nil || got >= want {
 			return
 		}
 		select {

@@ -142,9 +142,8 @@ func (k *Kernels) GetKernel(ctx context.Context, u identity.User, id string) (ju
 
 func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel {
 	m := KernelModel(kn)
-	if !meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionReady) {
-		return m
-	}
+	// Asked as soon as the pod has an address: the resource's Ready condition lags behind a
+	// start that the agent already answered.
 	ep, err := k.endpoint(ctx, kn)
 	if err != nil {
 		return m

@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -211,36 +212,47 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 // UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
 // new kernel; the old one is shut down by the controller, as Jupyter does).
 func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string, ch SessionChange) (jupyter.Session, error) {
-	s, err := r.get(ctx, u, id)
-	if err != nil {
-		return jupyter.Session{}, err
-	}
-	s = s.DeepCopy()
-	if ch.Path != nil {
-		s.Spec.Path = strings.TrimPrefix(*ch.Path, "/")
-	}
-	if ch.Name != nil {
-		s.Spec.Name = *ch.Name
-	}
-	if ch.Type != nil {
-		s.Spec.Type = *ch.Type
-	}
-	kernelChanged := ch.KernelID != nil && *ch.KernelID != "" && *ch.KernelID != sessionKernel(s)
-	if ch.KernelSpec != nil && (ch.KernelID == nil || *ch.KernelID == "") {
-		// Jupyter starts a new kernel whenever a PATCH names a kernel spec.
-		kernelChanged = true
-	}
-	if kernelChanged {
-		if err := r.setKernel(ctx, u, s, ch); err != nil {
-			return jupyter.Session{}, err
+	var s *nbv1.Session
+	kernelChanged := false
+	// The session controller writes the same object (its status, the kernel's UID): a
+	// conflict means read again and apply the change to what is there.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := r.get(ctx, u, id)
+		if err != nil {
+			return err
 		}
+		s = cur.DeepCopy()
+		if ch.Path != nil {
+			s.Spec.Path = strings.TrimPrefix(*ch.Path, "/")
+		}
+		if ch.Name != nil {
+			s.Spec.Name = *ch.Name
+		}
+		if ch.Type != nil {
+			s.Spec.Type = *ch.Type
+		}
+		kernelChanged = ch.KernelID != nil && *ch.KernelID != "" && *ch.KernelID != sessionKernel(s)
+		if ch.KernelSpec != nil && (ch.KernelID == nil || *ch.KernelID == "") {
+			// Jupyter starts a new kernel whenever a PATCH names a kernel spec.
+			kernelChanged = true
+		}
+		if kernelChanged {
+			if err := r.setKernel(ctx, u, s, ch); err != nil {
+				return err
+			}
+		}
+		return r.Writer.Update(ctx, s)
+	})
+	if apierrors.IsInvalid(err) {
+		return jupyter.Session{}, &invalidError{message: err.Error()}
 	}
-	if err := r.Writer.Update(ctx, s); err != nil {
-		if apierrors.IsInvalid(err) {
-			return jupyter.Session{}, &invalidError{message: err.Error()}
+	if err != nil {
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+			return jupyter.Session{}, err
 		}
 		return jupyter.Session{}, fmt.Errorf("update session: %w", err)
 	}
+	waitFresh(ctx, r.Reader, s)
 	if kernelChanged {
 		return r.waitKernel(ctx, s)
 	}
