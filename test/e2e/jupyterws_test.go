@@ -1,0 +1,299 @@
+package e2e
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// jupyterWS is a client of a kernel's channels WebSocket in Jupyter Server's JSON protocol, as
+// JupyterLab speaks it, or of one channel of the older IPython interface. It encodes and
+// decodes with encoding/json rather than nbkube's own codec, so that it checks nbkube's
+// frames the way a third-party client reads them. One goroutine reads; the test writes.
+type jupyterWS struct {
+	t    testing.TB
+	conn *websocket.Conn
+	// session is the "session" of the headers this client sends: replies come back to it.
+	session string
+	// only is the channel of a single-channel connection (/kernels/<id>/shell): messages go
+	// out without a "channel", as IPython sent them.
+	only string
+	// in carries the messages read; it is closed when the connection ends.
+	in chan *jupyterMsg
+	// seen is every message taken from in, in order.
+	seen []*jupyterMsg
+	done chan struct{}
+}
+
+// jupyterMsg is one message of the JSON protocol.
+type jupyterMsg struct {
+	Channel      string          `json:"channel,omitempty"`
+	Header       jupyterHeader   `json:"header"`
+	ParentHeader jupyterHeader   `json:"parent_header"`
+	Metadata     json.RawMessage `json:"metadata"`
+	Content      json.RawMessage `json:"content"`
+}
+
+type jupyterHeader struct {
+	MsgID    string `json:"msg_id,omitempty"`
+	MsgType  string `json:"msg_type,omitempty"`
+	Session  string `json:"session,omitempty"`
+	Username string `json:"username,omitempty"`
+	Date     string `json:"date,omitempty"`
+	Version  string `json:"version,omitempty"`
+}
+
+// maxFrameBytes bounds one frame from the server: the tests' outputs are small.
+const maxFrameBytes = 16 << 20
+
+// dialJupyterWS opens the WebSocket at route (relative to the API's base URL) with the API's
+// token; sessionID, when set, is sent as ?session_id= and used in the headers, as
+// JupyterLab does, so that the agent can replay what the client misses while away.
+func dialJupyterWS(t testing.TB, api *jupyterAPI, route, sessionID string) *jupyterWS {
+	t.Helper()
+	u, err := url.Parse(api.base + route)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Scheme = "ws"
+	session := sessionID
+	if sessionID != "" {
+		u.RawQuery = url.Values{"session_id": {sessionID}}.Encode()
+	} else {
+		session = randomID()
+	}
+	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second}
+	conn, resp, err := d.Dial(u.String(), http.Header{"Authorization": {"token " + api.token}})
+	if err != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		t.Fatalf("dial %s: %v (HTTP %d)", u.Redacted(), err, status)
+	}
+	conn.SetReadLimit(maxFrameBytes)
+	ws := &jupyterWS{t: t, conn: conn, session: session, in: make(chan *jupyterMsg, 1024), done: make(chan struct{})}
+	if strings.HasPrefix(route, "kernels/") {
+		// kernels/<id>/shell, iopub or stdin.
+		ws.only = path.Base(route)
+	}
+	go ws.readLoop()
+	t.Cleanup(ws.close)
+	return ws
+}
+
+func (ws *jupyterWS) readLoop() {
+	defer close(ws.done)
+	defer close(ws.in)
+	for {
+		typ, data, err := ws.conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		if typ != websocket.TextMessage {
+			ws.t.Errorf("a binary frame (%d bytes) on the JSON protocol without buffers", len(data))
+			continue
+		}
+		m := &jupyterMsg{}
+		if err := json.Unmarshal(data, m); err != nil {
+			ws.t.Errorf("undecodable frame %.200q: %v", data, err)
+			continue
+		}
+		if m.Channel == "" {
+			m.Channel = ws.only
+		}
+		ws.in <- m
+	}
+}
+
+// close ends the connection with a close frame and waits for the reader.
+func (ws *jupyterWS) close() {
+	_ = ws.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	_ = ws.conn.Close()
+	<-ws.done
+}
+
+// sendRaw writes one text frame as is.
+func (ws *jupyterWS) sendRaw(text string) {
+	ws.t.Helper()
+	if err := ws.conn.WriteMessage(websocket.TextMessage, []byte(text)); err != nil {
+		ws.t.Fatalf("send: %v", err)
+	}
+}
+
+// send sends a request on channel ("" on a single-channel connection) and returns its msg_id.
+func (ws *jupyterWS) send(channel, msgType string, content any) string {
+	ws.t.Helper()
+	body, err := json.Marshal(content)
+	if err != nil {
+		ws.t.Fatal(err)
+	}
+	m := jupyterMsg{Channel: channel, Metadata: json.RawMessage(`{}`), Content: body, Header: jupyterHeader{
+		MsgID: randomID(), MsgType: msgType, Session: ws.session, Username: "e2e",
+		Date: time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), Version: "5.3",
+	}}
+	data, err := json.Marshal(m)
+	if err != nil {
+		ws.t.Fatal(err)
+	}
+	ws.sendRaw(string(data))
+	return m.Header.MsgID
+}
+
+// execute sends an execute_request for code and returns its msg_id. stop_on_error is false:
+// after a cell that raises, ipykernel would otherwise abort the requests that reach it in the
+// next moments, and the tests send their next cell at once.
+func (ws *jupyterWS) execute(code string) string {
+	ws.t.Helper()
+	channel := "shell"
+	if ws.only != "" {
+		channel = ""
+	}
+	return ws.send(channel, "execute_request", map[string]any{
+		"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{},
+		"allow_stdin": false, "stop_on_error": false,
+	})
+}
+
+// run executes code and waits (cellTimeout) for its reply and the kernel's return to idle.
+func (ws *jupyterWS) run(code string) *execution {
+	ws.t.Helper()
+	e := newExecution(ws.execute(code))
+	ws.await(e, cellTimeout, "execution of "+code, (*execution).finished)
+	return e
+}
+
+// execution gathers what the kernel answers to one request.
+type execution struct {
+	msgID string
+	// reply is the content of the reply on shell (or control).
+	reply     map[string]any
+	replyType string
+	// idle is set by the iopub status "idle" that ends the request.
+	idle bool
+	// stdout, stderr: the request's stream outputs, concatenated.
+	stdout, stderr strings.Builder
+	// result is the text/plain of its execute_result; ename the name of its error.
+	result, ename string
+}
+
+func newExecution(msgID string) *execution { return &execution{msgID: msgID} }
+
+// finished: the reply and the idle status have both arrived.
+func (e *execution) finished() bool { return e.reply != nil && e.idle }
+
+func (e *execution) replied() bool { return e.reply != nil }
+
+func (e *execution) wentIdle() bool { return e.idle }
+
+// status is the reply's "status": ok, error or aborted.
+func (e *execution) status() string {
+	s, _ := e.reply["status"].(string)
+	return s
+}
+
+// add takes in one message if it answers e's request.
+func (e *execution) add(t testing.TB, m *jupyterMsg) {
+	if m.ParentHeader.MsgID != e.msgID {
+		return
+	}
+	var content map[string]any
+	if err := json.Unmarshal(m.Content, &content); err != nil {
+		t.Errorf("%s content %.200q: %v", m.Header.MsgType, m.Content, err)
+		return
+	}
+	switch m.Channel {
+	case "shell", "control":
+		e.reply, e.replyType = content, m.Header.MsgType
+	case "iopub":
+		switch m.Header.MsgType {
+		case "status":
+			if content["execution_state"] == "idle" {
+				e.idle = true
+			}
+		case "stream":
+			text, _ := content["text"].(string)
+			if content["name"] == "stderr" {
+				e.stderr.WriteString(text)
+			} else {
+				e.stdout.WriteString(text)
+			}
+		case "execute_result":
+			data, _ := content["data"].(map[string]any)
+			e.result, _ = data["text/plain"].(string)
+		case "error":
+			e.ename, _ = content["ename"].(string)
+		}
+	}
+}
+
+// await reads messages into e until done(e), failing the test after timeout or when the
+// connection ends first.
+func (ws *jupyterWS) await(e *execution, timeout time.Duration, what string, done func(*execution) bool) {
+	ws.t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for !done(e) {
+		select {
+		case m, ok := <-ws.in:
+			if !ok {
+				ws.t.Fatalf("%s: the connection ended first (stdout so far %q)", what, e.stdout.String())
+			}
+			ws.seen = append(ws.seen, m)
+			e.add(ws.t, m)
+		case <-timer.C:
+			ws.t.Fatalf("%s: not done within %s (reply %v, idle %t, stdout %q)", what, timeout, e.reply, e.idle, e.stdout.String())
+		}
+	}
+}
+
+// drain reads what is left into e (if not nil) until the connection ends.
+func (ws *jupyterWS) drain(e *execution, timeout time.Duration) {
+	ws.t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		select {
+		case m, ok := <-ws.in:
+			if !ok {
+				return
+			}
+			ws.seen = append(ws.seen, m)
+			if e != nil {
+				e.add(ws.t, m)
+			}
+		case <-timer.C:
+			ws.t.Fatalf("the connection did not end within %s", timeout)
+		}
+	}
+}
+
+// replyTo is the reply to msgID among the messages read so far, if any.
+func (ws *jupyterWS) replyTo(msgID string) *jupyterMsg {
+	for _, m := range ws.seen {
+		if m.ParentHeader.MsgID == msgID && m.Channel != "iopub" {
+			return m
+		}
+	}
+	return nil
+}
+
+func randomID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// String shows an execution in failure messages.
+func (e *execution) String() string {
+	return fmt.Sprintf("%s %v, result %q, error %q, stdout %q, stderr %q", e.replyType, e.reply, e.result, e.ename, e.stdout.String(), e.stderr.String())
+}

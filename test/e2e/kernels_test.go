@@ -1,0 +1,819 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// Timeouts of the kernel tests. The machines that run them are shared, so a kernel start may
+// take several seconds; each wait still ends.
+const (
+	// cellTimeout bounds a short cell, from the request to the reply and idle.
+	cellTimeout = 60 * time.Second
+	// goneTimeout bounds the removal of a deleted resource (garbage collection included).
+	goneTimeout = 60 * time.Second
+)
+
+// TestKernels_ThroughLocal drives kernels and sessions as Jupyter clients do, through the API
+// and WebSockets of one `nbkube local` (one start for all: each costs seconds), and checks
+// the outcome in the Kubernetes resources and the kernel processes. The cases run in
+// parallel, as the clients of a shared server do; each has kernels of its own.
+func TestKernels_ThroughLocal(t *testing.T) {
+	inst := startLocal(t, t.TempDir(), t.TempDir())
+	// Cleanups run last first: this one, after every case, before startLocal's.
+	t.Cleanup(func() { inst.stop(t) })
+	api := newJupyterAPI(t, inst.apiURL)
+
+	cases := []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"RoutesRunInterruptRestartAndDeleteAKernel", func(t *testing.T) { testKernelLifecycle(t, inst, api) }},
+		{"SessionsKeepOneKernelPerPathAndSwapKernels", func(t *testing.T) { testSessions(t, inst, api) }},
+		{"TwoClientsShareOutputButNotReplies", func(t *testing.T) { testTwoClients(t, api) }},
+		{"ReconnectingClientGetsWhatItMissed", func(t *testing.T) { testReplay(t, api) }},
+		{"KernelsOutliveARestartOfTheAPIServer", func(t *testing.T) { testAPIServerRestart(t, inst) }},
+		{"KernelCommandThatFailsIsAClearErrorQuickly", func(t *testing.T) { testFailingKernel(t, inst, api) }},
+		{"OlderIPythonInterface", func(t *testing.T) { testLegacyKernels(t, api) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t)
+		})
+	}
+}
+
+// testKernelLifecycle is /api/kernels from start to delete, with the kernel's resource and
+// process checked along the way.
+func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
+	ctx := t.Context()
+	resp := api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"})
+	resp.want(t, http.StatusCreated)
+	var model map[string]any
+	resp.decode(t, &model)
+	for _, field := range []string{"id", "name", "last_activity", "execution_state", "connections"} {
+		if _, ok := model[field]; !ok {
+			t.Errorf("kernel model lacks %q: %s", field, resp.body)
+		}
+	}
+	id, _ := model["id"].(string)
+	if id == "" || model["name"] != "python3" {
+		t.Fatalf("kernel model %s", resp.body)
+	}
+	if loc := resp.header.Get("Location"); loc != "/api/kernels/"+id {
+		t.Errorf("Location %q, want /api/kernels/%s", loc, id)
+	}
+	if ids := api.kernelIDs(t); !slices.Contains(ids, id) {
+		t.Errorf("GET /api/kernels %v lacks %s", ids, id)
+	}
+	var got map[string]any
+	api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusOK).decode(t, &got)
+	if got["id"] != id || got["name"] != "python3" {
+		t.Errorf("GET /api/kernels/%s: %v", id, got)
+	}
+
+	// The kernel is a Kernel resource of the token's user, as kubectl shows it.
+	k := inst.readyKernel(t, id)
+	if string(k.Spec.Owner) != localUserName() || k.Spec.KernelSpec != "python3" {
+		t.Errorf("Kernel spec %+v, want owner %s and kernel spec python3", k.Spec, localUserName())
+	}
+
+	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "")
+	info := newExecution(ws.send("shell", "kernel_info_request", map[string]any{}))
+	ws.await(info, cellTimeout, "kernel_info_request", (*execution).replied)
+	lang, _ := info.reply["language_info"].(map[string]any)
+	if info.replyType != "kernel_info_reply" || info.status() != "ok" || lang["name"] != "python" {
+		t.Errorf("kernel_info: %s", info)
+	}
+	if e := ws.run("1+1"); e.status() != "ok" || e.result != "2" {
+		t.Errorf("1+1: %s", e)
+	}
+	pid := kernelPID(t, ws)
+	if p := inst.kernelProcess(t, id); p != pid {
+		t.Errorf("the kernel reports pid %d, the kernel pod's agent runs ipykernel %d", pid, p)
+	}
+
+	// ipykernel turns SIGINT into KeyboardInterrupt only while it executes: the interrupt
+	// goes once the cell has printed.
+	sleeper := newExecution(ws.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(300)"))
+	ws.await(sleeper, cellTimeout, "the sleeping cell's first output", func(e *execution) bool {
+		return strings.Contains(e.stdout.String(), "sleeping")
+	})
+	api.call(t, http.MethodPost, "api/kernels/"+id+"/interrupt", nil).want(t, http.StatusNoContent)
+	ws.await(sleeper, 30*time.Second, "the interrupted cell", (*execution).finished)
+	if sleeper.status() != "error" || sleeper.ename != "KeyboardInterrupt" {
+		t.Errorf("interrupted cell: %s", sleeper)
+	}
+
+	// A restart keeps the kernel's id and connections and forgets its variables.
+	if e := ws.run("x = 42"); e.status() != "ok" {
+		t.Fatalf("x = 42: %s", e)
+	}
+	var restarted map[string]any
+	api.call(t, http.MethodPost, "api/kernels/"+id+"/restart", nil).want(t, http.StatusOK).decode(t, &restarted)
+	if restarted["id"] != id {
+		t.Errorf("restart answered %v, want the same id %s", restarted, id)
+	}
+	if e := ws.run("x"); e.ename != "NameError" {
+		t.Errorf("x after a restart: %s, want NameError", e)
+	}
+	newPID := kernelPID(t, ws)
+	if newPID == pid || testenv.Alive(pid) {
+		t.Errorf("after a restart the kernel is process %d; the one before (%d) alive: %t", newPID, pid, testenv.Alive(pid))
+	}
+	// The controller asks the agent for its status every 10 s.
+	testenv.Eventually(t, "restartCount 1 on the Kernel", 30*time.Second, func() error {
+		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: id}, k); err != nil {
+			return err
+		}
+		if k.Status.RestartCount != 1 {
+			return fmt.Errorf("restartCount %d", k.Status.RestartCount)
+		}
+		return nil
+	})
+
+	// DELETE answers once the kernel process has exited; clients are disconnected.
+	api.call(t, http.MethodDelete, "api/kernels/"+id, nil).want(t, http.StatusNoContent)
+	if testenv.Alive(newPID) {
+		t.Errorf("kernel process %d still runs after DELETE answered", newPID)
+	}
+	ws.drain(nil, 30*time.Second)
+	api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusNotFound)
+	if ids := api.kernelIDs(t); slices.Contains(ids, id) {
+		t.Errorf("GET /api/kernels after DELETE still lists %s", id)
+	}
+	waitGone(t, inst, &nbv1.Kernel{}, id)
+
+	// Errors are Jupyter's JSON errors.
+	missing := api.call(t, http.MethodGet, "api/kernels/00000000-0000-4000-8000-000000000000", nil)
+	missing.want(t, http.StatusNotFound)
+	if e := missing.jupyterError(t); !strings.Contains(e.Message, "00000000-0000-4000-8000-000000000000") {
+		t.Errorf("unknown kernel: message %q does not name the kernel", e.Message)
+	}
+	noSpec := api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "no-such-spec"})
+	noSpec.want(t, http.StatusNotFound)
+	if e := noSpec.jupyterError(t); !strings.Contains(e.Message, "no-such-spec") {
+		t.Errorf("unknown kernel spec: message %q does not name it", e.Message)
+	}
+	anonymous := api.request(t, http.MethodGet, "api/kernels", nil)
+	anonymous.Header.Del("Authorization")
+	api.do(t, anonymous).want(t, http.StatusForbidden).jupyterError(t)
+}
+
+// sessionModel is the part of Jupyter's session model the tests read.
+type sessionModel struct {
+	ID     string `json:"id"`
+	Path   string `json:"path"`
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Kernel *struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"kernel"`
+}
+
+func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
+	body := map[string]any{"path": "sessions.ipynb", "type": "notebook", "name": "sessions.ipynb",
+		"kernel": map[string]any{"name": "python3"}}
+	resp := api.call(t, http.MethodPost, "api/sessions", body)
+	resp.want(t, http.StatusCreated)
+	var s sessionModel
+	resp.decode(t, &s)
+	if s.ID == "" || s.Path != "sessions.ipynb" || s.Name != "sessions.ipynb" || s.Type != "notebook" || s.Kernel == nil || s.Kernel.Name != "python3" {
+		t.Fatalf("POST /api/sessions: %s", resp.body)
+	}
+	if loc := resp.header.Get("Location"); loc != "/api/sessions/"+s.ID {
+		t.Errorf("Location %q, want /api/sessions/%s", loc, s.ID)
+	}
+	firstKernel := s.Kernel.ID
+	inst.readyKernel(t, firstKernel)
+
+	// A notebook opened again gets its session, not a second one.
+	var again sessionModel
+	api.call(t, http.MethodPost, "api/sessions", body).want(t, http.StatusCreated).decode(t, &again)
+	if again.ID != s.ID || again.Kernel == nil || again.Kernel.ID != firstKernel {
+		t.Errorf("the same path again gave session %+v, want %s with kernel %s", again, s.ID, firstKernel)
+	}
+	if n := len(api.sessionsAt(t, "sessions.ipynb")); n != 1 {
+		t.Errorf("GET /api/sessions has %d sessions of sessions.ipynb, want 1", n)
+	}
+	var got sessionModel
+	api.call(t, http.MethodGet, "api/sessions/"+s.ID, nil).want(t, http.StatusOK).decode(t, &got)
+	if got.ID != s.ID || got.Kernel == nil || got.Kernel.ID != firstKernel {
+		t.Errorf("GET /api/sessions/%s: %+v", s.ID, got)
+	}
+
+	// A rename moves the session and keeps its kernel.
+	rename := api.call(t, http.MethodPatch, "api/sessions/"+s.ID, map[string]any{"path": "renamed.ipynb", "name": "renamed.ipynb"})
+	if rename.status != http.StatusOK {
+		// Not fatal: the kernel swap and the delete below are worth checking regardless.
+		t.Errorf("PATCH path and name: HTTP %d, want 200: %s", rename.status, rename.body)
+	} else {
+		var renamed sessionModel
+		rename.decode(t, &renamed)
+		if renamed.Path != "renamed.ipynb" || renamed.Name != "renamed.ipynb" || renamed.Kernel == nil || renamed.Kernel.ID != firstKernel {
+			t.Errorf("PATCH path and name: %+v", renamed)
+		}
+		api.call(t, http.MethodGet, "api/sessions/"+s.ID, nil).want(t, http.StatusOK).decode(t, &got)
+		if got.Path != "renamed.ipynb" {
+			t.Errorf("GET after PATCH: path %q", got.Path)
+		}
+	}
+
+	// Changing the kernel spec starts a new kernel and lets the old one go.
+	kernelID := firstKernel
+	swap := api.call(t, http.MethodPatch, "api/sessions/"+s.ID, map[string]any{"kernel": map[string]any{"name": "python3"}})
+	if swap.status != http.StatusOK {
+		// Not fatal: the delete below still has the first kernel to end.
+		t.Errorf("PATCH kernel name: HTTP %d, want 200: %s", swap.status, swap.body)
+	} else {
+		var swapped sessionModel
+		swap.decode(t, &swapped)
+		if swapped.Kernel == nil || swapped.Kernel.ID == "" || swapped.Kernel.ID == firstKernel {
+			t.Fatalf("PATCH kernel name: %+v, want a kernel other than %s", swapped, firstKernel)
+		}
+		kernelID = swapped.Kernel.ID
+		testenv.Eventually(t, "the session's old kernel gone from the API", goneTimeout, func() error {
+			if r := api.call(t, http.MethodGet, "api/kernels/"+firstKernel, nil); r.status != http.StatusNotFound {
+				return fmt.Errorf("GET /api/kernels/%s: %d", firstKernel, r.status)
+			}
+			return nil
+		})
+		waitGone(t, inst, &nbv1.Kernel{}, firstKernel)
+		api.call(t, http.MethodGet, "api/kernels/"+kernelID, nil).want(t, http.StatusOK)
+	}
+
+	// DELETE ends the session and its kernel.
+	api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)
+	api.call(t, http.MethodGet, "api/sessions/"+s.ID, nil).want(t, http.StatusNotFound).jupyterError(t)
+	api.call(t, http.MethodGet, "api/kernels/"+kernelID, nil).want(t, http.StatusNotFound)
+	if n := len(api.sessionsAt(t, "renamed.ipynb")) + len(api.sessionsAt(t, "sessions.ipynb")); n != 0 {
+		t.Errorf("GET /api/sessions after DELETE lists %d sessions of the notebook", n)
+	}
+	waitGone(t, inst, &nbv1.Session{}, s.ID)
+	waitGone(t, inst, &nbv1.Kernel{}, kernelID)
+}
+
+func testTwoClients(t *testing.T, api *jupyterAPI) {
+	id := api.startKernel(t)
+	a := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "client-a-"+randomID())
+	b := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "client-b-"+randomID())
+	// A reply proves that a client's connection is attached to the kernel.
+	for _, ws := range []*jupyterWS{a, b} {
+		ws.await(newExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*execution).replied)
+	}
+	var model map[string]any
+	r := api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusOK)
+	r.decode(t, &model)
+	if model["connections"] != float64(2) {
+		t.Errorf("connections %v, want 2: %s", model["connections"], r.body)
+	}
+
+	fromA := a.run("print('from A')")
+	if fromA.status() != "ok" || fromA.stdout.String() != "from A\n" {
+		t.Errorf("A's cell: %s", fromA)
+	}
+	onB := newExecution(fromA.msgID)
+	b.await(onB, cellTimeout, "A's output on B", (*execution).wentIdle)
+	if onB.stdout.String() != "from A\n" {
+		t.Errorf("B saw A's output as %q", onB.stdout.String())
+	}
+	// The kernel answers shell requests in order, so A's reply, had it gone to B too, would
+	// be there before the reply to B's next request.
+	b.await(newExecution(b.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "B's kernel_info", (*execution).replied)
+	if m := b.replyTo(fromA.msgID); m != nil {
+		t.Errorf("A's %s reached B", m.Header.MsgType)
+	}
+}
+
+func testReplay(t *testing.T, api *jupyterAPI) {
+	id := api.startKernel(t)
+	sessionID := "replay-" + randomID()
+	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
+	ws.await(newExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*execution).replied)
+	sent := time.Now()
+	msgID := ws.execute("import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.5)")
+	ws.close()
+
+	// The cell ran to its end with no client: the kernel went busy (activity after the
+	// request) and then idle.
+	testenv.Eventually(t, "the cell finished while the client was away", cellTimeout, func() error {
+		var k struct {
+			State        string    `json:"execution_state"`
+			LastActivity time.Time `json:"last_activity"`
+		}
+		api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusOK).decode(t, &k)
+		if k.State != "idle" || !k.LastActivity.After(sent) {
+			return fmt.Errorf("execution_state %s, last_activity %s (request sent %s)", k.State, k.LastActivity, sent)
+		}
+		return nil
+	})
+
+	back := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
+	e := newExecution(msgID)
+	back.await(e, cellTimeout, "the replayed cell", (*execution).finished)
+	if e.status() != "ok" || e.stdout.String() != "0\n1\n2\n3\n4\n" {
+		t.Errorf("replayed: %s, want all of 0..4 and an ok reply", e)
+	}
+}
+
+// testAPIServerRestart runs a second API server, `nbkube manager --listen`, over the local
+// instance's cluster, kills it in the middle of a cell and starts it again: the kernel and
+// the client's missed output are still there, since the API server keeps no state.
+func testAPIServerRestart(t *testing.T, inst *instance) {
+	// The manager runs the controllers too, leader-elected. `nbkube local` takes no lease;
+	// a lease held by someone else keeps the manager a follower, so that the local
+	// instance's controllers stay the only ones.
+	now := metav1.NewMicroTime(time.Now())
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "nbkube-manager.nbkube.io"},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("e2e-stand-in-leader"), LeaseDurationSeconds: ptr.To(int32(3600)),
+			AcquireTime: &now, RenewTime: &now}}
+	if err := inst.client.Create(t.Context(), lease); err != nil {
+		t.Fatal(err)
+	}
+	api := &jupyterAPI{base: "http://" + freeAddr(t) + "/", token: "e2e-manager-" + randomID(), hc: &http.Client{Timeout: 2 * time.Minute}}
+	args := []string{"manager", "--listen", strings.TrimSuffix(strings.TrimPrefix(api.base, "http://"), "/"),
+		"--token", api.token, "--cookie-secret-file", filepath.Join(t.TempDir(), "cookie_secret"),
+		"--root", inst.root, "--namespace", "default",
+		"--leader-elect", "--leader-election-namespace", "default",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+	logs := t.TempDir()
+	start := func(n int) (*exec.Cmd, <-chan struct{}) {
+		cmd := exec.Command(nbkubeBin, args...)
+		// ctrl.GetConfigOrDie reads $KUBECONFIG (manager has no --kubeconfig flag).
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(inst.dataDir, "kubeconfig"))
+		logFile, err := os.Create(filepath.Join(logs, fmt.Sprintf("manager-%d.log", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(exited)
+		}()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+			logFile.Close()
+			if t.Failed() {
+				log, _ := os.ReadFile(logFile.Name())
+				t.Logf("manager %d log:\n%s", n, tail(log))
+			}
+		})
+		testenv.Eventually(t, "the manager's API answers", 60*time.Second, func() error {
+			select {
+			case <-exited:
+				return fmt.Errorf("the manager exited: %v", cmd.ProcessState)
+			default:
+			}
+			resp, err := api.hc.Do(api.request(t, http.MethodGet, "api/status", nil))
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET /api/status: %d", resp.StatusCode)
+			}
+			return nil
+		})
+		return cmd, exited
+	}
+	mgr, exited := start(1)
+
+	id := api.startKernel(t)
+	sessionID := "restart-" + randomID()
+	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
+	pid := kernelPID(t, ws)
+	// One line a second: the kill falls between two lines, so none is in flight in the
+	// dying process.
+	e := newExecution(ws.execute("import time\nfor i in range(6):\n    print(i, flush=True)\n    time.sleep(1)"))
+	ws.await(e, cellTimeout, "the cell's first line", func(e *execution) bool { return e.stdout.Len() > 0 })
+	if err := mgr.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	ws.drain(e, 30*time.Second)
+	if e.finished() {
+		t.Fatalf("the cell finished before the API server was killed: %s", e)
+	}
+
+	start(2)
+	back := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
+	back.await(e, cellTimeout, "the rest of the cell after the API server's restart", (*execution).finished)
+	if e.status() != "ok" || e.stdout.String() != "0\n1\n2\n3\n4\n5\n" {
+		t.Errorf("across the restart: %s, want 0..5 once each and an ok reply", e)
+	}
+	if ids := api.kernelIDs(t); !slices.Contains(ids, id) {
+		t.Errorf("the restarted API server lists %v, not %s", ids, id)
+	}
+	if !testenv.Alive(pid) {
+		t.Errorf("kernel process %d died with the API server", pid)
+	}
+	// Now, while this API server runs: the cleanups stop it before startKernel's.
+	api.call(t, http.MethodDelete, "api/kernels/"+id, nil).want(t, http.StatusNoContent)
+}
+
+func testFailingKernel(t *testing.T, inst *instance, api *jupyterAPI) {
+	ctx := t.Context()
+	ks := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "broken"}, Spec: nbv1.KernelSpecSpec{
+		DisplayName: "Broken", Language: "python",
+		Argv: []string{"/bin/sh", "-c", "echo broken >&2; exit 3", "{connection_file}"}}}
+	if err := inst.client.Create(ctx, ks); err != nil {
+		t.Fatal(err)
+	}
+	// An admin's `kubectl apply` then `kubectl wait`: the controllers know the spec.
+	testenv.Eventually(t, "kernel spec broken ready", 30*time.Second, func() error {
+		if err := inst.client.Get(ctx, client.ObjectKeyFromObject(ks), ks); err != nil {
+			return err
+		}
+		if !meta.IsStatusConditionTrue(ks.Status.Conditions, nbv1.ConditionReady) {
+			return fmt.Errorf("conditions %v", ks.Status.Conditions)
+		}
+		return nil
+	})
+
+	started := time.Now()
+	resp := api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "broken"})
+	elapsed := time.Since(started)
+	t.Logf("POST /api/kernels of a kernel that exits: %d after %s: %s", resp.status, elapsed.Round(time.Millisecond), resp.body)
+	resp.want(t, http.StatusInternalServerError)
+	e := resp.jupyterError(t)
+	if e.Reason == nil || *e.Reason == "" || !strings.Contains(e.Message, "failed") {
+		t.Errorf("error %+v: want the Kernel's Failed reason and a message that says it failed", e)
+	}
+	if elapsed > 20*time.Second {
+		t.Errorf("the failure took %s to be reported", elapsed)
+	}
+	// A kernel that could not start is not left behind.
+	testenv.Eventually(t, "the failed kernel deleted", goneTimeout, func() error {
+		var list nbv1.KernelList
+		if err := inst.client.List(ctx, &list, client.InNamespace("default")); err != nil {
+			return err
+		}
+		for _, k := range list.Items {
+			if k.Spec.KernelSpec == "broken" {
+				return fmt.Errorf("kernel %s of spec broken remains", k.Name)
+			}
+		}
+		return nil
+	})
+}
+
+// legacyKernel is what IPython's POST /kernels and restart answered.
+type legacyKernel struct {
+	WSURL    string `json:"ws_url"`
+	KernelID string `json:"kernel_id"`
+}
+
+type legacyNotebook struct {
+	NotebookID string  `json:"notebook_id"`
+	Name       string  `json:"name"`
+	KernelID   *string `json:"kernel_id"`
+}
+
+func testLegacyKernels(t *testing.T, api *jupyterAPI) {
+	var notebookID string
+	api.call(t, http.MethodPost, "notebooks", nil).want(t, http.StatusCreated).decode(t, &notebookID)
+	var ids []string
+	api.call(t, http.MethodGet, "kernels", nil).want(t, http.StatusOK).decode(t, &ids)
+
+	var started, again legacyKernel
+	api.call(t, http.MethodPost, "kernels?notebook="+url.QueryEscape(notebookID), nil).want(t, http.StatusOK).decode(t, &started)
+	if started.KernelID == "" || !strings.HasPrefix(started.WSURL, "ws://") {
+		t.Fatalf("POST /kernels?notebook=: %+v", started)
+	}
+	kid := started.KernelID
+	t.Cleanup(func() { api.deleteQuietly("api/kernels/" + kid) })
+	api.call(t, http.MethodPost, "kernels?notebook="+url.QueryEscape(notebookID), nil).want(t, http.StatusOK).decode(t, &again)
+	if again.KernelID != kid {
+		t.Errorf("the notebook's kernel again: %s, want %s", again.KernelID, kid)
+	}
+	api.call(t, http.MethodGet, "kernels", nil).want(t, http.StatusOK).decode(t, &ids)
+	if !slices.Contains(ids, kid) {
+		t.Errorf("GET /kernels %v lacks %s", ids, kid)
+	}
+	if nb := api.legacyNotebook(t, notebookID); nb.KernelID == nil || *nb.KernelID != kid {
+		t.Errorf("GET /notebooks: %+v, want kernel_id %s", nb, kid)
+	}
+
+	iopub := dialJupyterWS(t, api, "kernels/"+kid+"/iopub", "")
+	shell := dialJupyterWS(t, api, "kernels/"+kid+"/shell", "")
+	testenv.Eventually(t, "both channels connected", cellTimeout, func() error {
+		var k map[string]any
+		api.call(t, http.MethodGet, "kernels/"+kid, nil).want(t, http.StatusOK).decode(t, &k)
+		if k["connections"] != float64(2) {
+			return fmt.Errorf("connections %v", k["connections"])
+		}
+		return nil
+	})
+	// IPython's channel sockets sent document.cookie first.
+	for _, ws := range []*jupyterWS{iopub, shell} {
+		ws.sendRaw("username-127-0-0-1=e2e")
+	}
+	e := newExecution(shell.execute("print('legacy')"))
+	iopub.await(e, cellTimeout, "the output on iopub", (*execution).wentIdle)
+	shell.await(e, cellTimeout, "the reply on shell", (*execution).replied)
+	if e.replyType != "execute_reply" || e.status() != "ok" || e.stdout.String() != "legacy\n" {
+		t.Errorf("execute over /shell and /iopub: %s", e)
+	}
+	for _, ws := range []*jupyterWS{iopub, shell} {
+		for _, m := range ws.seen {
+			if m.Channel != ws.only {
+				t.Errorf("a %s message on the %s socket", m.Channel, ws.only)
+			}
+		}
+	}
+
+	api.call(t, http.MethodPost, "kernels/"+kid+"/interrupt", nil).want(t, http.StatusNoContent)
+
+	// A GET that changes a kernel needs the token: a login cookie alone could come from
+	// any page's <img src>.
+	browser := api.loggedInBrowser(t)
+	if r := browser.get(t, "kernels"); r.status != http.StatusOK {
+		t.Fatalf("GET /kernels with the login cookie: %d %s", r.status, r.body)
+	}
+	browser.get(t, "kernels/"+kid+"/restart").want(t, http.StatusForbidden)
+	var restarted legacyKernel
+	api.call(t, http.MethodGet, "kernels/"+kid+"/restart", nil).want(t, http.StatusOK).decode(t, &restarted)
+	if restarted.KernelID != kid || !strings.HasPrefix(restarted.WSURL, "ws://") {
+		t.Errorf("GET /kernels/%s/restart with the token: %+v", kid, restarted)
+	}
+
+	api.call(t, http.MethodPost, "kernels/"+kid+"/kill", nil).want(t, http.StatusNoContent)
+	api.call(t, http.MethodGet, "kernels/"+kid, nil).want(t, http.StatusNotFound)
+	api.call(t, http.MethodGet, "kernels", nil).want(t, http.StatusOK).decode(t, &ids)
+	if slices.Contains(ids, kid) {
+		t.Errorf("GET /kernels after kill still lists %s", kid)
+	}
+	if nb := api.legacyNotebook(t, notebookID); nb.KernelID != nil {
+		t.Errorf("GET /notebooks after kill: kernel_id %s, want null", *nb.KernelID)
+	}
+}
+
+// jupyterAPI calls a Jupyter API with its token.
+type jupyterAPI struct {
+	// base is the server's base URL, ending in "/".
+	base, token string
+	hc          *http.Client
+}
+
+// newJupyterAPI is the API at the URL nbkube printed (with ?token=).
+func newJupyterAPI(t testing.TB, printed string) *jupyterAPI {
+	t.Helper()
+	u, err := url.Parse(printed)
+	if err != nil || printed == "" {
+		t.Fatalf("API URL %q: %v", printed, err)
+	}
+	token := u.Query().Get("token")
+	u.RawQuery = ""
+	// Starting a kernel answers once the kernel does.
+	return &jupyterAPI{base: u.String(), token: token, hc: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+// apiResponse is an answer read in full.
+type apiResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// maxAnswerBytes bounds the answers read: the tests' models are small.
+const maxAnswerBytes = 16 << 20
+
+func (a *jupyterAPI) request(t testing.TB, method, route string, body any) *http.Request {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	// Not t.Context(): cleanups make requests too, after it is done.
+	req, err := http.NewRequestWithContext(context.Background(), method, a.base+route, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+a.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return req
+}
+
+func (a *jupyterAPI) do(t testing.TB, req *http.Request) apiResponse {
+	t.Helper()
+	return doRequest(t, a.hc, req)
+}
+
+func doRequest(t testing.TB, hc *http.Client, req *http.Request) apiResponse {
+	t.Helper()
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		t.Fatalf("%s %s: read the body: %v", req.Method, req.URL.Path, err)
+	}
+	return apiResponse{status: resp.StatusCode, header: resp.Header, body: body}
+}
+
+// call makes a request with the token and a JSON body (none when nil).
+func (a *jupyterAPI) call(t testing.TB, method, route string, body any) apiResponse {
+	t.Helper()
+	return a.do(t, a.request(t, method, route, body))
+}
+
+// want fails the test unless the status is status.
+func (r apiResponse) want(t testing.TB, status int) apiResponse {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("HTTP %d, want %d: %s", r.status, status, r.body)
+	}
+	return r
+}
+
+func (r apiResponse) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// jupyterError checks that the answer is Jupyter's JSON error and returns it.
+func (r apiResponse) jupyterError(t testing.TB) jupyterErrorBody {
+	t.Helper()
+	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("error Content-Type %q, want JSON", ct)
+	}
+	var fields map[string]json.RawMessage
+	r.decode(t, &fields)
+	if _, ok := fields["reason"]; !ok {
+		t.Errorf("error %s has no reason", r.body)
+	}
+	var e jupyterErrorBody
+	r.decode(t, &e)
+	if e.Message == "" {
+		t.Errorf("error %s has no message", r.body)
+	}
+	return e
+}
+
+type jupyterErrorBody struct {
+	Message string  `json:"message"`
+	Reason  *string `json:"reason"`
+}
+
+func (a *jupyterAPI) kernelIDs(t testing.TB) []string {
+	t.Helper()
+	var list []struct {
+		ID string `json:"id"`
+	}
+	a.call(t, http.MethodGet, "api/kernels", nil).want(t, http.StatusOK).decode(t, &list)
+	ids := make([]string, 0, len(list))
+	for _, k := range list {
+		ids = append(ids, k.ID)
+	}
+	return ids
+}
+
+func (a *jupyterAPI) sessionsAt(t testing.TB, path string) []sessionModel {
+	t.Helper()
+	var list, out []sessionModel
+	a.call(t, http.MethodGet, "api/sessions", nil).want(t, http.StatusOK).decode(t, &list)
+	for _, s := range list {
+		if s.Path == path {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// startKernel starts a python3 kernel, deleted when the test ends.
+func (a *jupyterAPI) startKernel(t testing.TB) string {
+	t.Helper()
+	var k struct {
+		ID string `json:"id"`
+	}
+	a.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &k)
+	t.Cleanup(func() { a.deleteQuietly("api/kernels/" + k.ID) })
+	return k.ID
+}
+
+// deleteQuietly deletes what a test leaves behind; the test has its outcome already.
+func (a *jupyterAPI) deleteQuietly(route string) {
+	req, err := http.NewRequest(http.MethodDelete, a.base+route, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Authorization", "token "+a.token)
+	if resp, err := a.hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+func (a *jupyterAPI) legacyNotebook(t testing.TB, id string) legacyNotebook {
+	t.Helper()
+	var list []legacyNotebook
+	a.call(t, http.MethodGet, "notebooks", nil).want(t, http.StatusOK).decode(t, &list)
+	for _, nb := range list {
+		if nb.NotebookID == id {
+			return nb
+		}
+	}
+	t.Fatalf("GET /notebooks %+v lacks %s", list, id)
+	return legacyNotebook{}
+}
+
+// cookieClient is a client logged in by cookie, as a browser is after opening the printed URL.
+type cookieClient struct {
+	base string
+	hc   *http.Client
+}
+
+func (a *jupyterAPI) loggedInBrowser(t testing.TB) *cookieClient {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &cookieClient{base: a.base, hc: &http.Client{Jar: jar, Timeout: 2 * time.Minute}}
+	b.get(t, "api/status?token="+url.QueryEscape(a.token)).want(t, http.StatusOK)
+	return b
+}
+
+func (b *cookieClient) get(t testing.TB, route string) apiResponse {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.base+route, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doRequest(t, b.hc, req)
+}
+
+// kernelPID is the kernel's process id, as the kernel itself tells.
+func kernelPID(t testing.TB, ws *jupyterWS) int {
+	t.Helper()
+	e := ws.run("import os; os.getpid()")
+	pid, err := strconv.Atoi(e.result)
+	if err != nil {
+		t.Fatalf("os.getpid(): %s", e)
+	}
+	return pid
+}
+
+// waitGone waits until the named resource no longer exists.
+func waitGone(t testing.TB, inst *instance, obj client.Object, name string) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("%T %s gone", obj, name), goneTimeout, func() error {
+		err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there (deletion %v, finalizers %v)", obj.GetDeletionTimestamp(), obj.GetFinalizers())
+	})
+}
+
+// localUserName is who `nbkube local` makes the token's user: the machine's user.
+func localUserName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "nbkube"
+}
