@@ -61,6 +61,9 @@ type Config struct {
 	Replay ReplayLimits
 	// MaxMessageBytes bounds one WebSocket message from a client.
 	MaxMessageBytes int64
+	// TerminationLog, when set, receives why the kernel could not start (the container's
+	// terminationMessagePath), so that the pod's status says it without the agent's logs.
+	TerminationLog string
 	// Log receives the agent's structured log.
 	Log logr.Logger
 }
@@ -151,6 +154,7 @@ type Agent struct {
 	runtimeDir string
 	restarts   atomic.Int32
 	badSigs    atomic.Int64
+	stderrTail *tail
 
 	// life serializes starting, restarting, interrupting and stopping the kernel.
 	life sync.Mutex
@@ -208,7 +212,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg: cfg, key: []byte(strings.TrimSpace(string(key))), token: []byte(strings.TrimSpace(string(token))),
 		identity: newID(), session: newID(), runtimeDir: dir, state: StateStarting,
 		sessions: map[string]*clientSession{}, route: map[string]*clientSession{}, pending: map[string]chan *wire.Message{},
-		ready: make(chan struct{}), done: make(chan error, 1),
+		ready: make(chan struct{}), done: make(chan error, 1), stderrTail: &tail{max: 2048},
 	}
 	a.signer = wire.NewSigner(a.key)
 	a.lastActivity = time.Now()
@@ -236,6 +240,7 @@ func Run(ctx context.Context, cfg Config) error {
 	select {
 	case err := <-started:
 		if err != nil {
+			a.writeTerminationLog(err)
 			return err
 		}
 		a.readyOnce.Do(func() { close(a.ready) })
@@ -531,6 +536,24 @@ func (a *Agent) setState(state string, broadcast bool) {
 		m := a.newMessage("status", nil, fmt.Sprintf(`{"execution_state":%q}`, state))
 		m.Channel = wire.IOPub
 		a.broadcastLocked(m, wire.Header{MsgType: "status"})
+	}
+}
+
+// writeTerminationLog says why the kernel did not start, with the end of its stderr.
+func (a *Agent) writeTerminationLog(err error) {
+	if a.cfg.TerminationLog == "" {
+		return
+	}
+	msg := "the kernel did not start: " + err.Error()
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		msg = fmt.Sprintf("the kernel exited with code %d before it answered", exit.Code)
+	}
+	if t := a.stderrTail.String(); t != "" {
+		msg += "; its last output:\n" + t
+	}
+	if werr := os.WriteFile(a.cfg.TerminationLog, []byte(msg), 0o644); werr != nil {
+		a.cfg.Log.Error(werr, "Write the termination message")
 	}
 }
 

@@ -575,11 +575,15 @@ func TestAgent_ShutdownEndsRun(t *testing.T) {
 
 func TestRun_KernelThatFailsToStartEndsWithItsExitCode(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "conn.json")
-	cfg, _ := testConfig(t, "/bin/sh", "-c", `cp "$0" "$1"; exit 3`, "{connection_file}", out)
+	cfg, _ := testConfig(t, "/bin/sh", "-c", `cp "$0" "$1"; echo "no such module" >&2; exit 3`, "{connection_file}", out)
+	cfg.TerminationLog = filepath.Join(t.TempDir(), "termination-log")
 	err := Run(context.Background(), cfg)
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != 3 {
 		t.Fatalf("Run = %v, want the kernel's exit code 3", err)
+	}
+	if msg, _ := os.ReadFile(cfg.TerminationLog); !strings.Contains(string(msg), "code 3") || !strings.Contains(string(msg), "no such module") {
+		t.Errorf("termination message %q does not say why", msg)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {

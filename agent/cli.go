@@ -16,12 +16,13 @@ import (
 // Environment variables the agent reads; the kernel pod builder sets them, and a kernel's own
 // env cannot override them.
 const (
-	EnvKernelID      = "NBKUBE_KERNEL_ID"
-	EnvNamespace     = "NBKUBE_NAMESPACE"
-	EnvPodIP         = "NBKUBE_POD_IP"
-	EnvAgentPort     = "NBKUBE_AGENT_PORT"
-	EnvSecretDir     = "NBKUBE_SECRET_DIR"
-	EnvInterruptMode = "NBKUBE_INTERRUPT_MODE"
+	EnvKernelID       = "NBKUBE_KERNEL_ID"
+	EnvNamespace      = "NBKUBE_NAMESPACE"
+	EnvPodIP          = "NBKUBE_POD_IP"
+	EnvAgentPort      = "NBKUBE_AGENT_PORT"
+	EnvSecretDir      = "NBKUBE_SECRET_DIR"
+	EnvInterruptMode  = "NBKUBE_INTERRUPT_MODE"
+	EnvTerminationLog = "NBKUBE_TERMINATION_LOG"
 )
 
 // Main is the agent's command line (`nbkube-agent [flags] -- ARGV...`, also `nbkube agent`):
@@ -56,6 +57,7 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		InterruptMode:     getenv(EnvInterruptMode),
 		StartTimeout:      *startTimeout,
 		HeartbeatInterval: *heartbeat,
+		TerminationLog:    getenv(EnvTerminationLog),
 		Log:               log,
 	})
 }

@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +66,7 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 		return nil, fmt.Errorf("write connection file: %w", err)
 	}
 	cmd := exec.Command(a.cfg.Argv[0], substitute(a.cfg.Argv[1:], connFile)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, a.stderrTail)
 	cmd.Env = kernelEnv(os.Environ())
 	// Its own process group so that signals reach the kernel's children too, as Jupyter's
 	// provisioner does; Pdeathsig so it never outlives the agent.
@@ -196,4 +198,28 @@ func newID() string {
 	// A UUID-shaped string, as Jupyter's ids are.
 	h := hex.EncodeToString(b)
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// tail keeps the last bytes written to it: the kernel's last words, for the reason a pod
+// gives when the kernel fails to start.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.TrimSpace(string(t.buf))
 }

@@ -52,7 +52,13 @@ const (
 	EnvAgentPort     = agent.EnvAgentPort
 	EnvSecretDir     = agent.EnvSecretDir
 	EnvInterruptMode = agent.EnvInterruptMode
+	// EnvTerminationLog is where the agent writes why a kernel did not start.
+	EnvTerminationLog = agent.EnvTerminationLog
 )
+
+// TerminationLog is the kernel container's terminationMessagePath: in the writable /tmp,
+// where the local node finds it too.
+const TerminationLog = "/tmp/termination-log"
 
 // AgentBinary is the path of the agent in kernel pods: the small nbkube-agent binary, which
 // `nbkube install` copies from beside the nbkube binary of the operator's image.
@@ -152,6 +158,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 					FailureThreshold:    6,
 				},
 				SecurityContext:          restrictedContainer(),
+				TerminationMessagePath:   TerminationLog,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Volumes: []corev1.Volume{
@@ -198,5 +205,6 @@ func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMo
 		corev1.EnvVar{Name: EnvAgentPort, Value: strconv.Itoa(AgentPort)},
 		corev1.EnvVar{Name: EnvSecretDir, Value: SecretDir},
 		corev1.EnvVar{Name: EnvInterruptMode, Value: string(interrupt)},
+		corev1.EnvVar{Name: EnvTerminationLog, Value: TerminationLog},
 	)
 }

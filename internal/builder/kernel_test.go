@@ -88,6 +88,9 @@ func TestKernelPod_Shape(t *testing.T) {
 			if main.Image != tc.image || main.WorkingDir != tc.workDir {
 				t.Errorf("image %q workdir %q, want %q %q", main.Image, main.WorkingDir, tc.image, tc.workDir)
 			}
+			if main.TerminationMessagePath != TerminationLog {
+				t.Errorf("terminationMessagePath %q: the agent writes %q", main.TerminationMessagePath, TerminationLog)
+			}
 			if d := cmp.Diff([]string{"/opt/nbkube/bin/nbkube-agent", "--"}, main.Command); d != "" {
 				t.Errorf("command (-want +got):\n%s", d)
 			}
@@ -158,13 +161,14 @@ func TestKernelPod_EnvLayersAndReservedNames(t *testing.T) {
 	env := KernelPod(kernel, spec, DefaultOptions()).Spec.Containers[0].Env
 	want := map[string]string{
 		"A": "spec", "B": "kernel", "C": "kernel",
-		"HOME":           HomeDir,
-		EnvKernelID:      "k1",
-		EnvNamespace:     "from:metadata.namespace",
-		EnvPodIP:         "from:status.podIP",
-		EnvAgentPort:     "8777",
-		EnvSecretDir:     SecretDir,
-		EnvInterruptMode: "signal",
+		"HOME":            HomeDir,
+		EnvKernelID:       "k1",
+		EnvNamespace:      "from:metadata.namespace",
+		EnvPodIP:          "from:status.podIP",
+		EnvAgentPort:      "8777",
+		EnvSecretDir:      SecretDir,
+		EnvInterruptMode:  "signal",
+		EnvTerminationLog: TerminationLog,
 	}
 	if d := cmp.Diff(want, envMap(env)); d != "" {
 		t.Errorf("env (-want +got):\n%s", d)
