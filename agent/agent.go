@@ -433,24 +433,35 @@ func (a *Agent) restart(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// stopIncarnation asks the kernel to shut down, then signals it; it returns once the
-// process has exited.
+// stopIncarnation asks the kernel to shut down and, once it has answered (its shutdown hooks
+// have run), ends the process rather than waiting for ipykernel to wind down its event loop
+// by itself, which takes a few hundred milliseconds; it returns once the process has exited.
 func (a *Agent) stopIncarnation(inc *incarnation, restart bool) {
-	if inc.alive() {
-		content := `{"restart":false}`
-		if restart {
-			content = `{"restart":true}`
-		}
-		if _, err := a.requestInto(inc, wire.Control, "shutdown_request", content, nil); err == nil && inc.wait(a.cfg.StopGrace) {
-			inc.close()
-			return
-		}
-		_ = inc.signal(syscall.SIGTERM)
-		if !inc.wait(a.cfg.StopGrace) {
-			inc.kill()
-		}
+	defer inc.close()
+	if !inc.alive() {
+		return
 	}
-	inc.close()
+	content := `{"restart":false}`
+	if restart {
+		content = `{"restart":true}`
+	}
+	reply := make(chan *wire.Message, 1)
+	if _, err := a.requestInto(inc, wire.Control, "shutdown_request", content, reply); err == nil {
+		t := time.NewTimer(a.cfg.StopGrace)
+		select {
+		case <-reply:
+		case <-inc.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if inc.wait(20 * time.Millisecond) {
+		return
+	}
+	_ = inc.signal(syscall.SIGTERM)
+	if !inc.wait(a.cfg.StopGrace) {
+		inc.kill()
+	}
 }
 
 // stop shuts the kernel down for good and closes every client connection.
@@ -569,9 +580,21 @@ func exitError(err error) error {
 	return err
 }
 
-// newConnectionInfo picks five free loopback ports. The kernel binds them right after; the
+// kernelIP is the address the kernel's ports are bound to: 127.0.0.1, private to the pod,
+// unless the agent itself listens on a loopback address. Then the pod shares the host's
+// network (the local node gives each pod its own 127.0.0.N), and the kernel takes the pod's
+// address, so that kernels starting side by side never pick the same port.
+func kernelIP(listen string) string {
+	host, _, err := net.SplitHostPort(listen)
+	if ip := net.ParseIP(host); err == nil && ip != nil && ip.IsLoopback() {
+		return ip.String()
+	}
+	return "127.0.0.1"
+}
+
+// newConnectionInfo picks five free ports on ip. The kernel binds them right after; the
 // short window in which another process could take one is Jupyter's own, accepted practice.
-func newConnectionInfo(key, kernelID string) (ConnectionInfo, error) {
+func newConnectionInfo(ip, key, kernelID string) (ConnectionInfo, error) {
 	ports := make([]int, 5)
 	listeners := make([]net.Listener, 0, 5)
 	defer func() {
@@ -580,7 +603,7 @@ func newConnectionInfo(key, kernelID string) (ConnectionInfo, error) {
 		}
 	}()
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 		if err != nil {
 			return ConnectionInfo{}, fmt.Errorf("pick kernel port: %w", err)
 		}
@@ -589,7 +612,7 @@ func newConnectionInfo(key, kernelID string) (ConnectionInfo, error) {
 	}
 	return ConnectionInfo{
 		ShellPort: ports[0], IOPubPort: ports[1], StdinPort: ports[2], ControlPort: ports[3], HBPort: ports[4],
-		IP: "127.0.0.1", Key: key, Transport: "tcp", SignatureScheme: "hmac-sha256", KernelName: kernelID,
+		IP: ip, Key: key, Transport: "tcp", SignatureScheme: "hmac-sha256", KernelName: kernelID,
 	}, nil
 }
 

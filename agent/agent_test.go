@@ -657,3 +657,15 @@ func testenvEventually(t *testing.T, what string, timeout time.Duration, cond fu
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+func TestKernelIP_IsThePodsOwnOnlyOnTheLocalNode(t *testing.T) {
+	for listen, want := range map[string]string{
+		"10.244.0.7:8777": "127.0.0.1", // a pod with its own network namespace
+		"127.0.0.9:8777":  "127.0.0.9", // the local node: pods share the host's loopback
+		":8777":           "127.0.0.1",
+	} {
+		if got := kernelIP(listen); got != want {
+			t.Errorf("kernelIP(%q) = %q, want %q", listen, got, want)
+		}
+	}
+}

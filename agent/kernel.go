@@ -53,7 +53,7 @@ type incarnation struct {
 // startIncarnation writes a connection file with fresh ports and starts the kernel process.
 // The sockets are connected by connect.
 func (a *Agent) startIncarnation() (*incarnation, error) {
-	info, err := newConnectionInfo(string(a.key), a.cfg.KernelID)
+	info, err := newConnectionInfo(kernelIP(a.cfg.Listen), string(a.key), a.cfg.KernelID)
 	if err != nil {
 		return nil, err
 	}
