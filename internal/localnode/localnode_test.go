@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -82,10 +83,16 @@ func TestLocalNode(t *testing.T) {
 		if node.Status.NodeInfo.KubeletVersion != localnode.DefaultKubeletVersion {
 			t.Errorf("kubelet version = %q", node.Status.NodeInfo.KubeletVersion)
 		}
-		lease, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), localnode.DefaultNodeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The lease is made beside the node's status, not before it.
+		var lease *coordinationv1.Lease
+		waitFor(t, 10*time.Second, "the node's lease", func(ctx context.Context) (bool, error) {
+			var err error
+			lease, err = client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, localnode.DefaultNodeName, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return false, nil
+			}
+			return err == nil, err
+		})
 		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
 			t.Errorf("lease renewed at %v", lease.Spec.RenewTime)
 		}
