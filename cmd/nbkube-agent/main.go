@@ -1,4 +1,5 @@
-// Command nbkube-agent runs a kernel inside a kernel pod (`nbkube-agent [flags] -- ARGV...`):
+// Command nbkube-agent runs a kernel inside a kernel pod (`nbkube-agent [flags] -- ARGV...`,
+// after `nbkube-agent install DEST` in the init container):
 // the agent of package agent, alone in a small static binary. The kernel pod's init
 // container copies it into the pod, so its size and memory are paid once per kernel; the
 // operator's nbkube binary carries the whole Kubernetes client and would cost several times
@@ -18,6 +19,19 @@ import (
 )
 
 func main() {
+	// `nbkube-agent install DEST` is the kernel pod's init container: it puts this binary
+	// into the pod's emptyDir.
+	if len(os.Args) == 3 && os.Args[1] == "install" {
+		self, err := os.Executable()
+		if err == nil {
+			err = agent.Install(self, os.Args[2])
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "nbkube-agent: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := agent.Main(ctx, "nbkube-agent", os.Args[1:], os.Getenv, os.Stderr)
 	stop()

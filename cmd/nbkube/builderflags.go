@@ -11,7 +11,7 @@ import (
 // bindBuilderFlags exposes the settings of the objects the controllers create.
 func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "image the kernel pods copy the nbkube agent from (this operator's image)")
-	fs.StringVar(&o.AgentBinary, "agent-binary", o.AgentBinary, "path of the nbkube binary inside --agent-image")
+	fs.StringVar(&o.AgentBinary, "agent-binary", o.AgentBinary, "path of the nbkube-agent binary inside --agent-image")
 	fs.StringVar(&o.DefaultKernelImage, "kernel-image", o.DefaultKernelImage, "image of kernels whose KernelSpec names none")
 	fs.StringVar(&o.DefaultClusterImage, "cluster-image", o.DefaultClusterImage, "image of clusters that name none (needs ipyparallel)")
 	fs.StringVar(&o.ContentsClaim, "contents-claim", o.ContentsClaim, "PersistentVolumeClaim with the notebooks, mounted into kernel pods")

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/nbkube/nbkube/agent"
 )
 
 // runInstall copies a binary of the operator's image to the destination: the kernel pod's
@@ -29,33 +30,5 @@ func runInstall(_ context.Context, args []string) error {
 		}
 		self = sibling
 	}
-	tmp := filepath.Join(filepath.Dir(dest), "."+filepath.Base(dest)+".tmp")
-	_ = os.Remove(tmp)
-	if err := os.Link(self, tmp); err != nil {
-		if err := copyFile(self, tmp); err != nil {
-			return fmt.Errorf("install %s: %w", dest, err)
-		}
-	}
-	return os.Rename(tmp, dest)
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	return agent.Install(self, dest)
 }

@@ -17,7 +17,8 @@ import (
 type Options struct {
 	// AgentImage is the operator's own image: kernel pods copy the nbkube binary out of it.
 	AgentImage string
-	// AgentBinary is the path of the nbkube binary inside AgentImage.
+	// AgentBinary is the path of the nbkube-agent binary inside AgentImage; the kernel pod's
+	// init container runs `<AgentBinary> install` to copy it into the pod.
 	AgentBinary string
 	// DefaultKernelImage runs kernels whose KernelSpec names no image.
 	DefaultKernelImage string
@@ -36,7 +37,7 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		AgentImage:          "ghcr.io/nbkube/nbkube:latest",
-		AgentBinary:         "/usr/local/bin/nbkube",
+		AgentBinary:         "/usr/local/bin/nbkube-agent",
 		DefaultKernelImage:  "ghcr.io/nbkube/kernel-python:latest",
 		DefaultClusterImage: "ghcr.io/nbkube/kernel-python:latest",
 		ContentsClaim:       "nbkube-contents",

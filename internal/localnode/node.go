@@ -58,7 +58,8 @@ type Config struct {
 	// directory behind it, such as the contents root the user serves.
 	ClaimDirs map[string]string
 	// SelfExecutable runs for containers whose command[0] has the base name "nbkube", so that pods
-	// made for the nbkube image run this binary; default os.Executable().
+	// made for the nbkube image run this binary (and the nbkube-agent beside it for
+	// "nbkube-agent"); default os.Executable().
 	SelfExecutable string
 	// Clock drives the node's timers and timestamps; default the real clock. (Probe timeouts run
 	// on real time: they bound real network and process I/O.)

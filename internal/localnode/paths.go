@@ -11,8 +11,11 @@ import (
 )
 
 // selfName is the base name of a command that means "the nbkube binary": pods built for the
-// nbkube image (kernel pods run `nbkube agent`) run the binary that hosts this node instead.
+// nbkube image run the binary that hosts this node instead.
 const selfName = "nbkube"
+
+// agentName is the kernel agent's binary in the nbkube image, found beside the nbkube binary.
+const agentName = "nbkube-agent"
 
 // mount is one volumeMount of a container: the path the container expects and the host path
 // behind it.
@@ -148,6 +151,9 @@ func resolveCommand(c *corev1.Container, t mountTable, env func(string) (string,
 		exe = h.self
 	case underMount:
 		exe = hp
+	case filepath.Base(cmd0) == agentName:
+		// The agent of the nbkube image: the one beside this nbkube.
+		exe = filepath.Join(filepath.Dir(h.self), agentName)
 	case filepath.IsAbs(cmd0) && h.exists(cmd0):
 		exe = cmd0
 	case !filepath.IsAbs(cmd0) && strings.Contains(cmd0, "/"):
