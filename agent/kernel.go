@@ -130,7 +130,7 @@ func (inc *incarnation) connect(identity string) error {
 const channelHB = "hb"
 
 func endpoint(info ConnectionInfo, port int) string {
-	return fmt.Sprintf("tcp://%s:%d", info.IP, port)
+	return fmt.Sprintf("%s://%s:%d", transportName, info.IP, port)
 }
 
 // send signs m and sends it on channel.
