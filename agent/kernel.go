@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,11 +91,14 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 	return inc, nil
 }
 
-// connect dials the kernel's ports. go-zeromq's Dial retries until the kernel listens; the
-// incarnation's context ends the retries if the process exits first.
+// connect dials the kernel's ports once the kernel listens on them. The incarnation's
+// context ends the wait if the process exits first.
 func (inc *incarnation) connect(identity string) error {
+	if err := inc.waitListening(); err != nil {
+		return err
+	}
 	opts := func(extra ...zmq4.Option) []zmq4.Option {
-		return append([]zmq4.Option{zmq4.WithDialerRetry(5 * time.Millisecond), zmq4.WithDialerMaxRetries(-1),
+		return append([]zmq4.Option{zmq4.WithDialerRetry(5 * time.Millisecond), zmq4.WithDialerMaxRetries(200),
 			zmq4.WithDialerTimeout(5 * time.Second)}, extra...)
 	}
 	id := zmq4.SocketIdentity(identity)
@@ -124,6 +128,27 @@ func (inc *incarnation) connect(identity string) error {
 		}
 	}
 	return nil
+}
+
+// waitListening waits until the kernel accepts connections on its heartbeat port, which
+// ipykernel binds after the other four. It probes with a growing pause (2 ms up to 20 ms):
+// go-zeromq's own dial retries at a fixed interval, and twenty agents retrying five sockets
+// every few milliseconds took CPU from the very kernels they waited for.
+func (inc *incarnation) waitListening() error {
+	addr := net.JoinHostPort(inc.info.IP, strconv.Itoa(inc.info.HBPort))
+	d := net.Dialer{Timeout: time.Second}
+	for pause := 2 * time.Millisecond; ; pause = min(pause*2, 20*time.Millisecond) {
+		c, err := d.DialContext(inc.ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-inc.ctx.Done():
+			return fmt.Errorf("the kernel exited before it listened: %w", err)
+		case <-time.After(pause):
+		}
+	}
 }
 
 // channelHB names the heartbeat socket among the channels.
