@@ -10,17 +10,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/apiserver"
-	"github.com/nbkube/nbkube/internal/crds"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -30,10 +24,10 @@ import (
 const debianKernels = "/usr/share/jupyter/kernels"
 
 func TestKernelSpecs(t *testing.T) {
-	c := kubeClient(t)
+	c := testenv.KubeClient(t)
 	// kernelSpecServer serves the KernelSpecs of a fresh namespace, and the host's of dirs.
 	kernelSpecServer := func(t *testing.T, dirs []string, opts ...serverOption) (*testServer, string) {
-		ns := newNamespace(t, c)
+		ns := testenv.Namespace(t, c)
 		repo := &repository.KernelSpecs{Reader: c, Namespace: ns}
 		if dirs != nil {
 			repo.Host = &kernelspecs.Host{Client: c, Namespace: ns, Dirs: dirs}
@@ -172,7 +166,7 @@ func TestKernelSpecs(t *testing.T) {
 	})
 
 	t.Run("DefaultIsTheConfiguredSpecOrTheFirstByName", func(t *testing.T) {
-		ns := newNamespace(t, c)
+		ns := testenv.Namespace(t, c)
 		repo := &repository.KernelSpecs{Reader: c, Namespace: ns}
 		defaultOf := func(configured string) any {
 			s := newServer(t, func(o *apiserver.Options) { o.KernelSpecs, o.DefaultKernelSpec = repo, configured })
@@ -238,32 +232,6 @@ func kernelSpec(namespace, name string) *nbv1.KernelSpec {
 			Argv:        []string{"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"},
 		},
 	}
-}
-
-// kubeClient starts a real kube-apiserver with nbkube's CRDs for the test.
-func kubeClient(t *testing.T) client.Client {
-	t.Helper()
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
-	if err := crds.Install(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nbv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 func readJSON(t *testing.T, path string) map[string]any {

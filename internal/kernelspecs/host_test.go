@@ -11,13 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/crds"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -71,7 +67,7 @@ func TestFind_SkipsLogosOverTheCRDLimit(t *testing.T) {
 }
 
 func TestHost_Refresh(t *testing.T) {
-	c := kubeClient(t)
+	c := testenv.KubeClient(t)
 
 	t.Run("SyncsOnlyWhenTheDirectoriesChanged", func(t *testing.T) {
 		dir := t.TempDir()
@@ -79,7 +75,7 @@ func TestHost_Refresh(t *testing.T) {
 		// Jupyter allows the name; a resource cannot have it. It is reported once, not
 		// retried on every refresh.
 		writeSpec(t, dir, "my_kernel", `{"argv":["x","{connection_file}"],"display_name":"X","language":"x"}`)
-		h := &Host{Client: c, Namespace: newNamespace(t, c), Dirs: []string{dir}}
+		h := &Host{Client: c, Namespace: testenv.Namespace(t, c), Dirs: []string{dir}}
 		names, synced, err := h.Refresh(t.Context())
 		if !synced || err == nil || !slices.Equal(names, []string{"ir"}) {
 			t.Errorf("first refresh: %v, %v, %v; want ir synced and my_kernel reported", names, synced, err)
@@ -112,7 +108,7 @@ func TestHost_Refresh(t *testing.T) {
 	t.Run("AddsIPyKernelsSpecWhenNoKernelJSONIsPython3", func(t *testing.T) {
 		dir := t.TempDir()
 		writeSpec(t, dir, "ir", `{"argv":["R","{connection_file}"],"display_name":"R","language":"R"}`)
-		ns := newNamespace(t, c)
+		ns := testenv.Namespace(t, c)
 		h := &Host{Client: c, Namespace: ns, Dirs: []string{dir}, Python: []string{"/usr/bin/python3"}}
 		if names, _, err := h.Refresh(t.Context()); err != nil || !slices.Equal(names, []string{"ir", "python3"}) {
 			t.Fatalf("refresh: %v, %v", names, err)
@@ -134,32 +130,6 @@ func TestHost_Refresh(t *testing.T) {
 			t.Errorf("python3 %+v, %v", py.Spec, err)
 		}
 	})
-}
-
-// kubeClient starts a real kube-apiserver with nbkube's CRDs for the test.
-func kubeClient(t *testing.T) client.Client {
-	t.Helper()
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
-	if err := crds.Install(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nbv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 func writeFile(t *testing.T, path, data string) {

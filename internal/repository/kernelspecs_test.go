@@ -7,45 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/crds"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
-
-// kubeClient starts a real kube-apiserver with nbkube's CRDs for the test.
-func kubeClient(t *testing.T) client.Client {
-	t.Helper()
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
-	if err := crds.Install(t.Context(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nbv1.AddToScheme(scheme))
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func newNamespace(t *testing.T, c client.Client) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
-	if err := c.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
 
 func adminSpec(namespace, name, displayName string) *nbv1.KernelSpec {
 	return &nbv1.KernelSpec{
@@ -81,11 +49,11 @@ func names(specs []nbv1.KernelSpec) []string {
 }
 
 func TestKernelSpecs(t *testing.T) {
-	c := kubeClient(t)
+	c := testenv.KubeClient(t)
 
 	t.Run("ListIsSortedAndGetMatchesNamesCaseInsensitively", func(t *testing.T) {
-		ns := newNamespace(t, c)
-		for _, ks := range []*nbv1.KernelSpec{adminSpec(ns, "r", "R"), adminSpec(ns, "python3", "Python 3"), adminSpec(newNamespace(t, c), "elsewhere", "X")} {
+		ns := testenv.Namespace(t, c)
+		for _, ks := range []*nbv1.KernelSpec{adminSpec(ns, "r", "R"), adminSpec(ns, "python3", "Python 3"), adminSpec(testenv.Namespace(t, c), "elsewhere", "X")} {
 			if err := c.Create(t.Context(), ks); err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +75,7 @@ func TestKernelSpecs(t *testing.T) {
 	})
 
 	t.Run("MissingAndImpossibleNamesAreNotFound", func(t *testing.T) {
-		repo := &repository.KernelSpecs{Reader: c, Namespace: newNamespace(t, c)}
+		repo := &repository.KernelSpecs{Reader: c, Namespace: testenv.Namespace(t, c)}
 		for _, name := range []string{"nope", "my_kernel", "a/b", "..", ""} {
 			_, err := repo.GetKernelSpec(t.Context(), name)
 			if !errors.Is(err, repository.ErrNotFound) {
@@ -120,7 +88,7 @@ func TestKernelSpecs(t *testing.T) {
 	})
 
 	t.Run("HostSpecsAddedOrRemovedShowInTheNextAnswer", func(t *testing.T) {
-		ns := newNamespace(t, c)
+		ns := testenv.Namespace(t, c)
 		if err := c.Create(t.Context(), adminSpec(ns, "python3", "The admin's")); err != nil {
 			t.Fatal(err)
 		}
