@@ -330,13 +330,12 @@ func (a *Agent) nudge(inc *incarnation) error {
 		tick := time.NewTimer(delay)
 		for waiting := true; waiting; {
 			select {
-			case m := <-replies:
+			case <-replies:
 				if !replied {
 					replied = true
 					a.mu.Lock()
 					a.state = StateIdle
 					a.mu.Unlock()
-					_ = m
 				}
 				select {
 				case <-inc.iopubSeen:

@@ -128,12 +128,8 @@ func (a *Agent) deliverLocked(s *clientSession, m *wire.Message, h wire.Header, 
 	if !s.keep {
 		return
 	}
-	size := len(m.Header) + len(m.ParentHeader) + len(m.Metadata) + len(m.Content)
-	for _, b := range m.Buffers {
-		size += len(b)
-	}
 	s.buf = append(s.buf, m)
-	s.bufBytes += size
+	s.bufBytes += messageSize(m)
 	for len(s.buf) > 0 && (len(s.buf) > a.cfg.Replay.Messages || s.bufBytes > a.cfg.Replay.Bytes) {
 		s.bufBytes -= messageSize(s.buf[0])
 		s.buf[0] = nil

@@ -46,7 +46,7 @@ type Client struct {
 	ws   *websocket.Dialer
 }
 
-// New makes a client; timeout bounds the quick calls (status, interrupt).
+// New makes a client. Calls are bounded by their contexts; dials by 5 s.
 func New() *Client {
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
