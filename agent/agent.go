@@ -64,8 +64,21 @@ type Config struct {
 	// TerminationLog, when set, receives why the kernel could not start (the container's
 	// terminationMessagePath), so that the pod's status says it without the agent's logs.
 	TerminationLog string
+	// Cluster is the ipyparallel cluster the kernel is attached to, if any.
+	Cluster ClusterConfig
 	// Log receives the agent's structured log.
 	Log logr.Logger
+}
+
+// ClusterConfig says where a kernel attached to an ipyparallel cluster finds it.
+type ClusterConfig struct {
+	// Profile is the cluster's name, the IPython profile its client file goes into; empty
+	// when the kernel is attached to no cluster.
+	Profile string
+	// File is the cluster's client connection file.
+	File string
+	// IPythonDir is the kernel's IPython directory ($IPYTHONDIR, else ~/.ipython).
+	IPythonDir string
 }
 
 // ReplayLimits bound what the agent keeps for disconnected client sessions.
@@ -202,6 +215,12 @@ func Run(ctx context.Context, cfg Config) error {
 	token, err := os.ReadFile(filepath.Join(cfg.SecretDir, "token"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("agent token: %w", err)
+	}
+	if cfg.Cluster.Profile != "" {
+		// Without the file the kernel still works; only ipyparallel.Client fails, and says so.
+		if err := linkClusterFile(cfg.Cluster.IPythonDir, cfg.Cluster.Profile, cfg.Cluster.File); err != nil {
+			cfg.Log.Error(err, "Linking the cluster's connection file", "cluster", cfg.Cluster.Profile)
+		}
 	}
 	dir, err := os.MkdirTemp(cfg.RuntimeDir, "nbkube-kernel-")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -23,6 +24,10 @@ const (
 	EnvSecretDir      = "NBKUBE_SECRET_DIR"
 	EnvInterruptMode  = "NBKUBE_INTERRUPT_MODE"
 	EnvTerminationLog = "NBKUBE_TERMINATION_LOG"
+	// EnvClusterProfile names the ipyparallel cluster a kernel is attached to, and
+	// EnvClusterFile is the client connection file of that cluster (in the Secret volume).
+	EnvClusterProfile = "NBKUBE_IPCLUSTER_PROFILE"
+	EnvClusterFile    = "NBKUBE_IPCLUSTER_FILE"
 )
 
 // Main is the agent's command line (`nbkube-agent [flags] -- ARGV...`, also `nbkube agent`):
@@ -46,6 +51,10 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 	if port == "" {
 		return errors.New(EnvAgentPort + " is not set")
 	}
+	ipythonDir := getenv("IPYTHONDIR")
+	if ipythonDir == "" {
+		ipythonDir = filepath.Join(getenv("HOME"), ".ipython")
+	}
 	return Run(ctx, Config{
 		KernelID:   kernelID,
 		Listen:     net.JoinHostPort(getenv(EnvPodIP), port),
@@ -58,6 +67,7 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		StartTimeout:      *startTimeout,
 		HeartbeatInterval: *heartbeat,
 		TerminationLog:    getenv(EnvTerminationLog),
+		Cluster:           ClusterConfig{Profile: getenv(EnvClusterProfile), File: getenv(EnvClusterFile), IPythonDir: ipythonDir},
 		Log:               log,
 	})
 }
