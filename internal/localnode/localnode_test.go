@@ -62,6 +62,7 @@ func TestLocalNode(t *testing.T) {
 		DataDir:          dataDir,
 		ClaimDirs:        map[string]string{"contents": contentsDir},
 		CrashLoopBackOff: 200 * time.Millisecond,
+		VolumeResync:     300 * time.Millisecond,
 	})
 
 	t.Run("RegistersAReadyNodeAndRenewsItsLease", func(t *testing.T) {
@@ -285,6 +286,30 @@ func TestLocalNode(t *testing.T) {
 		want := "s3cr3t|hunter2|400|" + ns + "|token"
 		if pod.Status.Phase != corev1.PodSucceeded || term == nil || term.Message != want {
 			t.Errorf("phase %s, terminated state %+v; want message %q", pod.Status.Phase, term, want)
+		}
+	})
+
+	// As with the kubelet, a running pod sees its Secret change, including an optional key
+	// that was missing when it started.
+	t.Run("ChangedSecretReachesARunningPodsVolume", func(t *testing.T) {
+		t.Parallel()
+		ns := newNamespace(t, client)
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "conn", Namespace: ns}, Data: map[string][]byte{"other": []byte("x")}}
+		if _, err := client.CoreV1().Secrets(ns).Create(context.Background(), secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		p := basicPod(ns, "follower", corev1.RestartPolicyNever, "sh", "-c",
+			`until [ "$(cat "$1" 2>/dev/null)" = new ]; do sleep 0.1; done`, "sh", "/etc/conn/file")
+		p.Spec.Volumes = []corev1.Volume{{Name: "conn", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: "conn", Optional: ptr.To(true), Items: []corev1.KeyToPath{{Key: "file", Path: "file"}}}}}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "conn", MountPath: "/etc/conn"}}
+		pod := waitPod(t, client, createPod(t, client, p), "running", podRunning)
+		secret.Data["file"] = []byte("new")
+		if _, err := client.CoreV1().Secrets(ns).Update(context.Background(), secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if pod = waitPod(t, client, pod, "succeeded", terminal); pod.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("phase %s: %+v", pod.Status.Phase, pod.Status.ContainerStatuses)
 		}
 	})
 

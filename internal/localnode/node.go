@@ -36,6 +36,8 @@ const (
 	DefaultNodeName         = "nbkube-local"
 	DefaultKubeletVersion   = "v1.36.3"
 	DefaultCrashLoopBackOff = 10 * time.Second
+	// DefaultVolumeResync is Config.VolumeResync's default.
+	DefaultVolumeResync = 10 * time.Second
 )
 
 // maxBackOffFactor caps the crash-loop back-off at this multiple of its base: the kubelet's
@@ -70,6 +72,10 @@ type Config struct {
 	// doubles with each failure up to 30 times its value (the kubelet's 10 s up to 5 min).
 	// Default 10 s; tests shorten it.
 	CrashLoopBackOff time.Duration
+	// VolumeResync is how often the Secret and ConfigMap volumes of running pods are read
+	// again, so that pods see changes to those objects as the kubelet's periodic sync makes
+	// them see; default 10 s.
+	VolumeResync time.Duration
 	// AddressLockDir holds a lock file per pod IP in use, shared by every nbkube on the machine so
 	// that they never hand out the same address; default <os.TempDir()>/nbkube-pod-ips.
 	AddressLockDir string
@@ -132,6 +138,9 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 	}
 	if cfg.CrashLoopBackOff <= 0 {
 		cfg.CrashLoopBackOff = DefaultCrashLoopBackOff
+	}
+	if cfg.VolumeResync <= 0 {
+		cfg.VolumeResync = DefaultVolumeResync
 	}
 	if cfg.AddressLockDir == "" {
 		cfg.AddressLockDir = filepath.Join(os.TempDir(), "nbkube-pod-ips")

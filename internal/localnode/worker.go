@@ -456,7 +456,7 @@ func (w *podWorker) nextWake(now time.Time) time.Time {
 }
 
 // prepareSandbox gives the pod its address and volumes, and refreshes volumes whose service
-// account tokens are due.
+// account tokens are due or whose Secrets and ConfigMaps are to be read again.
 func (w *podWorker) prepareSandbox(ctx context.Context, now time.Time) {
 	if now.Before(w.sandboxRetryAt) {
 		return
@@ -529,6 +529,11 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (map[string]string, time.T
 			return nil, time.Time{}, fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", v.Name, err)
 		}
 		dirs[v.Name] = dir
+	}
+	if len(secrets)+len(configMaps) > 0 {
+		if at := w.node.cfg.Clock.Now().Add(w.node.cfg.VolumeResync); refreshAt.IsZero() || at.Before(refreshAt) {
+			refreshAt = at
+		}
 	}
 	return dirs, refreshAt, nil
 }
