@@ -2,17 +2,70 @@ package controllers_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/ipcluster"
 )
+
+// hubDouble answers for the ipcontrollers of cluster pods by address; an address it has no
+// answer for is unreachable. (ipcluster.QueryHub is tested against a real ipcontroller, and
+// the whole cluster runs for real in the local end-to-end tests.)
+type hubDouble struct {
+	mu      sync.Mutex
+	answers map[string]ipcluster.HubStatus
+	keys    map[string]string
+}
+
+func (h *hubDouble) Query(_ context.Context, addr string, key []byte) (ipcluster.HubStatus, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	host, _, _ := net.SplitHostPort(addr)
+	if h.keys == nil {
+		h.keys = map[string]string{}
+	}
+	h.keys[host] = string(key)
+	st, ok := h.answers[host]
+	if !ok {
+		return st, errors.New("connection refused")
+	}
+	return st, nil
+}
+
+// answer sets what the hub at ip says: engines registered under the given pod names, each
+// with its outstanding tasks.
+func (h *hubDouble) answer(ip string, engines map[string]int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.answers == nil {
+		h.answers = map[string]ipcluster.HubStatus{}
+	}
+	st := ipcluster.HubStatus{Engines: []ipcluster.Engine{}}
+	for name, tasks := range engines {
+		st.Engines = append(st.Engines, ipcluster.Engine{ID: len(st.Engines), UUID: name, Queue: tasks, Completed: 1})
+	}
+	h.answers[ip] = st
+}
+
+func (h *hubDouble) keyAsked(ip string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[ip]
+}
 
 func clusterCondition(t *testing.T, c *nbv1.Cluster, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
@@ -28,31 +81,67 @@ func clusterCondition(t *testing.T, c *nbv1.Cluster, typ string, status metav1.C
 	})
 }
 
-func deploymentReplicas(t *testing.T, ns, name string, want int32) *appsv1.Deployment {
+// clusterPods waits until the cluster has exactly n live pods of a component and returns them.
+func clusterPods(t *testing.T, c *nbv1.Cluster, component string, n int) []corev1.Pod {
 	t.Helper()
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	eventually(t, fmt.Sprintf("deployment %s with %d replicas", name, want), func() error {
-		if err := get(d); err != nil {
+	var live []corev1.Pod
+	eventually(t, fmt.Sprintf("%d %s pods", n, component), func() error {
+		var list corev1.PodList
+		if err := k8sClient.List(context.Background(), &list, client.InNamespace(c.Namespace),
+			client.MatchingLabels{nbv1.LabelCluster: c.Name, nbv1.LabelComponent: component}); err != nil {
 			return err
 		}
-		if *d.Spec.Replicas != want {
-			return fmt.Errorf("replicas %d", *d.Spec.Replicas)
+		live = slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.DeletionTimestamp != nil })
+		if len(live) != n {
+			return fmt.Errorf("%d pods", len(live))
 		}
 		return nil
 	})
-	return d
+	return live
 }
 
-// setReady plays the deployment controller: it reports ready replicas through the API.
-func setReady(t *testing.T, d *appsv1.Deployment, ready int32) {
+// runPod plays the kubelet: the pod runs at ip.
+func runPod(t *testing.T, p *corev1.Pod, ip string) {
 	t.Helper()
-	eventually(t, "update deployment status", func() error {
-		if err := get(d); err != nil {
+	eventually(t, "run pod "+p.Name, func() error {
+		if err := get(p); err != nil {
 			return err
 		}
-		d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas = ready, ready, ready
-		return k8sClient.Status().Update(context.Background(), d)
+		p.Status.Phase, p.Status.PodIP = corev1.PodRunning, ip
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return k8sClient.Status().Update(context.Background(), p)
 	})
+}
+
+func names(pods []corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startCluster creates a running cluster of n engines and plays its pods and hub until
+// every engine is registered. It returns the controller pod and the engines.
+func startCluster(t *testing.T, ns, name string, n int32, ip string, mutate ...func(*nbv1.Cluster)) (*nbv1.Cluster, *corev1.Pod, []corev1.Pod) {
+	t.Helper()
+	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: n}}
+	for _, m := range mutate {
+		m(c)
+	}
+	create(t, c)
+	controller := &clusterPods(t, c, builder.ComponentClusterController, 1)[0]
+	runPod(t, controller, ip)
+	hub.answer(ip, nil)
+	engines := clusterPods(t, c, builder.ComponentClusterEngine, int(n))
+	registered := map[string]int{}
+	for _, p := range engines {
+		registered[p.Name] = 0
+	}
+	hub.answer(ip, registered)
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+	return c, controller, engines
 }
 
 func TestCluster_StartScaleStop(t *testing.T) {
@@ -66,8 +155,7 @@ func TestCluster_StartScaleStop(t *testing.T) {
 		t.Fatalf("default state %q (%v), want Running", c.Spec.State, err)
 	}
 
-	ctrlDep := deploymentReplicas(t, ns, "c1-ipcontroller", 1)
-	engDep := deploymentReplicas(t, ns, "c1-ipengine", 3)
+	controller := &clusterPods(t, c, builder.ComponentClusterController, 1)[0]
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-ipcontroller"}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-ipcluster"}}
 	eventually(t, "service and secret", func() error {
@@ -76,25 +164,59 @@ func TestCluster_StartScaleStop(t *testing.T) {
 		}
 		return get(secret)
 	})
-	if len(svc.Spec.Ports) != builder.ClusterPorts || svc.Spec.ClusterIP == "" {
+	if len(svc.Spec.Ports) != len(ipcluster.ServicePorts()) || svc.Spec.ClusterIP == "" {
 		t.Errorf("service %+v", svc.Spec)
 	}
-	if len(secret.Data[builder.ClusterSecretKey]) != 64 {
-		t.Errorf("cluster key %q", secret.Data[builder.ClusterSecretKey])
+	key := string(secret.Data[builder.ClusterSecretKey])
+	if len(key) != 64 {
+		t.Errorf("cluster key %q", key)
+	}
+	// Engines and kernels reach the ipcontroller through its Service, with the cluster's key.
+	var clientFile struct{ Interface, Key string }
+	if err := json.Unmarshal(secret.Data[builder.ClusterClientFile], &clientFile); err != nil ||
+		clientFile.Interface != "tcp://c1-ipcontroller."+ns+".svc" || clientFile.Key != key {
+		t.Errorf("client file %s (%v)", secret.Data[builder.ClusterClientFile], err)
 	}
 	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "ControllerStarting")
+	// No engine starts before the ipcontroller answers.
+	clusterPods(t, c, builder.ComponentClusterEngine, 0)
 
-	setReady(t, ctrlDep, 1)
+	runPod(t, controller, "10.1.0.1")
+	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionFalse, "HubUnreachable")
+	hub.answer("10.1.0.1", nil)
 	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionTrue, "ControllerReady")
 	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "EnginesStarting")
-	setReady(t, engDep, 3)
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
-	if c.Status.ReadyEngines != 3 {
-		t.Errorf("ready engines %d", c.Status.ReadyEngines)
+	if got := hub.keyAsked("10.1.0.1"); got != key {
+		t.Errorf("hub asked with key %q, want the cluster's", got)
 	}
+	engines := clusterPods(t, c, builder.ComponentClusterEngine, 3)
+	for _, p := range engines {
+		if p.Annotations[builder.AnnotationControllerPod] != string(controller.UID) {
+			t.Errorf("engine %s made for controller %q", p.Name, p.Annotations[builder.AnnotationControllerPod])
+		}
+	}
+	hub.answer("10.1.0.1", map[string]int{engines[0].Name: 0, engines[1].Name: 0})
+	eventually(t, "2 ready engines", func() error {
+		if err := get(c); err != nil || c.Status.ReadyEngines != 2 {
+			return fmt.Errorf("ready engines %d (%w)", c.Status.ReadyEngines, err)
+		}
+		return nil
+	})
+	// The middle engine is busy: scaling to 1 keeps it and retires the other two.
+	busy := engines[1].Name
+	hub.answer("10.1.0.1", map[string]int{engines[0].Name: 0, busy: 1, engines[2].Name: 0})
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+	eventually(t, "busy engine counted", func() error {
+		if err := get(c); err != nil || c.Status.BusyEngines != 1 || c.Status.ReadyEngines != 3 {
+			return fmt.Errorf("busy %d ready %d (%w)", c.Status.BusyEngines, c.Status.ReadyEngines, err)
+		}
+		return nil
+	})
 
 	update(t, c, func(c *nbv1.Cluster) { c.Spec.Engines = 1 })
-	deploymentReplicas(t, ns, "c1-ipengine", 1)
+	if left := names(clusterPods(t, c, builder.ComponentClusterEngine, 1)); left[0] != busy {
+		t.Errorf("engine left %v, want the busy %s", left, busy)
+	}
 	eventually(t, "scale event", func() error { return findEvent(ns, "c1", "Cluster", "ScaledEngines") })
 	// The service keeps its cluster IP through updates of the cluster.
 	ip := svc.Spec.ClusterIP
@@ -103,52 +225,105 @@ func TestCluster_StartScaleStop(t *testing.T) {
 	}
 
 	update(t, c, func(c *nbv1.Cluster) { c.Spec.State = nbv1.ClusterStopped })
-	deploymentReplicas(t, ns, "c1-ipcontroller", 0)
-	deploymentReplicas(t, ns, "c1-ipengine", 0)
+	clusterPods(t, c, builder.ComponentClusterController, 0)
+	clusterPods(t, c, builder.ComponentClusterEngine, 0)
 	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "Stopped")
 	eventually(t, "stop event", func() error { return findEvent(ns, "c1", "Cluster", "Stopped") })
+
+	// Started again, it gets a new ipcontroller and new engines, with the same key.
+	update(t, c, func(c *nbv1.Cluster) { c.Spec.State = nbv1.ClusterRunning; c.Spec.Engines = 2 })
+	again := &clusterPods(t, c, builder.ComponentClusterController, 1)[0]
+	runPod(t, again, "10.1.0.2")
+	hub.answer("10.1.0.2", nil)
+	clusterPods(t, c, builder.ComponentClusterEngine, 2)
+	if got := hub.keyAsked("10.1.0.2"); got != key {
+		t.Errorf("restarted cluster asked with key %q, want the same key", got)
+	}
 }
 
-func TestCluster_ReplicaFailureIsReported(t *testing.T) {
+func TestCluster_FailedControllerIsReplacedWithItsEngines(t *testing.T) {
 	ns := namespace(t)
-	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 2}}
-	create(t, c)
-	eng := deploymentReplicas(t, ns, "c1-ipengine", 2)
-	eventually(t, "deployment failure condition", func() error {
-		if err := get(eng); err != nil {
+	c, controller, engines := startCluster(t, ns, "c1", 2, "10.2.0.1")
+
+	eventually(t, "fail the ipcontroller pod", func() error {
+		if err := get(controller); err != nil {
 			return err
 		}
-		eng.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
-			Reason: "FailedCreate", Message: `pods "c1-ipengine-x" is forbidden: exceeded quota`}}
-		return k8sClient.Status().Update(context.Background(), eng)
+		controller.Status.Phase = corev1.PodFailed
+		controller.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: builder.ComponentClusterController, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.NewTime(clk.Now().Add(-time.Minute))}}}}
+		return k8sClient.Status().Update(context.Background(), controller)
 	})
+	var replacement *corev1.Pod
+	eventually(t, "a new ipcontroller pod", func() error {
+		replacement = &clusterPods(t, c, builder.ComponentClusterController, 1)[0]
+		if replacement.UID == controller.UID {
+			return errors.New("the failed ipcontroller pod is still the only one")
+		}
+		return nil
+	})
+	// Its engines registered with a hub that is gone: they are replaced too.
+	eventually(t, "old engines deleted", func() error {
+		for _, p := range engines {
+			if err := get(&p); err == nil && p.DeletionTimestamp == nil {
+				return fmt.Errorf("engine %s still there", p.Name)
+			}
+		}
+		return nil
+	})
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "ControllerStarting")
+	eventually(t, "replacement event", func() error { return findEvent(ns, "c1", "Cluster", "ControllerReplaced") })
+
+	runPod(t, replacement, "10.2.0.2")
+	hub.answer("10.2.0.2", nil)
+	fresh := clusterPods(t, c, builder.ComponentClusterEngine, 2)
+	registered := map[string]int{}
+	for _, p := range fresh {
+		if p.Annotations[builder.AnnotationControllerPod] != string(replacement.UID) {
+			t.Errorf("engine %s made for controller %q", p.Name, p.Annotations[builder.AnnotationControllerPod])
+		}
+		registered[p.Name] = 0
+	}
+	hub.answer("10.2.0.2", registered)
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+}
+
+func TestCluster_RefusedPodsAreReported(t *testing.T) {
+	ns := namespace(t)
+	create(t, &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+	})
+	// envtest runs no quota controller: the quota's usage is what admission counts against.
+	eventually(t, "quota status", func() error {
+		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"}}
+		if err := get(q); err != nil {
+			return err
+		}
+		q.Status.Hard = q.Spec.Hard
+		q.Status.Used = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+		return k8sClient.Status().Update(context.Background(), q)
+	})
+	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 2}}
+	create(t, c)
 	clusterCondition(t, c, nbv1.ConditionFailed, metav1.ConditionTrue, "FailedCreate")
 }
 
-func TestKernelSpec_ReadyReflectsValidation(t *testing.T) {
+func TestCluster_StopsAfterIdleTimeout(t *testing.T) {
 	ns := namespace(t)
-	ks := kernelSpec(ns, "r")
-	ks.Spec.Image = "Not A Valid/Reference"
-	create(t, ks)
-	eventually(t, "invalid", func() error {
-		if err := get(ks); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(ks.Status.Conditions, nbv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Invalid" {
-			return fmt.Errorf("conditions %v", ks.Status.Conditions)
+	c, _, _ := startCluster(t, ns, "c1", 1, "10.3.0.1", func(c *nbv1.Cluster) {
+		c.Spec.IdleTimeout = &metav1.Duration{Duration: 30 * time.Minute}
+	})
+	if c.Status.LastActivity == nil {
+		t.Fatal("no lastActivity once running")
+	}
+	clk.Step(31 * time.Minute)
+	eventually(t, "idle cluster stopped", func() error {
+		if err := get(c); err != nil || c.Spec.State != nbv1.ClusterStopped {
+			return fmt.Errorf("state %q (%w)", c.Spec.State, err)
 		}
 		return nil
 	})
-	update(t, ks, func(ks *nbv1.KernelSpec) { ks.Spec.Image = "registry.example.com/r-kernel:4.3" })
-	eventually(t, "valid", func() error {
-		if err := get(ks); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(ks.Status.Conditions, nbv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionTrue || ks.Status.ObservedGeneration != ks.Generation {
-			return fmt.Errorf("conditions %v", ks.Status.Conditions)
-		}
-		return nil
-	})
+	eventually(t, "idle event", func() error { return findEvent(ns, "c1", "Cluster", "IdleStopped") })
+	clusterPods(t, c, builder.ComponentClusterController, 0)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,38 +38,6 @@ func stampHash(o client.Object, spec any) (string, error) {
 	a[specHashAnnotation] = hash
 	o.SetAnnotations(a)
 	return hash, nil
-}
-
-// applyDeployment creates the Deployment or brings it to the desired spec. It returns the
-// object as it is now and the replicas it had before (-1 when it was created).
-func applyDeployment(ctx context.Context, c client.Client, desired *appsv1.Deployment) (*appsv1.Deployment, int32, error) {
-	hash, err := stampHash(desired, desired.Spec)
-	if err != nil {
-		return nil, 0, err
-	}
-	existing := &appsv1.Deployment{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); apierrors.IsNotFound(err) {
-		if err := c.Create(ctx, desired); err != nil {
-			return nil, 0, fmt.Errorf("create deployment %s: %w", desired.Name, err)
-		}
-		return desired, -1, nil
-	} else if err != nil {
-		return nil, 0, err
-	}
-	before := int32(1)
-	if existing.Spec.Replicas != nil {
-		before = *existing.Spec.Replicas
-	}
-	if existing.Annotations[specHashAnnotation] == hash {
-		return existing, before, nil
-	}
-	existing.Spec = desired.Spec
-	existing.Labels = desired.Labels
-	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
-	if err := c.Update(ctx, existing); err != nil {
-		return nil, 0, fmt.Errorf("update deployment %s: %w", desired.Name, err)
-	}
-	return existing, before, nil
 }
 
 // applyService creates the Service or brings its ports and selector to the desired ones

@@ -17,9 +17,9 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// PodEventReconciler re-emits the events of kernel pods (scheduling, image pulls, probe
-// failures, kills) onto their Kernels, so that `kubectl describe kernel` tells the whole story
-// without hunting for the pod.
+// PodEventReconciler re-emits the events of kernel and cluster pods (scheduling, image pulls,
+// probe failures, kills) onto their Kernels and Clusters, so that `kubectl describe kernel`
+// (or cluster) tells the whole story without hunting for the pod.
 type PodEventReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -29,7 +29,7 @@ type PodEventReconciler struct {
 
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 
-// Reconcile copies one pod event onto the pod's Kernel.
+// Reconcile copies one pod event onto the pod's Kernel or Cluster.
 func (r *PodEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ev := &corev1.Event{}
 	if err := r.Get(ctx, req.NamespacedName, ev); err != nil {
@@ -47,20 +47,28 @@ func (r *PodEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, nil
 	}
 	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "Kernel" || ref.APIVersion != nbv1.GroupVersion.String() {
+	if ref == nil || ref.APIVersion != nbv1.GroupVersion.String() {
 		return ctrl.Result{}, nil
 	}
-	kernel := &nbv1.Kernel{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, kernel); err != nil {
+	var owner client.Object
+	switch ref.Kind {
+	case "Kernel":
+		owner = &nbv1.Kernel{}
+	case "Cluster":
+		owner = &nbv1.Cluster{}
+	default:
+		return ctrl.Result{}, nil
+	}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: ref.Name}, owner); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	if kernel.UID != ref.UID {
+	if owner.GetUID() != ref.UID {
 		return ctrl.Result{}, nil
 	}
-	r.Recorder.Eventf(kernel, pod, ev.Type, ev.Reason, "PodEvent", "pod %s: %s", pod.Name, truncate(ev.Message, 900))
+	r.Recorder.Eventf(owner, pod, ev.Type, ev.Reason, "PodEvent", "pod %s: %s", pod.Name, truncate(ev.Message, 900))
 	return ctrl.Result{}, nil
 }
 

@@ -181,6 +181,7 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 		Spec: nbv1.KernelParameters{
 			Owner:      s.Spec.Owner,
 			KernelSpec: s.Spec.Kernel.KernelSpec,
+			Cluster:    s.Spec.Kernel.Cluster,
 			// Jupyter starts a notebook's kernel in the notebook's directory.
 			Path: dir,
 		},

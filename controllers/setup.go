@@ -11,7 +11,6 @@ import (
 	"io"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -23,6 +22,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/ipcluster"
 )
 
 // Options configure the reconcilers.
@@ -40,6 +40,11 @@ type Options struct {
 	StatusInterval time.Duration
 	// Culling shuts idle kernels down.
 	Culling CullingOptions
+	// Hub asks clusters' ipcontrollers about their engines; ipcluster.QueryHub when nil.
+	Hub ClusterHub
+	// ClusterPollInterval is how often a running cluster's hub is asked about its engines
+	// (DefaultClusterPollInterval when zero).
+	ClusterPollInterval time.Duration
 }
 
 // DefaultStatusInterval is how often a running kernel's status is refreshed by default.
@@ -57,11 +62,10 @@ const (
 func CacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{nbv1.LabelManagedBy: nbv1.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:        {Label: ours},
-		&corev1.Secret{}:     {Label: ours},
-		&corev1.Service{}:    {Label: ours},
-		&appsv1.Deployment{}: {Label: ours},
-		&corev1.Event{}:      {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
+		&corev1.Pod{}:     {Label: ours},
+		&corev1.Secret{}:  {Label: ours},
+		&corev1.Service{}: {Label: ours},
+		&corev1.Event{}:   {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
 	}}
 }
 
@@ -75,6 +79,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if opts.Agents == nil {
 		opts.Agents = agentclient.New()
+	}
+	if opts.Hub == nil {
+		opts.Hub = HubFunc(ipcluster.QueryHub)
 	}
 	if opts.StatusInterval <= 0 {
 		opts.StatusInterval = DefaultStatusInterval
@@ -108,7 +115,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),
-			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, PollInterval: opts.ClusterPollInterval}).SetupWithManager(mgr)},
 		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,
 			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
 		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).

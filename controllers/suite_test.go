@@ -43,6 +43,7 @@ var (
 	opts       = builder.DefaultOptions()
 	clk        = clocktesting.NewFakeClock(time.Now())
 	agents     = &agentDouble{}
+	hub        = &hubDouble{}
 )
 
 const (
@@ -92,6 +93,7 @@ func runSuite(m *testing.M) int {
 	defer cancel()
 	opts.ContentsClaim = "contents"
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents,
+		Hub: hub, ClusterPollInterval: 200 * time.Millisecond,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

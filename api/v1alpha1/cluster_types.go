@@ -16,7 +16,7 @@ const (
 	ClusterStopped ClusterState = "Stopped"
 )
 
-// ConditionControllerReady is True when a cluster's ipcontroller pod is ready.
+// ConditionControllerReady is True when a cluster's ipcontroller pod runs and its hub answers.
 const ConditionControllerReady = "ControllerReady"
 
 // ClusterParameters is the spec of a Cluster.
@@ -47,6 +47,11 @@ type ClusterParameters struct {
 	// engineResources are the compute resources of each engine.
 	// +optional
 	EngineResources corev1.ResourceRequirements `json:"engineResources,omitempty"`
+
+	// idleTimeout stops a running cluster (sets state to Stopped) once its engines have had no
+	// task for this long, e.g. "1h". Unset or "0s" never stops it.
+	// +optional
+	IdleTimeout *metav1.Duration `json:"idleTimeout,omitempty"`
 }
 
 // ClusterStatus reports the controller and the engines.
@@ -62,9 +67,23 @@ type ClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// readyEngines is the number of engines ready.
+	// readyEngines is the number of engines registered with the running ipcontroller.
 	// +optional
 	ReadyEngines int32 `json:"readyEngines"`
+
+	// busyEngines is the number of registered engines with tasks queued or running.
+	// +optional
+	BusyEngines int32 `json:"busyEngines,omitempty"`
+
+	// completedTasks is the number of tasks the engines have completed, as the ipcontroller
+	// counts them; it changing is activity.
+	// +optional
+	CompletedTasks int64 `json:"completedTasks,omitempty"`
+
+	// lastActivity is when the cluster was last seen with a task queued, running or newly
+	// completed, or when it started; idleTimeout counts from it.
+	// +optional
+	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
 }
 
 // Cluster is a cluster of IPython parallel engines with their controller; its name is the
@@ -76,6 +95,8 @@ type ClusterStatus struct {
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
 // +kubebuilder:printcolumn:name="Engines",type=integer,JSONPath=`.spec.engines`
 // +kubebuilder:printcolumn:name="Ready Engines",type=integer,JSONPath=`.status.readyEngines`
+// +kubebuilder:printcolumn:name="Busy Engines",type=integer,JSONPath=`.status.busyEngines`,priority=1
+// +kubebuilder:printcolumn:name="Last Activity",type=date,JSONPath=`.status.lastActivity`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {

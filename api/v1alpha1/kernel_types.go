@@ -27,6 +27,14 @@ type KernelParameters struct {
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
 	Path string `json:"path,omitempty"`
 
+	// cluster names a Cluster (in the same namespace) the kernel may use: the kernel gets its
+	// client connection file, so that ipyparallel.Client(profile=<cluster>) reaches its engines.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cluster is immutable"
+	Cluster string `json:"cluster,omitempty"`
+
 	// env is added to the kernel's environment after the KernelSpec's env.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64

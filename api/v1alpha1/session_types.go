@@ -20,6 +20,13 @@ type SessionKernel struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	KernelSpec string `json:"kernelSpec,omitempty"`
+
+	// cluster names a Cluster a kernel the session starts is attached to (the Kernel's
+	// cluster). Changing it, like changing kernelSpec, makes the session start a new kernel.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // SessionParameters is the spec of a Session, Jupyter's session model.

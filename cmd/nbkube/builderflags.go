@@ -14,6 +14,7 @@ func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	fs.StringVar(&o.AgentBinary, "agent-binary", o.AgentBinary, "path of the nbkube-agent binary inside --agent-image")
 	fs.StringVar(&o.DefaultKernelImage, "kernel-image", o.DefaultKernelImage, "image of kernels whose KernelSpec names none")
 	fs.StringVar(&o.DefaultClusterImage, "cluster-image", o.DefaultClusterImage, "image of clusters that name none (needs ipyparallel)")
+	fs.BoolVar(&o.ClusterControllerByPodIP, "cluster-by-pod-ip", o.ClusterControllerByPodIP, "engines and kernels reach a cluster's ipcontroller at its pod IP instead of its Service (for nodes without Services)")
 	fs.StringVar(&o.ContentsClaim, "contents-claim", o.ContentsClaim, "PersistentVolumeClaim with the notebooks, mounted into kernel pods")
 	fs.Func("image-pull-policy", "pull policy of kernel and cluster containers (Always, IfNotPresent, Never; default: Kubernetes')", func(s string) error {
 		o.ImagePullPolicy = corev1.PullPolicy(s)

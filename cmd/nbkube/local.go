@@ -97,6 +97,8 @@ func runLocal(ctx context.Context, args []string) error {
 	opts := builder.DefaultOptions()
 	// The local node ignores images; names that say so make `kubectl get pods -o yaml` honest.
 	opts.AgentImage, opts.DefaultKernelImage, opts.DefaultClusterImage = "nbkube.local/nbkube:"+version, "nbkube.local/host:local", "nbkube.local/host:local"
+	// The local node has no Services: engines and kernels find an ipcontroller at its pod IP.
+	opts.ClusterControllerByPodIP = true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(),

@@ -28,6 +28,9 @@ type Options struct {
 	ImagePullPolicy corev1.PullPolicy
 	// ContentsClaim is the PersistentVolumeClaim holding the notebooks.
 	ContentsClaim string
+	// ClusterControllerByPodIP makes engines and kernels reach a cluster's ipcontroller at its
+	// pod IP instead of through its Service: the local node has no Services.
+	ClusterControllerByPodIP bool
 	// RunAsUser and RunAsGroup are the identity of kernel and cluster processes; the group
 	// also owns the volumes (fsGroup).
 	RunAsUser, RunAsGroup int64

@@ -3,13 +3,13 @@ package builder
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/ipcluster"
 )
 
 const (
@@ -18,24 +18,48 @@ const (
 	// ComponentClusterEngine is the LabelComponent value of a cluster's engines.
 	ComponentClusterEngine = "ipengine"
 
-	// ClusterFirstPort and ClusterPorts are the fixed pool of ports ipcontroller binds, so
-	// that one Service can expose them (by default it picks random ports).
-	ClusterFirstPort = 10101
-	ClusterPorts     = 20
 	// ClusterProfileDir is the IPython profile directory in cluster pods.
 	ClusterProfileDir = "/ipython/profile"
+	// ClusterSecretDir is where cluster pods mount the cluster's Secret.
+	ClusterSecretDir = "/var/run/nbkube/cluster"
 	// ClusterSecretKey is the Secret key of the cluster's message-signing key.
 	ClusterSecretKey = "key"
+	// ClusterEngineFile and ClusterClientFile are the Secret keys (and file names) of the
+	// connection files engines and clients use: they name the address that reaches the
+	// ipcontroller.
+	ClusterEngineFile = "ipcontroller-engine.json"
+	ClusterClientFile = "ipcontroller-client.json"
+	// ClusterControllerEngineFile and ClusterControllerClientFile are the ipcontroller's own
+	// copies: the same ports and key with the interface tcp://0.0.0.0, which its pod replaces
+	// with the pod IP before it starts, to bind only there (on the local node every pod shares
+	// the host's network, so two clusters could not both bind 0.0.0.0).
+	ClusterControllerEngineFile = "controller-engine.json"
+	ClusterControllerClientFile = "controller-client.json"
+
+	// AnnotationControllerPod on an engine pod is the UID of the ipcontroller pod it was made
+	// for. ipengine registers once and never again, so engines of an ipcontroller that is gone
+	// are replaced with the controller.
+	AnnotationControllerPod = "nbkube.io/ipcontroller-pod"
+
+	// KernelClusterDir is where a kernel attached to a cluster finds the client connection file.
+	KernelClusterDir = "/var/run/nbkube/ipcluster"
+
+	// clusterBindInterface is the interface of the ipcontroller's copies, replaced at start.
+	clusterBindInterface = "tcp://0.0.0.0"
 )
 
-// ClusterControllerName is the name of a cluster's controller Deployment and Service.
+// ClusterControllerName is the name of a cluster's controller Service and the prefix of its
+// controller pods' names.
 func ClusterControllerName(c *nbv1.Cluster) string { return c.Name + "-ipcontroller" }
 
-// ClusterEnginesName is the name of a cluster's engines Deployment.
+// ClusterEnginesName is the prefix of a cluster's engine pods' names.
 func ClusterEnginesName(c *nbv1.Cluster) string { return c.Name + "-ipengine" }
 
-// ClusterSecretName is the name of the Secret with a cluster's key.
-func ClusterSecretName(c *nbv1.Cluster) string { return c.Name + "-ipcluster" }
+// ClusterSecretName is the name of the Secret with a cluster's key and connection files.
+func ClusterSecretName(c *nbv1.Cluster) string { return ClusterSecretNameOf(c.Name) }
+
+// ClusterSecretNameOf is the name of the Secret of the cluster named cluster.
+func ClusterSecretNameOf(cluster string) string { return cluster + "-ipcluster" }
 
 // ClusterLabels are the labels of a cluster's objects of one component.
 func ClusterLabels(c *nbv1.Cluster, component string) map[string]string {
@@ -46,24 +70,55 @@ func ClusterLabels(c *nbv1.Cluster, component string) map[string]string {
 	}
 }
 
-// ClusterSecret holds the cluster's message-signing key, made by the caller.
-func ClusterSecret(c *nbv1.Cluster, key string) *corev1.Secret {
+// ClusterControllerAddress is the host engines and clients connect to: the ipcontroller's
+// Service, or with Options.ClusterControllerByPodIP its pod's IP, which is "" while the pod
+// has none.
+func ClusterControllerAddress(c *nbv1.Cluster, o Options, controllerPodIP string) string {
+	if o.ClusterControllerByPodIP {
+		return controllerPodIP
+	}
+	return fmt.Sprintf("%s.%s.svc", ClusterControllerName(c), c.Namespace)
+}
+
+// ClusterSecret holds the cluster's key and the connection files made from it: the
+// ipcontroller's copies always, the engines' and clients' once address (see
+// ClusterControllerAddress) is known.
+func ClusterSecret(c *nbv1.Cluster, key, address string) (*corev1.Secret, error) {
+	data := map[string][]byte{ClusterSecretKey: []byte(key)}
+	files := []struct {
+		name  string
+		make  func(ipcluster.Connection) ([]byte, error)
+		iface string
+	}{
+		{ClusterControllerEngineFile, ipcluster.EngineFile, clusterBindInterface},
+		{ClusterControllerClientFile, ipcluster.ClientFile, clusterBindInterface},
+		{ClusterEngineFile, ipcluster.EngineFile, "tcp://" + address},
+		{ClusterClientFile, ipcluster.ClientFile, "tcp://" + address},
+	}
+	for _, f := range files {
+		if f.iface == "tcp://" {
+			continue
+		}
+		b, err := f.make(ipcluster.Connection{Key: key, Interface: f.iface, Location: ClusterControllerName(c)})
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: %s: %w", c.Name, f.name, err)
+		}
+		data[f.name] = b
+	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: objectMeta(c, clusterGVK, ClusterSecretName(c), ClusterLabels(c, ComponentClusterController)),
 		Type:       corev1.SecretTypeOpaque,
-		Immutable:  ptr.To(true),
-		StringData: map[string]string{ClusterSecretKey: key},
-	}
+		Data:       data,
+	}, nil
 }
 
-// ClusterControllerService exposes the controller's port pool to engines and kernels.
+// ClusterControllerService exposes the ipcontroller's ports to engines and kernels.
 func ClusterControllerService(c *nbv1.Cluster) *corev1.Service {
 	labels := ClusterLabels(c, ComponentClusterController)
-	ports := make([]corev1.ServicePort, ClusterPorts)
-	for i := range ports {
-		port := int32(ClusterFirstPort + i)
-		ports[i] = corev1.ServicePort{Name: fmt.Sprintf("p%d", port), Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}
+	var ports []corev1.ServicePort
+	for _, port := range ipcluster.ServicePorts() {
+		ports = append(ports, corev1.ServicePort{Name: fmt.Sprintf("p%d", port), Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
 	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -72,57 +127,72 @@ func ClusterControllerService(c *nbv1.Cluster) *corev1.Service {
 	}
 }
 
-// ClusterControllerDeployment runs ipcontroller: one replica while the cluster runs.
-func ClusterControllerDeployment(c *nbv1.Cluster, o Options) *appsv1.Deployment {
-	replicas := int32(0)
-	if running(c) {
-		replicas = 1
-	}
-	container := clusterContainer(c, o, ComponentClusterController, []string{
-		"ipcontroller",
-		"--ip=0.0.0.0",
-		"--location=" + ClusterControllerName(c),
-		fmt.Sprintf("--ports=%d-%d", ClusterFirstPort, ClusterFirstPort+ClusterPorts-1),
-		"--profile-dir=" + ClusterProfileDir,
-	})
+// controllerScript writes the ipcontroller's connection files with the pod's own IP as the
+// interface and runs ipcontroller on them. --reuse makes it take key and ports from the
+// files; without --ports its internal ports are random, as two clusters on the local node
+// would otherwise collide on 127.0.0.1. Paths come as arguments, where the local node can
+// rewrite them.
+const controllerScript = `set -eu
+umask 077
+mkdir -p "$1/security"
+sed "s|` + clusterBindInterface + `|tcp://$3|" "$2/` + ClusterControllerEngineFile + `" > "$1/security/ipcontroller-engine.json"
+sed "s|` + clusterBindInterface + `|tcp://$3|" "$2/` + ClusterControllerClientFile + `" > "$1/security/ipcontroller-client.json"
+exec ipcontroller --reuse --ip="$3" --profile-dir="$1"`
+
+// ClusterControllerPod runs ipcontroller. Its restart policy is Never: a new ipcontroller
+// is a new hub that knows no engines, so the Cluster controller replaces a failed pod and its
+// engines together.
+func ClusterControllerPod(c *nbv1.Cluster, o Options) *corev1.Pod {
+	container := clusterContainer(c, o, ComponentClusterController,
+		[]string{"sh", "-c", controllerScript, "ipcontroller", ClusterProfileDir, ClusterSecretDir, "$(POD_IP)"})
+	container.Ports = []corev1.ContainerPort{{Name: "registration", ContainerPort: ipcluster.RegistrationPort, Protocol: corev1.ProtocolTCP}}
 	container.ReadinessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ClusterFirstPort)}},
+		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ipcluster.RegistrationPort)}},
 		PeriodSeconds: 2,
 	}
-	return clusterDeployment(c, o, ClusterControllerName(c), ComponentClusterController, replicas, container)
+	return clusterPod(c, o, ClusterControllerName(c), ComponentClusterController, container,
+		[]string{ClusterControllerEngineFile, ClusterControllerClientFile}, nil)
 }
 
-// ClusterEnginesDeployment runs the engines: spec.engines replicas while the cluster runs.
-func ClusterEnginesDeployment(c *nbv1.Cluster, o Options) *appsv1.Deployment {
-	replicas := int32(0)
-	if running(c) {
-		replicas = c.Spec.Engines
-	}
+// ClusterEnginePod runs one ipengine for the ipcontroller pod controllerUID. The engine
+// registers under its pod's name (--ident), which is how the Cluster controller tells which
+// pods are registered and busy.
+func ClusterEnginePod(c *nbv1.Cluster, o Options, controllerUID string) *corev1.Pod {
 	container := clusterContainer(c, o, ComponentClusterEngine, []string{
 		"ipengine",
+		"--file=" + ClusterSecretDir + "/" + ClusterEngineFile,
+		"--ident=$(POD_NAME)",
 		"--profile-dir=" + ClusterProfileDir,
-		"--location=" + ClusterControllerName(c),
+		// The ipcontroller answers before its engines are created; a longer wait only
+		// covers a slow start of the engine itself.
+		"--timeout=30",
 	})
 	container.Resources = *c.Spec.EngineResources.DeepCopy()
-	return clusterDeployment(c, o, ClusterEnginesName(c), ComponentClusterEngine, replicas, container)
+	return clusterPod(c, o, ClusterEnginesName(c), ComponentClusterEngine, container,
+		[]string{ClusterEngineFile}, map[string]string{AnnotationControllerPod: controllerUID})
 }
-
-func running(c *nbv1.Cluster) bool { return c.Spec.State != nbv1.ClusterStopped }
 
 func clusterContainer(c *nbv1.Cluster, o Options, name string, command []string) corev1.Container {
 	image := c.Spec.Image
 	if image == "" {
 		image = o.DefaultClusterImage
 	}
+	field := func(name, path string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+	}
 	return corev1.Container{
 		Name:            name,
 		Image:           image,
 		ImagePullPolicy: o.ImagePullPolicy,
 		Command:         command,
-		Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}},
+		Env: []corev1.EnvVar{
+			{Name: "HOME", Value: "/tmp"},
+			field("POD_NAME", "metadata.name"),
+			field("POD_IP", "status.podIP"),
+		},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "profile", MountPath: ClusterProfileDir},
-			{Name: "cluster-secret", MountPath: "/var/run/nbkube/cluster", ReadOnly: true},
+			{Name: "cluster-secret", MountPath: ClusterSecretDir, ReadOnly: true},
 			{Name: "tmp", MountPath: "/tmp"},
 		},
 		SecurityContext:          restrictedContainer(),
@@ -130,29 +200,31 @@ func clusterContainer(c *nbv1.Cluster, o Options, name string, command []string)
 	}
 }
 
-func clusterDeployment(c *nbv1.Cluster, o Options, name, component string, replicas int32, container corev1.Container) *appsv1.Deployment {
-	labels := ClusterLabels(c, component)
-	return &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(c, clusterGVK, name, labels),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					AutomountServiceAccountToken: ptr.To(false),
-					EnableServiceLinks:           ptr.To(false),
-					SecurityContext:              o.podSecurity(),
-					Containers:                   []corev1.Container{container},
-					Volumes: []corev1.Volume{
-						emptyDir("profile"),
-						emptyDir("tmp"),
-						{Name: "cluster-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName: ClusterSecretName(c), DefaultMode: ptr.To[int32](0o440),
-						}}},
-					},
-				},
+// clusterPod is a pod of the cluster that mounts the files it needs (only those) of the
+// cluster's Secret.
+func clusterPod(c *nbv1.Cluster, o Options, prefix, component string, container corev1.Container, files []string, annotations map[string]string) *corev1.Pod {
+	items := make([]corev1.KeyToPath, len(files))
+	for i, f := range files {
+		items[i] = corev1.KeyToPath{Key: f, Path: f}
+	}
+	meta := objectMeta(c, clusterGVK, "", ClusterLabels(c, component))
+	meta.GenerateName = prefix + "-"
+	meta.Annotations = annotations
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: meta,
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext:              o.podSecurity(),
+			Containers:                   []corev1.Container{container},
+			Volumes: []corev1.Volume{
+				emptyDir("profile"),
+				emptyDir("tmp"),
+				{Name: "cluster-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: ClusterSecretName(c), Items: items, DefaultMode: ptr.To[int32](0o440),
+				}}},
 			},
 		},
 	}

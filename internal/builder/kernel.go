@@ -176,6 +176,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 			},
 		},
 	}
+	attachCluster(pod, k.Spec.Cluster)
 	return pod
 }
 
@@ -207,4 +208,24 @@ func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMo
 		corev1.EnvVar{Name: EnvInterruptMode, Value: string(interrupt)},
 		corev1.EnvVar{Name: EnvTerminationLog, Value: TerminationLog},
 	)
+}
+
+// attachCluster gives a kernel pod the client connection file of the kernel's cluster. The
+// volume is optional: the file exists only once the cluster's address is known, and the
+// kubelet adds it to the volume when it does.
+func attachCluster(pod *corev1.Pod, cluster string) {
+	if cluster == "" {
+		return
+	}
+	c := &pod.Spec.Containers[0]
+	c.Env = append(c.Env,
+		corev1.EnvVar{Name: agent.EnvClusterProfile, Value: cluster},
+		corev1.EnvVar{Name: agent.EnvClusterFile, Value: KernelClusterDir + "/" + ClusterClientFile})
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ipcluster", MountPath: KernelClusterDir, ReadOnly: true})
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ipcluster", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName:  ClusterSecretNameOf(cluster),
+		Items:       []corev1.KeyToPath{{Key: ClusterClientFile, Path: ClusterClientFile}},
+		DefaultMode: ptr.To[int32](0o440),
+		Optional:    ptr.To(true),
+	}}})
 }
