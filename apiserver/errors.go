@@ -43,7 +43,7 @@ func statusOf(err error) int {
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, contents.ErrNotFound), errors.Is(err, repository.ErrNotFound):
 		return http.StatusNotFound
-	case errors.Is(err, contents.ErrExists):
+	case errors.Is(err, contents.ErrExists), errors.Is(err, repository.ErrConflict):
 		return http.StatusConflict
 	case errors.Is(err, contents.ErrInvalid):
 		return http.StatusBadRequest

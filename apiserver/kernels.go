@@ -201,7 +201,7 @@ func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionC
 	if err := bindOptionalJSON(c, &req); err != nil {
 		return repository.SessionChange{}, err
 	}
-	ch := repository.SessionChange{Path: req.Path, Name: req.Name, Type: req.Type}
+	ch := repository.SessionChange{Path: req.Path, Name: req.Name, Type: req.Type, Cluster: req.Cluster}
 	if ch.Path == nil && req.Notebook != nil {
 		ch.Path = req.Notebook.Path
 		if ch.Name == nil {

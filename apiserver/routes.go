@@ -45,6 +45,9 @@ func (s *Server) routes() *gin.Engine {
 	auth.DELETE("api/kernels/:id", s.deleteKernel)
 	auth.POST("api/kernels/:id/:action", s.kernelAction)
 	auth.GET("api/kernels/:id/channels", s.kernelChannels)
+	auth.GET("api/clusters", s.listClusters)
+	auth.GET("api/clusters/:id", s.getCluster)
+	auth.POST("api/clusters/:id/:action", s.clusterAction)
 	auth.GET("api/sessions", s.listSessions)
 	auth.POST("api/sessions", s.createSession)
 	for _, m := range []string{http.MethodGet, http.MethodPatch, http.MethodDelete} {
@@ -66,6 +69,9 @@ func (s *Server) routes() *gin.Engine {
 	auth.PUT("notebooks/:id", s.putLegacyNotebook)
 	auth.DELETE("notebooks/:id", s.deleteLegacyNotebook)
 	// ... and its kernels.
+	auth.GET("clusters", s.listClusters)
+	auth.GET("clusters/:id", s.getCluster)
+	auth.POST("clusters/:id/:action", s.clusterAction)
 	auth.GET("kernels", s.listLegacyKernels)
 	auth.POST("kernels", s.startLegacyKernel)
 	auth.GET("kernels/:id", s.getLegacyKernel)

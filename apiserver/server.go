@@ -39,6 +39,8 @@ type Options struct {
 	Kernels KernelService
 	// Sessions keeps the users' sessions; without it there are none.
 	Sessions SessionService
+	// Clusters keeps the users' ipyparallel clusters; without it there are none.
+	Clusters ClusterService
 	// RateLimits are the iopub limits of every channels connection; Jupyter's defaults when
 	// nil.
 	RateLimits *RateLimits

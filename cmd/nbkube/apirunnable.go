@@ -44,6 +44,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		Contents:     store,
 		Kernels:      kernels,
 		Sessions:     &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
+		Clusters:     &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
 		KernelSpecs:  &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
 		RateLimits:   &apiserver.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow.Seconds()},
 		MaxBodyBytes: f.maxBody,

@@ -25,6 +25,8 @@ type Session struct {
 	Kernel *Kernel `json:"kernel"`
 	// Notebook is the older form of path and name, still read by some clients.
 	Notebook SessionNotebook `json:"notebook"`
+	// Cluster is the ipyparallel cluster the session's kernel is attached to (nbkube's).
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // SessionNotebook is the notebook part of the older session model.
@@ -36,10 +38,13 @@ type SessionNotebook struct {
 // SessionRequest is the body of POST and PATCH /api/sessions: every field optional in a
 // PATCH. The older clients send notebook.path instead of path.
 type SessionRequest struct {
-	Path     *string               `json:"path"`
-	Name     *string               `json:"name"`
-	Type     *string               `json:"type"`
-	Kernel   *SessionKernelRequest `json:"kernel"`
+	Path   *string               `json:"path"`
+	Name   *string               `json:"name"`
+	Type   *string               `json:"type"`
+	Kernel *SessionKernelRequest `json:"kernel"`
+	// Cluster attaches the session's kernel to an ipyparallel cluster (nbkube's); a change
+	// starts a new kernel.
+	Cluster  *string `json:"cluster"`
 	Notebook *struct {
 		Path *string `json:"path"`
 		Name *string `json:"name"`

@@ -35,6 +35,9 @@ type SessionChange struct {
 	Path, Name, Type *string
 	// KernelSpec starts a new kernel of that spec; KernelID uses a running kernel.
 	KernelSpec, KernelID *string
+	// Cluster attaches the kernel the session starts to that cluster ("" to none); a change
+	// starts a new kernel.
+	Cluster *string
 }
 
 func sessionMissing(id string) error {
@@ -79,7 +82,7 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 // model is the session's Jupyter model; ok is false when its kernel does not exist.
 func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
 	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
-		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}}
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
 	kn := &nbv1.Kernel{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
 	switch {
@@ -91,6 +94,18 @@ func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session,
 	km := KernelModel(kn)
 	m.Kernel = &km
 	return m, true, nil
+}
+
+// kernelSpecOf is the kernel spec of the session's kernel.
+func (r *Sessions) kernelSpecOf(ctx context.Context, s *nbv1.Session) (string, error) {
+	if s.Spec.Kernel.KernelSpec != "" {
+		return s.Spec.Kernel.KernelSpec, nil
+	}
+	kn := &nbv1.Kernel{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn); err != nil {
+		return "", fmt.Errorf("get session kernel: %w", err)
+	}
+	return kn.Spec.KernelSpec, nil
 }
 
 func sessionKernel(s *nbv1.Session) string {
@@ -190,7 +205,16 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 		if !s.CreationTimestamp.IsZero() {
 			name = newUUID()
 		}
-		s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: *ch.KernelSpec}
+		cluster := s.Spec.Kernel.Cluster
+		if ch.Cluster != nil {
+			cluster = *ch.Cluster
+		}
+		if cluster != "" {
+			if err := checkCluster(ctx, r.Reader, r.Namespace, u, cluster); err != nil {
+				return err
+			}
+		}
+		s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: *ch.KernelSpec, Cluster: cluster}
 	case s.CreationTimestamp.IsZero():
 		return &invalidError{message: "Missing field in JSON data: kernel"}
 	}
@@ -203,7 +227,7 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 		return jupyter.Session{}, err
 	}
 	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
-		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}}
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
 	km := KernelModel(kn)
 	m.Kernel = &km
 	return m, nil
@@ -235,6 +259,15 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		if ch.KernelSpec != nil && (ch.KernelID == nil || *ch.KernelID == "") {
 			// Jupyter starts a new kernel whenever a PATCH names a kernel spec.
 			kernelChanged = true
+		}
+		if ch.Cluster != nil && *ch.Cluster != s.Spec.Kernel.Cluster && !kernelChanged {
+			// A kernel's cluster is fixed when it starts: another one needs a new kernel
+			// of the same spec.
+			spec, err := r.kernelSpecOf(ctx, s)
+			if err != nil {
+				return err
+			}
+			ch.KernelSpec, ch.KernelID, kernelChanged = &spec, nil, true
 		}
 		if kernelChanged {
 			if err := r.setKernel(ctx, u, s, ch); err != nil {

@@ -1,0 +1,99 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+	"k8s.io/utils/ptr"
+
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// ClusterService keeps the users' ipyparallel clusters (Cluster resources).
+type ClusterService interface {
+	ListClusters(ctx context.Context, u User) ([]jupyter.Cluster, error)
+	GetCluster(ctx context.Context, u User, id string) (jupyter.Cluster, error)
+	// StartCluster starts a stopped cluster, with n engines when n is given.
+	StartCluster(ctx context.Context, u User, id string, n *int32) (jupyter.Cluster, error)
+	StopCluster(ctx context.Context, u User, id string) (jupyter.Cluster, error)
+}
+
+// listClusters is GET /api/clusters and the older GET /clusters.
+func (s *Server) listClusters(c *gin.Context) {
+	if s.opts.Clusters == nil {
+		c.JSON(http.StatusOK, []jupyter.Cluster{})
+		return
+	}
+	list, err := s.opts.Clusters.ListClusters(c.Request.Context(), *userOf(c))
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+// getCluster is GET /api/clusters/<id> and the older GET /clusters/<profile>.
+func (s *Server) getCluster(c *gin.Context) {
+	if s.opts.Clusters == nil {
+		s.abortErr(c, &apiError{status: http.StatusNotFound, message: "profile not found: " + c.Param("id")})
+		return
+	}
+	m, err := s.opts.Clusters.GetCluster(c.Request.Context(), *userOf(c), c.Param("id"))
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, m)
+}
+
+// clusterAction is POST /api/clusters/<id>/{start,stop} and the older
+// POST /clusters/<profile>/{start,stop}. A start takes the number of engines as ?n= (as
+// IPython's dashboard sent it) or as {"n": ...}. Both answer the cluster's model, 409 when
+// the cluster already is as asked.
+func (s *Server) clusterAction(c *gin.Context) {
+	id, action := c.Param("id"), c.Param("action")
+	if action != "start" && action != "stop" {
+		s.abortErr(c, badRequest("Unknown cluster action: %s", action))
+		return
+	}
+	if s.opts.Clusters == nil {
+		s.abortErr(c, &apiError{status: http.StatusNotFound, message: "profile not found: " + id})
+		return
+	}
+	ctx, u := c.Request.Context(), *userOf(c)
+	var (
+		m   jupyter.Cluster
+		err error
+	)
+	if action == "stop" {
+		m, err = s.opts.Clusters.StopCluster(ctx, u, id)
+	} else {
+		var n *int32
+		if n, err = engineCount(c); err == nil {
+			m, err = s.opts.Clusters.StartCluster(ctx, u, id, n)
+		}
+	}
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, m)
+}
+
+// engineCount is a start's n, from the query or the body; nil when neither gives it.
+func engineCount(c *gin.Context) (*int32, error) {
+	if q := c.Query("n"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 32)
+		if err != nil {
+			return nil, badRequest("n must be a number of engines: %q", q)
+		}
+		return ptr.To(int32(n)), nil
+	}
+	var body jupyter.ClusterStart
+	if err := bindOptionalJSON(c, &body); err != nil {
+		return nil, err
+	}
+	return body.N, nil
+}

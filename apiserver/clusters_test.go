@@ -1,0 +1,88 @@
+package apiserver_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/repository"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// The cluster routes over real Cluster resources (no controller runs here: the state the
+// API sets is what is checked).
+func TestClusters(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	for _, cl := range []*nbv1.Cluster{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mine"}, Spec: nbv1.ClusterParameters{Owner: "alice", State: nbv1.ClusterStopped, Engines: 2}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bobs"}, Spec: nbv1.ClusterParameters{Owner: "bob", State: nbv1.ClusterRunning, Engines: 1}},
+	} {
+		if err := c.Create(t.Context(), cl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newServer(t, func(o *apiserver.Options) { o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns} })
+	model := func(r response) jupyter.Cluster {
+		t.Helper()
+		var m jupyter.Cluster
+		if err := json.Unmarshal(r.body, &m); err != nil {
+			t.Fatalf("%s: %v", r.body, err)
+		}
+		return m
+	}
+	spec := func() nbv1.ClusterParameters {
+		cl := &nbv1.Cluster{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "mine"}, cl); err != nil {
+			t.Fatal(err)
+		}
+		return cl.Spec
+	}
+
+	for _, prefix := range []string{"/api/clusters", "/clusters"} {
+		r := s.do("GET", prefix, nil)
+		expect(t, r, http.StatusOK)
+		var list []jupyter.Cluster
+		if err := json.Unmarshal(r.body, &list); err != nil || len(list) != 1 || list[0].Profile != "mine" || list[0].Status != "stopped" || list[0].N != 2 {
+			t.Errorf("GET %s: %s (%v), want only the user's stopped cluster", prefix, r.body, err)
+		}
+		expect(t, s.do("GET", prefix+"/bobs", nil), http.StatusNotFound)
+		expect(t, s.do("POST", prefix+"/bobs/stop", nil), http.StatusNotFound)
+		expect(t, s.do("GET", prefix+"/nosuch", nil), http.StatusNotFound)
+		expect(t, s.do("POST", prefix+"/mine/restart", nil), http.StatusBadRequest)
+	}
+
+	r := s.do("POST", "/api/clusters/mine/start?n=3", nil)
+	expect(t, r, http.StatusOK)
+	if m := model(r); m.Status != "running" || m.N != 3 || m.ClusterID != "mine" {
+		t.Errorf("start: %+v", m)
+	}
+	if sp := spec(); sp.State != nbv1.ClusterRunning || sp.Engines != 3 {
+		t.Errorf("after start: %+v", sp)
+	}
+	if r := s.do("POST", "/api/clusters/mine/start", nil); r.status != http.StatusConflict || !json.Valid(r.body) {
+		t.Errorf("start of a running cluster: %d %s, want 409", r.status, r.body)
+	}
+	expect(t, s.do("POST", "/clusters/mine/stop", nil), http.StatusOK)
+	if sp := spec(); sp.State != nbv1.ClusterStopped {
+		t.Errorf("after stop: %+v", sp)
+	}
+	expect(t, s.do("POST", "/api/clusters/mine/stop", nil), http.StatusConflict)
+
+	expect(t, s.do("POST", "/api/clusters/mine/start?n=many", nil), http.StatusBadRequest)
+	expect(t, s.do("POST", "/api/clusters/mine/start", map[string]any{"n": 5000}), http.StatusBadRequest)
+	r = s.do("POST", "/api/clusters/mine/start", map[string]any{"n": 1})
+	expect(t, r, http.StatusOK)
+	if sp := spec(); sp.State != nbv1.ClusterRunning || sp.Engines != 1 {
+		t.Errorf("after start with a body: %+v", sp)
+	}
+	if m := model(s.do("GET", "/api/clusters/mine", nil)); m.Status != "running" || m.N != 1 || m.ProfileDir != "~/.ipython/profile_mine" {
+		t.Errorf("GET: %+v", m)
+	}
+}

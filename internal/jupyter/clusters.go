@@ -1,0 +1,30 @@
+package jupyter
+
+// Cluster is the model of /api/clusters and the older /clusters: IPython's cluster model
+// (profile, profile_dir, status, n) and what nbkube adds. IPython listed n only for a
+// running cluster; nbkube always lists it, the engines the cluster runs with.
+type Cluster struct {
+	// Profile is the cluster's name, the IPython profile kernels use it by.
+	Profile string `json:"profile"`
+	// ProfileDir is where a kernel attached to the cluster finds its profile.
+	ProfileDir string `json:"profile_dir"`
+	// Status is "running" or "stopped".
+	Status string `json:"status"`
+	N      int32  `json:"n"`
+
+	ClusterID       string `json:"cluster_id"`
+	EnginesReady    int32  `json:"engines_ready"`
+	EnginesBusy     int32  `json:"engines_busy"`
+	ControllerReady bool   `json:"controller_ready"`
+	Ready           bool   `json:"ready"`
+	// LastActivity is when a task last ran or finished, ISO 8601; null before the cluster ran.
+	LastActivity *string `json:"last_activity"`
+	// Reason and Message explain a cluster that cannot run (its Failed condition).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// ClusterStart is the optional body of a cluster's start: the number of engines.
+type ClusterStart struct {
+	N *int32 `json:"n"`
+}

@@ -1,0 +1,176 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// ErrConflict is matched (errors.Is) by the errors of requests the resource's state refuses:
+// starting a running cluster, stopping a stopped one.
+var ErrConflict = errors.New("conflict")
+
+type conflictError struct{ message string }
+
+func (e *conflictError) Error() string        { return e.message }
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+
+// MaxClusterEngines is the most engines a start may ask for, the Cluster schema's maximum.
+const MaxClusterEngines = 1024
+
+// Clusters are the users' ipyparallel clusters (Cluster resources), which admins create and
+// users start and stop.
+type Clusters struct {
+	Reader    client.Reader
+	Writer    client.Writer
+	Namespace string
+}
+
+// +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
+
+func clusterMissing(id string) error {
+	return &notFoundError{message: "profile not found: " + id}
+}
+
+// ListClusters lists the user's clusters (every cluster for an admin).
+func (r *Clusters) ListClusters(ctx context.Context, u identity.User) ([]jupyter.Cluster, error) {
+	var list nbv1.ClusterList
+	if err := r.Reader.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	out := make([]jupyter.Cluster, 0, len(list.Items))
+	for i := range list.Items {
+		if c := &list.Items[i]; u.Owns(string(c.Spec.Owner)) && c.DeletionTimestamp == nil {
+			out = append(out, ClusterModel(c))
+		}
+	}
+	return out, nil
+}
+
+// GetCluster is the user's cluster.
+func (r *Clusters) GetCluster(ctx context.Context, u identity.User, id string) (jupyter.Cluster, error) {
+	c, err := r.get(ctx, u, id)
+	if err != nil {
+		return jupyter.Cluster{}, err
+	}
+	return ClusterModel(c), nil
+}
+
+// StartCluster starts a stopped cluster, with n engines when n is given; a running one is a
+// conflict, as IPython answered.
+func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string, n *int32) (jupyter.Cluster, error) {
+	if n != nil && (*n < 0 || *n > MaxClusterEngines) {
+		return jupyter.Cluster{}, &invalidError{message: fmt.Sprintf("n must be between 0 and %d", MaxClusterEngines)}
+	}
+	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
+		if c.Spec.State != nbv1.ClusterStopped {
+			return &conflictError{message: fmt.Sprintf("Cluster already running with profile: %s", id)}
+		}
+		c.Spec.State = nbv1.ClusterRunning
+		if n != nil {
+			c.Spec.Engines = *n
+		}
+		return nil
+	})
+}
+
+// StopCluster stops a running cluster; a stopped one is a conflict, as IPython answered.
+func (r *Clusters) StopCluster(ctx context.Context, u identity.User, id string) (jupyter.Cluster, error) {
+	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
+		if c.Spec.State == nbv1.ClusterStopped {
+			return &conflictError{message: fmt.Sprintf("Cluster not running with profile: %s", id)}
+		}
+		c.Spec.State = nbv1.ClusterStopped
+		return nil
+	})
+}
+
+// change applies mutate to the cluster, again on a conflict with the controller's writes,
+// and waits until the cache shows it, so that a GET right after does.
+func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutate func(*nbv1.Cluster) error) (jupyter.Cluster, error) {
+	var c *nbv1.Cluster
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := r.get(ctx, u, id)
+		if err != nil {
+			return err
+		}
+		c = cur.DeepCopy()
+		if err := mutate(c); err != nil {
+			return err
+		}
+		return r.Writer.Update(ctx, c)
+	})
+	switch {
+	case apierrors.IsInvalid(err):
+		return jupyter.Cluster{}, &invalidError{message: err.Error()}
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict):
+		return jupyter.Cluster{}, err
+	case err != nil:
+		return jupyter.Cluster{}, fmt.Errorf("update cluster: %w", err)
+	}
+	waitFresh(ctx, r.Reader, c)
+	return ClusterModel(c), nil
+}
+
+func (r *Clusters) get(ctx context.Context, u identity.User, id string) (*nbv1.Cluster, error) {
+	if !validName(id) {
+		return nil, clusterMissing(id)
+	}
+	c := &nbv1.Cluster{}
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: id}, c)
+	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(c.Spec.Owner)) || c.DeletionTimestamp != nil)) {
+		return nil, clusterMissing(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get cluster: %w", err)
+	}
+	return c, nil
+}
+
+// checkCluster tells whether the user may attach a kernel to the cluster named id.
+func checkCluster(ctx context.Context, reader client.Reader, namespace string, u identity.User, id string) error {
+	r := Clusters{Reader: reader, Namespace: namespace}
+	if _, err := r.get(ctx, u, id); errors.Is(err, ErrNotFound) {
+		return &invalidError{message: "No such cluster: " + id}
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// ClusterModel is the cluster's model in the cluster API.
+func ClusterModel(c *nbv1.Cluster) jupyter.Cluster {
+	m := jupyter.Cluster{
+		Profile:         c.Name,
+		ProfileDir:      "~/.ipython/profile_" + c.Name,
+		Status:          "running",
+		N:               c.Spec.Engines,
+		ClusterID:       c.Name,
+		EnginesReady:    c.Status.ReadyEngines,
+		EnginesBusy:     c.Status.BusyEngines,
+		ControllerReady: meta.IsStatusConditionTrue(c.Status.Conditions, nbv1.ConditionControllerReady),
+		Ready:           meta.IsStatusConditionTrue(c.Status.Conditions, nbv1.ConditionReady),
+	}
+	if c.Spec.State == nbv1.ClusterStopped {
+		m.Status = "stopped"
+		m.EnginesReady, m.EnginesBusy, m.ControllerReady, m.Ready = 0, 0, false, false
+	}
+	if t := c.Status.LastActivity; t != nil {
+		s := t.UTC().Format(time.RFC3339Nano)
+		m.LastActivity = &s
+	}
+	if f := meta.FindStatusCondition(c.Status.Conditions, nbv1.ConditionFailed); f != nil && f.Status == "True" {
+		m.Reason, m.Message = f.Reason, f.Message
+	}
+	return m
+}
