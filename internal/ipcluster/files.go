@@ -39,7 +39,8 @@ func ServicePorts() []int32 {
 
 // Connection is what the connection files say besides the fixed ports.
 type Connection struct {
-	// Key signs every message (HMAC-SHA256); any printable ASCII.
+	// Key signs every message (HMAC-SHA256): printable ASCII without spaces, so that it
+	// reads the same from a --keyfile, which ipcontroller strips, as from the JSON files.
 	Key string
 	// Interface is "tcp://<address>": where ipcontroller binds, in its own copies, and where
 	// engines and clients connect, in theirs (a host name works there).
