@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,17 @@ func TestClusters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := newServer(t, func(o *apiserver.Options) { o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns} })
+	ks := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "python3"}, Spec: nbv1.KernelSpecSpec{
+		DisplayName: "Python 3", Language: "python", Argv: []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"}}}
+	if err := c.Create(t.Context(), ks); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, func(o *apiserver.Options) {
+		o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns}
+		o.KernelSpecs = &repository.KernelSpecs{Reader: c, Namespace: ns}
+		o.Sessions = &repository.Sessions{Reader: c, Writer: c, Namespace: ns,
+			Kernels: &repository.Kernels{Reader: c, Writer: c, Namespace: ns}}
+	})
 	model := func(r response) jupyter.Cluster {
 		t.Helper()
 		var m jupyter.Cluster
@@ -84,5 +95,14 @@ func TestClusters(t *testing.T) {
 	}
 	if m := model(s.do("GET", "/api/clusters/mine", nil)); m.Status != "running" || m.N != 1 || m.ProfileDir != "~/.ipython/profile_mine" {
 		t.Errorf("GET: %+v", m)
+	}
+
+	// A session's kernel may use only a cluster of the user's.
+	for _, cluster := range []string{"nosuch", "bobs"} {
+		r := s.do("POST", "/api/sessions", map[string]any{"path": "p.ipynb", "type": "notebook",
+			"kernel": map[string]any{"name": "python3"}, "cluster": cluster})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.body), "No such cluster: "+cluster) {
+			t.Errorf("session attached to %s: %d %s, want 400 No such cluster", cluster, r.status, r.body)
+		}
 	}
 }

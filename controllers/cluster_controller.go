@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -461,7 +462,7 @@ func (r *ClusterReconciler) createPod(ctx context.Context, p *corev1.Pod, obs *c
 	} else if err != nil {
 		return fmt.Errorf("create pod: %w", err)
 	}
-	return r.waitCache(ctx, p, func(err error) bool { return err == nil })
+	return r.waitCache(ctx, client.ObjectKeyFromObject(p), func(_ *corev1.Pod, err error) bool { return err == nil })
 }
 
 // deletePod deletes a pod and waits until the cache shows it deleted or being deleted.
@@ -469,29 +470,22 @@ func (r *ClusterReconciler) deletePod(ctx context.Context, p *corev1.Pod) error 
 	if err := r.Delete(ctx, p, client.Preconditions{UID: &p.UID}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete pod %s: %w", p.Name, err)
 	}
-	seen := &corev1.Pod{}
-	return r.waitCache(ctx, seen, func(err error) bool {
+	return r.waitCache(ctx, client.ObjectKeyFromObject(p), func(seen *corev1.Pod, err error) bool {
 		return apierrors.IsNotFound(err) || (err == nil && (seen.DeletionTimestamp != nil || seen.UID != p.UID))
-	}, client.ObjectKeyFromObject(p))
+	})
 }
 
-// waitCache polls the cache (briefly) until done says the pod as read is as expected.
-func (r *ClusterReconciler) waitCache(ctx context.Context, p *corev1.Pod, done func(error) bool, key ...client.ObjectKey) error {
-	k := client.ObjectKeyFromObject(p)
-	if len(key) > 0 {
-		k = key[0]
+// waitCache polls the cache until done says the pod at key reads as expected, for at most 5 s:
+// a cache that lags longer only costs a reconcile that acts on what it shows.
+func (r *ClusterReconciler) waitCache(ctx context.Context, key client.ObjectKey, done func(*corev1.Pod, error) bool) error {
+	err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+		seen := &corev1.Pod{}
+		return done(seen, r.Get(ctx, key, seen)), nil
+	})
+	if wait.Interrupted(err) && ctx.Err() == nil {
+		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if done(r.Get(ctx, k, p)) || time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return err
 }
 
 // stopIfIdle stops a running cluster whose engines have had no task for spec.idleTimeout.

@@ -85,20 +85,20 @@ func ClusterControllerAddress(c *nbv1.Cluster, o Options, controllerPodIP string
 // ClusterControllerAddress) is known.
 func ClusterSecret(c *nbv1.Cluster, key, address string) (*corev1.Secret, error) {
 	data := map[string][]byte{ClusterSecretKey: []byte(key)}
-	files := []struct {
+	type file struct {
 		name  string
 		make  func(ipcluster.Connection) ([]byte, error)
 		iface string
-	}{
+	}
+	files := []file{
 		{ClusterControllerEngineFile, ipcluster.EngineFile, clusterBindInterface},
 		{ClusterControllerClientFile, ipcluster.ClientFile, clusterBindInterface},
-		{ClusterEngineFile, ipcluster.EngineFile, "tcp://" + address},
-		{ClusterClientFile, ipcluster.ClientFile, "tcp://" + address},
+	}
+	if address != "" {
+		files = append(files, file{ClusterEngineFile, ipcluster.EngineFile, "tcp://" + address},
+			file{ClusterClientFile, ipcluster.ClientFile, "tcp://" + address})
 	}
 	for _, f := range files {
-		if f.iface == "tcp://" {
-			continue
-		}
 		b, err := f.make(ipcluster.Connection{Key: key, Interface: f.iface, Location: ClusterControllerName(c)})
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %s: %w", c.Name, f.name, err)

@@ -16,15 +16,6 @@ import (
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
-// ErrConflict is matched (errors.Is) by the errors of requests the resource's state refuses:
-// starting a running cluster, stopping a stopped one.
-var ErrConflict = errors.New("conflict")
-
-type conflictError struct{ message string }
-
-func (e *conflictError) Error() string        { return e.message }
-func (e *conflictError) Is(target error) bool { return target == ErrConflict }
-
 // MaxClusterEngines is the most engines a start may ask for, the Cluster schema's maximum.
 const MaxClusterEngines = 1024
 

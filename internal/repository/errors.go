@@ -25,6 +25,15 @@ type invalidError struct{ message string }
 func (e *invalidError) Error() string        { return e.message }
 func (e *invalidError) Is(target error) bool { return target == ErrInvalid }
 
+// ErrConflict is matched (errors.Is) by the errors of requests the resource's state refuses:
+// starting a running cluster, stopping a stopped one.
+var ErrConflict = errors.New("conflict")
+
+type conflictError struct{ message string }
+
+func (e *conflictError) Error() string        { return e.message }
+func (e *conflictError) Is(target error) bool { return target == ErrConflict }
+
 // validName tells whether id can name a resource at all; asking the API server for one that
 // cannot would answer 400 or, with a "/", address another URL.
 func validName(id string) bool {
