@@ -37,19 +37,20 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 	}
 	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout}
 	srv, err := apiserver.New(apiserver.Options{
-		BaseURL:      f.baseURL,
-		Token:        token,
-		User:         u,
-		CookieSecret: secret,
-		Contents:     store,
-		Kernels:      kernels,
-		Sessions:     &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
-		Clusters:     &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
-		KernelSpecs:  &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
-		RateLimits:   &apiserver.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow.Seconds()},
-		MaxBodyBytes: f.maxBody,
-		Version:      version,
-		Log:          ctrl.Log.WithName("apiserver"),
+		BaseURL:           f.baseURL,
+		Token:             token,
+		User:              u,
+		CookieSecret:      secret,
+		Contents:          store,
+		Kernels:           kernels,
+		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
+		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
+		KernelSpecs:       &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
+		DefaultKernelSpec: f.defaultKernel,
+		RateLimits:        &apiserver.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow.Seconds()},
+		MaxBodyBytes:      f.maxBody,
+		Version:           version,
+		Log:               ctrl.Log.WithName("apiserver"),
 	})
 	if err != nil {
 		return nil, err

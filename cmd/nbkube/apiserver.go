@@ -18,6 +18,7 @@ import (
 // apiFlags are the API server's settings, shared by `manager` and `local`.
 type apiFlags struct {
 	listen, token, baseURL, root, cookieSecretFile string
+	defaultKernel                                  string
 	maxBody                                        int64
 	checkpoints                                    int
 	deleteNonEmpty                                 bool
@@ -31,6 +32,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
+	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
 	fs.BoolVar(&f.deleteNonEmpty, "delete-non-empty-dirs", false, "let DELETE remove directories with contents (there is no trash: deletion is final)")

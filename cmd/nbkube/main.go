@@ -1,6 +1,6 @@
-// Command nbkube is the nbkube binary: the operator's manager, the embedded local default
-// (`nbkube local`), and the agent that runs in every kernel pod. This package only wires the
-// parts together.
+// Command nbkube is the nbkube binary: the operator's manager, the API server alone, the
+// embedded local default (`nbkube local`), and the agent that runs in every kernel pod. This
+// package only wires the parts together.
 package main
 
 import (
@@ -23,8 +23,10 @@ const usage = `nbkube serves the Jupyter notebook server API on Kubernetes.
 
 Usage:
   nbkube manager [flags]            run the controllers (in a cluster)
+  nbkube apiserver [flags]          run the Jupyter API server alone (in a cluster, any number of replicas)
   nbkube local [flags]              run everything on this machine: control plane, controllers, local node
   nbkube agent [flags] -- ARGV...   run a kernel inside a kernel pod (as nbkube-agent does)
+  nbkube cleanup [flags]            delete the namespace's sessions, kernels and clusters (helm uninstall runs it)
   nbkube install DEST               copy nbkube-agent (or this binary) to DEST (the kernel pod's init container)
   nbkube version                    print the version
 
@@ -41,10 +43,14 @@ func main() {
 	switch cmd {
 	case "manager":
 		run = runManager
+	case "apiserver":
+		run = runAPIServer
 	case "local":
 		run = runLocal
 	case "agent":
 		run = runAgent
+	case "cleanup":
+		run = runCleanup
 	case "install":
 		run = runInstall
 	case "version", "--version":

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"flag"
 	"fmt"
 	"os"
 
@@ -10,8 +11,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,13 +31,13 @@ func newScheme() *runtime.Scheme {
 	return s
 }
 
+// runManager runs the controllers, and the Jupyter API server too when --listen is given (one
+// process for small installs).
 func runManager(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("manager")
-	metricsAddr := fs.String("metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS, authenticated and authorized through the API server); 0 disables it")
-	probeAddr := fs.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	common := bindOperatorFlags(fs)
 	leaderElect := fs.Bool("leader-elect", false, "elect a leader among manager replicas, so that one reconciles at a time")
 	leaderNamespace := fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own namespace)")
-	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "namespace of the users' kernels, sessions and clusters")
 	var api apiFlags
 	api.bind(fs, "")
 	opts := builder.DefaultOptions()
@@ -45,55 +48,115 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
-	log := ctrl.Log.WithName("manager")
-
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme: newScheme(),
-		Cache:  controllers.CacheOptions(),
-		Metrics: metricsserver.Options{
-			BindAddress:    *metricsAddr,
-			SecureServing:  true,
-			FilterProvider: filters.WithAuthenticationAndAuthorization,
-			// HTTP/2 stays off: its rapid-reset and stream-cancellation weaknesses are not
-			// worth it for a metrics endpoint.
-			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
-		},
-		HealthProbeBindAddress:  *probeAddr,
-		LeaderElection:          *leaderElect,
-		LeaderElectionID:        "nbkube-manager.nbkube.io",
-		LeaderElectionNamespace: *leaderNamespace,
+	mgr, err := common.newManager(func(o *ctrl.Options) {
+		o.LeaderElection = *leaderElect
+		o.LeaderElectionID = "nbkube-manager.nbkube.io"
+		o.LeaderElectionNamespace = *leaderNamespace
 		// The leader steps down at once on shutdown instead of letting the lease expire.
-		LeaderElectionReleaseOnCancel: true,
+		o.LeaderElectionReleaseOnCancel = true
 	})
 	if err != nil {
-		return fmt.Errorf("create manager: %w", err)
+		return err
 	}
 	ctrlOpts.Builder = opts
 	if err := controllers.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}
 	if api.listen != "" {
-		if api.cookieSecretFile == "" {
-			return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
-		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, identity.User{Name: "admin", Admin: true}, nil, func(string) {
-			log.Info("Jupyter API server ready", "listen", api.listen)
-		})
-		if err != nil {
+		if err := addAPIServer(mgr, &api, common.namespace); err != nil {
 			return err
 		}
-		if err := mgr.Add(runnable); err != nil {
-			return err
-		}
+	}
+	ctrl.Log.WithName("manager").Info("Starting manager", "version", version)
+	return mgr.Start(ctx)
+}
+
+// runAPIServer runs the Jupyter API server alone: any number of replicas, no controllers, and
+// a service account that may touch only what the API needs.
+func runAPIServer(ctx context.Context, args []string) error {
+	fs, logOpts := newFlagSet("apiserver")
+	common := bindOperatorFlags(fs)
+	var api apiFlags
+	api.bind(fs, ":8888")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if api.listen == "" {
+		return fmt.Errorf("--listen must not be empty")
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
+	mgr, err := common.newManager(nil)
+	if err != nil {
+		return err
+	}
+	if err := addAPIServer(mgr, &api, common.namespace); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("apiserver").Info("Starting API server", "version", version)
+	return mgr.Start(ctx)
+}
+
+// operatorFlags are the settings the manager and the API server share.
+type operatorFlags struct {
+	metricsAddr, probeAddr, namespace string
+}
+
+func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
+	f := &operatorFlags{}
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS, authenticated and authorized through the API server); 0 disables it")
+	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "default"), "namespace of the users' kernels, sessions and clusters")
+	return f
+}
+
+// newManager makes a controller-runtime manager with the shared settings; tune adjusts them.
+func (f *operatorFlags) newManager(tune func(*ctrl.Options)) (manager.Manager, error) {
+	cacheOpts := controllers.CacheOptions()
+	// Only the one namespace is watched, so a namespaced Role is all the RBAC either needs.
+	cacheOpts.DefaultNamespaces = map[string]cache.Config{f.namespace: {}}
+	o := ctrl.Options{
+		Scheme: newScheme(),
+		Cache:  cacheOpts,
+		Metrics: metricsserver.Options{
+			BindAddress:    f.metricsAddr,
+			SecureServing:  true,
+			FilterProvider: filters.WithAuthenticationAndAuthorization,
+			// HTTP/2 stays off: its rapid-reset and stream-cancellation weaknesses are not
+			// worth it for a metrics endpoint.
+			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+		},
+		HealthProbeBindAddress: f.probeAddr,
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), o)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// addAPIServer adds the Jupyter API server to the manager; it runs on every replica, leader
+// or not.
+func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
+	if api.cookieSecretFile == "" {
+		return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
+	}
+	log := ctrl.Log.WithName("apiserver")
+	runnable, err := newAPIRunnable(api, mgr.GetClient(), namespace, identity.User{Name: "admin", Admin: true}, nil, func(string) {
+		log.Info("Jupyter API server ready", "listen", api.listen)
+	})
+	if err != nil {
 		return err
 	}
-	log.Info("Starting manager", "version", version)
-	return mgr.Start(ctx)
+	return mgr.Add(runnable)
 }
 
 func envOr(name, def string) string {
