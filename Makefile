@@ -5,6 +5,7 @@ KUBE_VERSION ?= v1.36.3
 CONTROLLER_TOOLS_VERSION ?= v0.21.0
 KUSTOMIZE_VERSION ?= v5.8.1
 GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.22.0
 
 # Where the hack/ script keeps the Kubernetes binaries it builds (shared by every clone).
 NBKUBE_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nbkube
@@ -15,6 +16,7 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
@@ -40,9 +42,14 @@ generate: controller-gen ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: manifests
-manifests: controller-gen ## Generate CRDs and RBAC into config/.
-	$(CONTROLLER_GEN) rbac:roleName=manager crd paths="./api/..." paths="./controllers/..." paths="./internal/repository/..." \
+manifests: controller-gen ## Generate CRDs and RBAC into config/, and copy them into the chart.
+	$(CONTROLLER_GEN) rbac:roleName=manager crd paths="./api/..." paths="./controllers/..." \
 		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=apiserver paths="./internal/repository/..." output:rbac:artifacts:config=config/rbac/apiserver
+	rm -rf charts/nbkube/crds charts/nbkube/files/rbac && mkdir -p charts/nbkube/crds charts/nbkube/files/rbac
+	cp config/crd/bases/*.yaml charts/nbkube/crds/
+	cp config/rbac/role.yaml charts/nbkube/files/rbac/manager.yaml
+	cp config/rbac/apiserver/role.yaml charts/nbkube/files/rbac/apiserver.yaml
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -59,13 +66,13 @@ lint: golangci-lint ## Run golangci-lint.
 .PHONY: verify
 verify: generate manifests fmt vet kustomize ## Regenerate code and manifests and fail if anything changed.
 	$(KUSTOMIZE) build config/default >/dev/null
-	@if [ -n "$$(git status --porcelain -- api config controllers go.mod go.sum '*.go')" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config controllers charts go.mod go.sum '*.go')" ]; then \
 		echo "make verify: generated files or formatting differ from what is committed:"; \
-		git status --porcelain -- api config controllers go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
+		git status --porcelain -- api config controllers charts go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: test
-test: k8s-bins test-deps ## Run all Go tests (unit, envtest, local node and agent with real ipykernel).
-	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" go test ./... $(TEST_FLAGS)
+test: k8s-bins test-deps helm ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-deps
 test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
@@ -81,6 +88,28 @@ bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server; results
 build: ## Build the nbkube and nbkube-agent binaries into bin/ (static).
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(LOCALBIN)/nbkube ./cmd/nbkube
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/nbkube-agent ./cmd/nbkube-agent
+
+# Images for a cluster. Without Docker or a registry here, they are built as tarballs with
+# go-containerregistry and imported into the node's containerd (the Dockerfile builds the same
+# operator image where Docker exists). A tag other than latest lets pods use them unpulled.
+IMAGE_TAG ?= dev
+IMG ?= nbkube.io/nbkube:$(IMAGE_TAG)
+KERNEL_IMG ?= nbkube.io/kernel-python:$(IMAGE_TAG)
+IMAGES_DIR ?= $(LOCALBIN)/images
+
+.PHONY: image
+image: build ## Build the operator's image as a tarball, bin/images/nbkube.tar (no Docker needed).
+	rm -rf $(IMAGES_DIR)/nbkube-root && mkdir -p $(IMAGES_DIR)/nbkube-root/usr/local/bin $(IMAGES_DIR)/nbkube-root/etc
+	install -m 1777 -d $(IMAGES_DIR)/nbkube-root/tmp
+	cp $(LOCALBIN)/nbkube $(LOCALBIN)/nbkube-agent $(IMAGES_DIR)/nbkube-root/usr/local/bin/
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' >$(IMAGES_DIR)/nbkube-root/etc/passwd
+	printf 'root:x:0:\nnonroot:x:65532:\n' >$(IMAGES_DIR)/nbkube-root/etc/group
+	go run ./hack/image -rootfs $(IMAGES_DIR)/nbkube-root -root-owned -tag $(IMG) -o $(IMAGES_DIR)/nbkube.tar \
+		-entrypoint /usr/local/bin/nbkube -user 65532:65532
+
+.PHONY: kernel-image
+kernel-image: ## Build the Python kernel image (Debian's ipykernel and ipyparallel), bin/images/kernel-python.tar.
+	hack/kernel-image.sh $(IMAGES_DIR)/kernel-python.tar $(KERNEL_IMG)
 
 .PHONY: run
 run: build k8s-bins ## Run nbkube locally: embedded control plane, manager and local node (data in .nbkube/).
@@ -104,6 +133,11 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 kustomize: $(KUSTOMIZE) ## Install kustomize into bin/.
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$(KUSTOMIZE),sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Install helm into bin/.
+$(HELM): | $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 .PHONY: golangci-lint
 golangci-lint: $(GOLANGCI_LINT) ## Install golangci-lint into bin/.

@@ -1,0 +1,201 @@
+// Package chart_test checks the Helm chart without a cluster of nodes: helm lint, the values
+// schema, and every rendered object created with a server-side dry run against a real
+// kube-apiserver, which validates it against Kubernetes' own schemas and nbkube's CRDs.
+package chart_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+const chartDir = "../../charts/nbkube"
+
+// helm runs the pinned helm that `make test` installs.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin := os.Getenv("NBKUBE_HELM")
+	if bin == "" {
+		t.Fatal("NBKUBE_HELM is not set: run the tests with make test, which installs helm")
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errors.New(errOut.String())
+	}
+	return out.String(), nil
+}
+
+// render is `helm template` of the chart, CRDs included, split into objects.
+func render(t *testing.T, namespace string, sets ...string) []*unstructured.Unstructured {
+	t.Helper()
+	args := []string{"template", "nb", chartDir, "--namespace", namespace, "--include-crds", "--kube-version", "1.36.3"}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v", sets, err)
+	}
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatalf("rendered YAML: %v", err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+func TestChart_LintIsClean(t *testing.T) {
+	out, err := helm(t, "lint", "--strict", chartDir, "--kube-version", "1.36.3")
+	if err != nil {
+		t.Fatalf("helm lint: %v\n%s", err, out)
+	}
+}
+
+func TestChart_SchemaRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"apiserver.replicas=-1", "/apiserver/replicas"},
+		{"culling.idleTimeout=3600", "/culling/idleTimeout"},
+		{"culling.interval=5 minutes", "/culling/interval"},
+		{"contents.accessModes={ReadWriteSometimes}", "/contents/accessModes/0"},
+		{"kernelImagePullPolicy=Sometimes", "/kernelImagePullPolicy"},
+		{"apiserver.baseURL=nb", "/apiserver/baseURL"},
+		{"kernelSpecs.Bad_Name.displayName=x", "/kernelSpecs"},
+		{"replicas=3", "additional properties 'replicas' not allowed"},
+	} {
+		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--set %s: got error %v, want one naming %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// TestChart_ObjectsAreValidForKubernetes creates every object of several renderings with a
+// server-side dry run: the API server checks fields, enums and the CRDs' schemas.
+func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
+	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for i, sets := range [][]string{
+		nil,
+		{"metrics.enabled=true", "ingress.enabled=true", "ingress.className=nginx", "quota.enabled=true",
+			"quota.hard.pods=40", "contents.storageClass=-", "kernelImagePullPolicy=Never", "apiserver.replicas=3",
+			"manager.replicas=2", "culling.idleTimeout=1h", "culling.cullBusy=true", "apiserver.baseURL=/nb/",
+			"ingress.tls[0].secretName=tls", "ingress.tls[0].hosts[0]=notebooks.example.com"},
+		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false"},
+	} {
+		ns := "chart-" + string(rune('a'+i))
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+		objs := render(t, ns, sets...)
+		kinds := map[string]int{}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+			if o.GetKind() == "CustomResourceDefinition" {
+				// Made for real: the chart's KernelSpecs are dry-run against them.
+				if err := c.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+					t.Fatalf("create CRD %s: %v", o.GetName(), err)
+				}
+			}
+		}
+		if kinds["CustomResourceDefinition"] != 4 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 {
+			t.Errorf("%v: rendered kinds %v, want the 4 CRDs, 2 Deployments and a KernelSpec", sets, kinds)
+		}
+		for _, o := range objs {
+			if o.GetKind() == "CustomResourceDefinition" {
+				continue
+			}
+			if o.GetNamespace() == "" && isNamespaced(t, c, o) {
+				o.SetNamespace(ns)
+			}
+			err := c.Create(ctx, o, client.DryRunAll)
+			if meta.IsNoMatchError(err) && o.GetKind() == "ServiceMonitor" {
+				continue // the Prometheus operator's CRD is not in this API server
+			}
+			if err != nil {
+				t.Errorf("%v: %s %s is refused: %v", sets, o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+}
+
+func isNamespaced(t *testing.T, c client.Client, o *unstructured.Unstructured) bool {
+	t.Helper()
+	namespaced, err := c.IsObjectNamespaced(o)
+	if err != nil {
+		t.Fatalf("%s: %v", o.GetKind(), err)
+	}
+	return namespaced
+}
+
+// TestChart_RolesAreTheGeneratedOnes guards the rule that RBAC comes from the code's markers
+// through make manifests, never edited by hand in the chart.
+func TestChart_RolesAreTheGeneratedOnes(t *testing.T) {
+	roles := map[string][]rbacv1.PolicyRule{}
+	for _, o := range render(t, "nb") {
+		if o.GetKind() != "Role" {
+			continue
+		}
+		var r rbacv1.Role
+		if err := runtimeFromUnstructured(o, &r); err != nil {
+			t.Fatal(err)
+		}
+		roles[r.Name] = r.Rules
+	}
+	for file, role := range map[string]string{
+		"../../config/rbac/role.yaml":           "nb-nbkube-manager",
+		"../../config/rbac/apiserver/role.yaml": "nb-nbkube-apiserver",
+	} {
+		data, err := os.ReadFile(filepath.Clean(file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generated rbacv1.ClusterRole
+		if err := yaml.Unmarshal(data, &generated); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(generated.Rules, roles[role]); diff != "" {
+			t.Errorf("Role %s differs from %s (-generated +chart); run make manifests:\n%s", role, file, diff)
+		}
+	}
+}
+
+func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return yaml.Unmarshal(data, into)
+}
