@@ -14,10 +14,11 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// runCleanup deletes the users' sessions, kernels and clusters of one namespace and waits
-// until the pods made for them are gone. `helm uninstall` runs it before it removes the
-// operator: the custom resources are the users', not Helm's, so without it their pods would
-// outlive the release. The definitions stay, since other releases may share them.
+// runCleanup deletes the sessions, kernels, clusters and kernel specs of one namespace and
+// waits until the pods made for them are gone. `helm uninstall` runs it before it removes the
+// operator: these custom resources are the users' and admins', not Helm's, so without it they
+// and their pods would outlive the release. The definitions stay, since other releases may
+// share them.
 func runCleanup(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("cleanup")
 	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "namespace to clean")
@@ -31,12 +32,12 @@ func runCleanup(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&nbv1.Session{}, &nbv1.Kernel{}, &nbv1.Cluster{}} {
+	for _, obj := range []client.Object{&nbv1.Session{}, &nbv1.Kernel{}, &nbv1.Cluster{}, &nbv1.KernelSpec{}} {
 		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(*namespace), client.PropagationPolicy("Background")); err != nil {
 			return fmt.Errorf("delete %T: %w", obj, err)
 		}
 	}
-	log.Info("Deleted sessions, kernels and clusters; waiting for their pods", "namespace", *namespace)
+	log.Info("Deleted sessions, kernels, clusters and kernel specs; waiting for the pods", "namespace", *namespace)
 	ours := client.MatchingLabels{nbv1.LabelManagedBy: nbv1.ManagedByValue}
 	left := 0
 	err = wait.PollUntilContextTimeout(ctx, time.Second, *timeout, true, func(ctx context.Context) (bool, error) {

@@ -26,7 +26,7 @@ Usage:
   nbkube apiserver [flags]          run the Jupyter API server alone (in a cluster, any number of replicas)
   nbkube local [flags]              run everything on this machine: control plane, controllers, local node
   nbkube agent [flags] -- ARGV...   run a kernel inside a kernel pod (as nbkube-agent does)
-  nbkube cleanup [flags]            delete the namespace's sessions, kernels and clusters (helm uninstall runs it)
+  nbkube cleanup [flags]            delete the namespace's sessions, kernels, clusters and kernel specs (helm uninstall runs it)
   nbkube install DEST               copy nbkube-agent (or this binary) to DEST (the kernel pod's init container)
   nbkube version                    print the version
 

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +33,7 @@ const chartDir = "../../charts/nbkube"
 // helm runs the pinned helm that `make test` installs.
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	readChart(t)
 	bin := os.Getenv("NBKUBE_HELM")
 	if bin == "" {
 		t.Fatal("NBKUBE_HELM is not set: run the tests with make test, which installs helm")
@@ -43,6 +45,22 @@ func helm(t *testing.T, args ...string) (string, error) {
 		return out.String(), errors.New(errOut.String())
 	}
 	return out.String(), nil
+}
+
+// readChart reads every file of the chart in this process: helm reads them in its own, which
+// go test cannot see, and a changed template must not leave a cached result standing.
+func readChart(t *testing.T) {
+	t.Helper()
+	err := filepath.WalkDir(chartDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		_, err = os.ReadFile(path)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // render is `helm template` of the chart, CRDs included, split into objects.
