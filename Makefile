@@ -74,6 +74,10 @@ verify: generate manifests fmt vet kustomize ## Regenerate code and manifests an
 test: k8s-bins test-deps helm ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
 
+.PHONY: test-e2e
+test-e2e: image kernel-image helm k8s-bins ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
+	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" TEST_FLAGS="$(TEST_FLAGS)" hack/test-e2e.sh
+
 .PHONY: test-deps
 test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
 	@hack/install-test-deps.sh

@@ -466,6 +466,11 @@ setup_network() {
   ip link add "$NODE_BRIDGE" type bridge
   ip addr add "$NODE_IP/32" dev "$NODE_BRIDGE"
   ip link set "$NODE_BRIDGE" up
+  # Service addresses from the node itself: kube-proxy turns them into pod addresses, but while
+  # a Service has no endpoints (a rollout, every replica killed) nothing does, and the default
+  # route would carry the connection out of the machine, where something else may answer.
+  # Routed to the port-less bridge, such a connection goes nowhere. The route goes with the bridge.
+  ip route add "$SERVICE_CIDR" dev "$NODE_BRIDGE" src "$NODE_IP"
   for ipt in iptables ip6tables; do
     "$ipt" -w -t mangle -N NBKUBE-ISOLATE
     "$ipt" -w -t mangle -A NBKUBE-ISOLATE -i "$CNI_BRIDGE" ! -o "$CNI_BRIDGE" -j DROP

@@ -114,17 +114,25 @@ func startLocal(t *testing.T, dataDir, root string) *instance {
 		}
 	})
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	inst.client = kubeClient(t, filepath.Join(dataDir, "kubeconfig"))
+	return inst
+}
+
+// kubeClient is a client of the cluster in the kubeconfig that knows nbkube's kinds.
+func kubeClient(t *testing.T, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(nbv1.AddToScheme(scheme))
-	if inst.client, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
 		t.Fatal(err)
 	}
-	return inst
+	return c
 }
 
 // stop ends the instance the way Ctrl-C does and waits for it.
