@@ -3,6 +3,7 @@ package controllers
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,7 +33,8 @@ const (
 
 // fatalWaitingReasons are container waiting reasons after which a kernel will not start
 // without a change; the kernel fails fast instead of leaving its client waiting.
-// ErrImagePull is not among them: it comes once before the back-off and may be transient.
+// ErrImagePull is not among them: it comes once before the back-off and may be transient,
+// unless its message says that retrying cannot help (definitivePullErrors).
 var fatalWaitingReasons = map[string]bool{
 	"ImagePullBackOff":           true,
 	"InvalidImageName":           true,
@@ -41,6 +43,23 @@ var fatalWaitingReasons = map[string]bool{
 	"CreateContainerConfigError": true,
 	"CreateContainerError":       true,
 	"RunContainerError":          true,
+}
+
+// definitivePullErrors are what the runtime's ErrImagePull message says when the image does
+// not exist, its registry's name does not resolve, or access is refused: the back-off that
+// follows (measured 40 s in a real cluster) would only delay the same answer.
+var definitivePullErrors = []string{"not found", "no such host", "unauthorized", "denied"}
+
+// fatalWaiting says whether a container waiting so will not start without a change.
+func fatalWaiting(w *corev1.ContainerStateWaiting) bool {
+	if fatalWaitingReasons[w.Reason] {
+		return true
+	}
+	if w.Reason != "ErrImagePull" {
+		return false
+	}
+	msg := strings.ToLower(w.Message)
+	return slices.ContainsFunc(definitivePullErrors, func(s string) bool { return strings.Contains(msg, s) })
 }
 
 // problem is why a kernel cannot be ready.
@@ -154,7 +173,7 @@ func podState(pod *corev1.Pod) (*problem, bool) {
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
-		if w := cs.State.Waiting; w != nil && fatalWaitingReasons[w.Reason] {
+		if w := cs.State.Waiting; w != nil && fatalWaiting(w) {
 			return &problem{reason: w.Reason, message: fmt.Sprintf("container %s: %s", cs.Name, w.Message), fatal: true}, false
 		}
 	}

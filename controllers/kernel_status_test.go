@@ -18,9 +18,10 @@ import (
 func TestKernelStatus_FromPodStates(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	ready := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	waiting := func(reason string) []corev1.ContainerStatus {
-		return []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "m"}}}}
+	waitingFor := func(reason, message string) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}}
 	}
+	waiting := func(reason string) []corev1.ContainerStatus { return waitingFor(reason, "m") }
 	deleting := metav1.NewTime(now.Add(-time.Second))
 	tests := []struct {
 		name       string
@@ -37,6 +38,16 @@ func TestKernelStatus_FromPodStates(t *testing.T) {
 			metav1.ConditionFalse, "ContainerCreating", false, nbv1.ExecutionStateStarting},
 		{"transient pull error waits", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{ContainerStatuses: waiting("ErrImagePull")}},
 			metav1.ConditionFalse, "ErrImagePull", false, nbv1.ExecutionStateStarting},
+		{"pull error that a timeout caused waits", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
+			`failed to pull and unpack image "r.example/k:1": failed to copy: read tcp 10.0.0.1:4->10.0.0.2:443: i/o timeout`)}},
+			metav1.ConditionFalse, "ErrImagePull", false, nbv1.ExecutionStateStarting},
+		// containerd's messages, as a real cluster gave them.
+		{"pull of an image whose registry does not resolve fails at once", "", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
+			`failed to pull and unpack image "nbkube.io/does-not-exist:1": failed to resolve reference "nbkube.io/does-not-exist:1": failed to do request: Head "https://nbkube.io/v2/does-not-exist/manifests/1": dial tcp: lookup nbkube.io on 10.255.255.53:53: no such host`)}},
+			metav1.ConditionFalse, "ErrImagePull", true, nbv1.ExecutionStateDead},
+		{"pull of a tag that does not exist fails at once", "", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
+			`rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/python:0.0": failed to resolve reference "docker.io/library/python:0.0": docker.io/library/python:0.0: not found`)}},
+			metav1.ConditionFalse, "ErrImagePull", true, nbv1.ExecutionStateDead},
 		{"pull back-off fails", "", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waiting("ImagePullBackOff")}},
 			metav1.ConditionFalse, "ImagePullBackOff", true, nbv1.ExecutionStateDead},
 		{"running, not ready", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},

@@ -354,7 +354,7 @@ func testHelmMissingImage(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	if !strings.Contains(strings.ToLower(e.Message), "image") {
 		t.Errorf("the error does not say the image is the problem: %s", r.body)
 	}
-	if took > time.Minute {
+	if took > 30*time.Second {
 		t.Errorf("the failure took %s", took)
 	}
 	t.Logf("missing image: HTTP %d after %.1fs: %s", r.status, took.Seconds(), e.Message)
