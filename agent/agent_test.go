@@ -500,13 +500,22 @@ func TestAgent_ReplaysWhatADisconnectedSessionMissed(t *testing.T) {
 	c := ra.connect(t, "replay-me", false)
 	id := c.send("execute_request", map[string]any{"code": "import time\nfor i in range(5):\n    print(i, flush=True); time.sleep(0.2)",
 		"silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true})
-	// Leave right after the request went out.
-	c.ws.Close()
+	// Leave right after the request went out, with a close handshake: closing the socket
+	// with unread data makes Linux reset the connection, and the reset discards the request
+	// if the agent has not read it yet. What the agent sent before it saw the close reached
+	// this connection; everything after must be replayed.
+	_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(5*time.Second))
+	var before reply
+	for m := range c.msgs {
+		if p, _ := wire.ParseHeader(m.ParentHeader); p.MsgID == id && m.Channel == wire.IOPub {
+			before.iopub = append(before.iopub, m)
+		}
+	}
 	time.Sleep(1500 * time.Millisecond)
 	c2 := ra.connect(t, "replay-me", false)
 	r := c2.collect(id, 20*time.Second, nil)
-	if got := r.streams(); got != "0\n1\n2\n3\n4\n" {
-		t.Errorf("replayed output %q", got)
+	if got := before.streams() + r.streams(); got != "0\n1\n2\n3\n4\n" {
+		t.Errorf("output before leaving %q, replayed %q", before.streams(), r.streams())
 	}
 	if r.reply["status"] != "ok" {
 		t.Errorf("replayed reply %v", r.reply)

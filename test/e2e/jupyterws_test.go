@@ -118,6 +118,13 @@ func (ws *jupyterWS) readLoop() {
 // close ends the connection with a close frame and waits for the reader.
 func (ws *jupyterWS) close() {
 	_ = ws.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	// Wait for the server's close frame before closing the socket: a socket closed with
+	// unread data resets the connection, and the reset can discard what this client sent
+	// last before the server has read it.
+	select {
+	case <-ws.done:
+	case <-time.After(5 * time.Second):
+	}
 	_ = ws.conn.Close()
 	<-ws.done
 }
