@@ -75,8 +75,12 @@ test: k8s-bins test-deps helm ## Run all Go tests (unit, envtest, chart, local n
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: image kernel-image helm k8s-bins ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
+test-e2e: require-root image kernel-image helm k8s-bins ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" TEST_FLAGS="$(TEST_FLAGS)" hack/test-e2e.sh
+
+.PHONY: require-root
+require-root: # The cluster tier installs packages, runs containerd and kubelet, makes bridges.
+	@[ "$$(id -u)" -eq 0 ] || { echo "make test-e2e needs root (sudo make test-e2e); make test runs every other tier" >&2; exit 1; }
 
 .PHONY: test-deps
 test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
