@@ -678,3 +678,76 @@ func TestKernelIP_IsThePodsOwnOnlyOnTheLocalNode(t *testing.T) {
 		}
 	}
 }
+
+func TestAgent_ReadinessProbeWaitsForTheKernel(t *testing.T) {
+	// A kernel that takes a second before it starts: the probe without ?wait fails at once,
+	// with ?wait it answers 200 as soon as the kernel does, and a short wait still fails.
+	argv := append([]string{"/bin/sh", "-c", `sleep 1; exec "$0" "$@"`}, ipykernel...)
+	cfg, addr := testConfig(t, argv...)
+	cfg.Log = testr.NewWithOptions(t, testr.Options{Verbosity: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	testenvEventually(t, "listening", 10*time.Second, func() bool {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	})
+	probe := func(query string) (int, time.Duration) {
+		start := time.Now()
+		resp, err := http.Get("http://" + addr + "/readyz" + query)
+		if err != nil {
+			t.Fatalf("readyz%s: %v", query, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, time.Since(start)
+	}
+	if code, _ := probe(""); code != http.StatusServiceUnavailable {
+		t.Errorf("readyz of a kernel not started yet: %d, want 503", code)
+	}
+	if code, took := probe("?wait=50ms"); code != http.StatusServiceUnavailable || took < 50*time.Millisecond {
+		t.Errorf("readyz?wait=50ms of a kernel not started yet: %d after %s, want 503 after 50 ms", code, took)
+	}
+	code, took := probe("?wait=30s")
+	if code != http.StatusOK {
+		t.Errorf("readyz?wait=30s: %d, want 200 once the kernel answered", code)
+	}
+	if took < 300*time.Millisecond {
+		t.Errorf("readyz?wait=30s answered after %s, before the kernel could have started", took)
+	}
+	// Ready: answered at once however long the probe may wait.
+	if code, took := probe("?wait=30s"); code != http.StatusOK || took > time.Second {
+		t.Errorf("readyz?wait=30s of a ready kernel: %d after %s", code, took)
+	}
+}
+
+func TestProbeListening(t *testing.T) {
+	for _, network := range []string{"tcp4", "tcp6"} {
+		l, err := net.Listen(network, map[string]string{"tcp4": "127.0.0.1:0", "tcp6": "[::1]:0"}[network])
+		if err != nil {
+			t.Logf("%s: %v", network, err)
+			continue
+		}
+		a := l.Addr().(*net.TCPAddr)
+		addr, err := sockaddr(a.IP.String(), a.Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := probeListening(addr); err != nil {
+			t.Errorf("%s listening on %s: %v", network, a, err)
+		}
+		l.Close()
+		if err := probeListening(addr); err == nil {
+			t.Errorf("%s closed on %s: the probe says it listens", network, a)
+		}
+	}
+	if _, err := sockaddr("localhost", 1); err == nil {
+		t.Error("a host name is not an address")
+	}
+}

@@ -22,13 +22,28 @@ type Status struct {
 	Ready          bool      `json:"ready"`
 }
 
+// maxReadyWait bounds how long a readiness probe may be held (?wait=).
+const maxReadyWait = 30 * time.Second
+
 // handler serves the agent's endpoints. /healthz and /readyz tell nothing about the kernel
 // beyond that, so the kubelet probes them without a token; everything else needs the
 // kernel's agent token, which only the API server has.
 func (a *Agent) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		// ?wait=<duration> holds the probe until the kernel answers, at most that long (and
+		// never beyond maxReadyWait): a kernel that starts within it is ready at once and
+		// without a failed probe, whose event the kubelet would write every period.
+		if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && d > 0 {
+			t := time.NewTimer(min(d, maxReadyWait))
+			select {
+			case <-a.ready:
+			case <-t.C:
+			case <-r.Context().Done():
+			}
+			t.Stop()
+		}
 		if !a.isReady() {
 			http.Error(w, "the kernel has not answered yet", http.StatusServiceUnavailable)
 			return

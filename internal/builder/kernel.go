@@ -140,11 +140,16 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 					{Name: "tmp", MountPath: "/tmp"},
 					{Name: "contents", MountPath: ContentsDir},
 				},
+				// The agent holds the probe until the kernel answers (up to 8 s), so the pod is ready
+				// the moment the kernel is, and a kernel that takes a while to start does not
+				// leave a failed probe (an event write) per second. The first probe waits a
+				// second, as the agent may not listen yet at the very start.
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromString(AgentPortName)}},
-					PeriodSeconds:    1,
-					TimeoutSeconds:   1,
-					FailureThreshold: 1,
+					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz?wait=8s", Port: intstr.FromString(AgentPortName)}},
+					InitialDelaySeconds: 1,
+					PeriodSeconds:       1,
+					TimeoutSeconds:      10,
+					FailureThreshold:    1,
 				},
 				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
 				// fails and the kernel is reported dead instead of hanging forever.
