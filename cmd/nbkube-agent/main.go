@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/nbkube/nbkube/agent"
@@ -31,6 +32,12 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	// One kernel's traffic needs no more than one P, and with one there are no idle Ps to
+	// wake (a futex call) for every message relayed: measured on the output stream, the
+	// agent's CPU per message fell by a third. GOMAXPROCS in the environment still decides.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := agent.Main(ctx, "nbkube-agent", os.Args[1:], os.Getenv, os.Stderr)
