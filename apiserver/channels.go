@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -126,14 +127,17 @@ func relay(client, upstream *websocket.Conn) {
 		defer wg.Done()
 		defer finish()
 		for {
-			typ, data, err := client.ReadMessage()
+			typ, r, err := client.NextReader()
 			if err != nil {
 				closeWith(upstream, nil, err)
 				return
 			}
 			_ = client.SetReadDeadline(time.Now().Add(proxyReadWait))
 			_ = upstream.SetWriteDeadline(time.Now().Add(proxyWriteWait))
-			if err := upstream.WriteMessage(typ, data); err != nil {
+			if fromSrc, err := copyMessage(upstream, typ, r); err != nil {
+				if fromSrc {
+					closeWith(upstream, nil, err)
+				}
 				return
 			}
 		}
@@ -142,16 +146,19 @@ func relay(client, upstream *websocket.Conn) {
 		defer wg.Done()
 		defer finish()
 		for {
-			typ, data, err := upstream.ReadMessage()
+			typ, r, err := upstream.NextReader()
 			if err != nil {
 				closeWith(client, &clientWrite, err)
 				return
 			}
 			clientWrite.Lock()
 			_ = client.SetWriteDeadline(time.Now().Add(proxyWriteWait))
-			err = client.WriteMessage(typ, data)
+			fromSrc, err := copyMessage(client, typ, r)
 			clientWrite.Unlock()
 			if err != nil {
+				if fromSrc {
+					closeWith(client, &clientWrite, err)
+				}
 				return
 			}
 		}
@@ -181,3 +188,39 @@ func relay(client, upstream *websocket.Conn) {
 	_ = upstream.Close()
 	wg.Wait()
 }
+
+// copyMessage writes the message that r reads to dst as it arrives, straight from one
+// connection's buffer into the other's, without a copy of its own (reading whole messages
+// allocated one per message). fromSrc tells that the error came from reading r.
+func copyMessage(dst *websocket.Conn, typ int, r io.Reader) (fromSrc bool, err error) {
+	w, err := dst.NextWriter(typ)
+	if err != nil {
+		return false, err
+	}
+	if _, err := io.Copy(w, srcReader{r}); err != nil {
+		// Not closed: a message cut short is never completed (the relay sends a close
+		// frame next), rather than delivered truncated.
+		var re readError
+		if errors.As(err, &re) {
+			return true, re.err
+		}
+		return false, err
+	}
+	return false, w.Close()
+}
+
+// srcReader marks the errors of the reading side of a copy.
+type srcReader struct{ r io.Reader }
+
+func (s srcReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = readError{err}
+	}
+	return n, err
+}
+
+type readError struct{ err error }
+
+func (e readError) Error() string { return e.err.Error() }
+func (e readError) Unwrap() error { return e.err }
