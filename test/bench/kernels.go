@@ -115,6 +115,7 @@ type kernelReport struct {
 func measureKernels(servers []*server, python, work string) *kernelReport {
 	rep := &kernelReport{}
 	for _, s := range servers {
+		waitQuiet(servers)
 		r := measureServerKernels(s)
 		switch s.name {
 		case "nbkube":
@@ -124,6 +125,7 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 		}
 	}
 	if python != "" {
+		waitQuiet(servers)
 		rep.direct = measureFloor(python, filepath.Join(work, "floor"))
 	}
 	return rep
@@ -663,6 +665,36 @@ func agentPIDs(root int) ([]int, error) {
 	return agents, nil
 }
 
+// waitQuiet waits (at most a minute) until every server's process is idle: after the
+// contents load, Jupyter Server goes on working through queued requests for seconds, and
+// kernel starts measured meanwhile (for either server) paid for it: nbkube's p50 start was
+// ~1.3 s with Jupyter busy beside it and ~0.9 s without.
+func waitQuiet(servers []*server) {
+	var pids []int
+	for _, s := range servers {
+		pids = append(pids, s.pid)
+	}
+	start := time.Now()
+	for time.Since(start) < time.Minute {
+		before, err := cpuTimes(pids)
+		if err != nil {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+		after, err := cpuTimes(pids)
+		if err != nil {
+			return
+		}
+		// Under 5 % of a core over the half second: 2 ticks of 10 ms.
+		if cpuSpent(before, after) <= 20*time.Millisecond {
+			break
+		}
+	}
+	if waited := time.Since(start); waited > time.Second {
+		fmt.Fprintf(os.Stderr, "bench: waited %.1f s for the servers to go idle\n", waited.Seconds())
+	}
+}
+
 // procStat returns the fields of /proc/<pid>/stat from the third (state) on; the second, the
 // command name in parentheses, may hold spaces.
 func procStat(pid int) ([]string, error) {
@@ -1004,11 +1036,14 @@ const kernelNotes = `
   process. Output dropped by the rate limit was read from the kernel too but is not in the count,
   so when lines were dropped the figure overstates the cost per message.
 * Where nbkube misses its targets, measured on this machine: a start pays for the Kernel and
-  Pod resources, scheduling and the local node's pod start (about 100–150 ms beside the
-  kernel's own ~600 ms); twenty starts at once also pay for the control plane (etcd,
-  kube-apiserver and the controllers on the same two cores: ~4 s of CPU for twenty kernels'
-  resources, pods, status writes and events). The agent's CPU per message is mostly system
-  calls (one WebSocket write per message, the kernel's sockets read through a buffer) and JSON
-  validation of what the kernel sends.
+  Pod resources, scheduling and the local node's pod start (about 100 ms from the POST to the
+  kernel's process, beside the kernel's own 800–900 ms; the spread of single starts here is
+  ±150 ms, so one run's p50 moves by more than the gap). Twenty starts at once also pay for
+  the control plane and the agents on the same two cores: per twenty kernels, about 28 s of
+  CPU in the kernels themselves, 5 s in the agents (waiting for their kernels' ports and
+  nudging them), 3 s kube-apiserver, 2.5 s the nbkube process, 1.2 s etcd. The agent's CPU
+  per message is mostly system calls (a read of the kernel's socket and a WebSocket write per
+  message) and JSON validation of what the kernel sends; the API server's is a read and a
+  write per message.
 * "n/a (error …)" marks a scenario a server could not run; the rest of the bench goes on.
 `
