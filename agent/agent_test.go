@@ -266,13 +266,22 @@ func (r reply) of(msgType string) []map[string]any {
 // called for input requests of id.
 func (c *client) collect(id string, timeout time.Duration, onStdin func(*wire.Message)) reply {
 	c.t.Helper()
+	r, ok := c.tryCollect(id, timeout, onStdin)
+	if !ok {
+		c.t.Fatalf("no complete answer to %s within %s (reply %v, states %v)", id, timeout, r.reply, r.states)
+	}
+	return r
+}
+
+// tryCollect is collect that tells, instead of failing, when the answer is not complete in time.
+func (c *client) tryCollect(id string, timeout time.Duration, onStdin func(*wire.Message)) (reply, bool) {
 	var r reply
 	idle := false
 	deadline := time.After(timeout)
 	for r.reply == nil || !idle {
 		m, ok := c.next(deadline)
 		if !ok {
-			c.t.Fatalf("no complete answer to %s within %s (reply %v, states %v)", id, timeout, r.reply, r.states)
+			return r, false
 		}
 		{
 			p, _ := wire.ParseHeader(m.ParentHeader)
@@ -301,7 +310,7 @@ func (c *client) collect(id string, timeout time.Duration, onStdin func(*wire.Me
 			}
 		}
 	}
-	return r
+	return r, true
 }
 
 func (c *client) execute(code string) reply {
@@ -430,10 +439,24 @@ func TestAgent_InterruptStopsASleepingCell(t *testing.T) {
 				t.Errorf("state while sleeping %q", st.ExecutionState)
 			}
 			start := time.Now()
-			if resp := ra.request(t, http.MethodPost, "/interrupt"); resp.StatusCode != http.StatusNoContent {
-				t.Fatalf("interrupt: %s", resp.Status)
+			// Once in about sixty CI runs the kernel acknowledged the interrupt and slept on: a
+			// SIGINT that Linux hands to another of ipykernel's threads does not wake the main
+			// thread's time.sleep (CPython), under Jupyter Server as here. A user interrupts
+			// again, and so does the test; the cell must still end with KeyboardInterrupt.
+			var r reply
+			for attempt := 1; ; attempt++ {
+				if resp := ra.request(t, http.MethodPost, "/interrupt"); resp.StatusCode != http.StatusNoContent {
+					t.Fatalf("interrupt: %s", resp.Status)
+				}
+				var ok bool
+				if r, ok = c.tryCollect(id, 4*time.Second, nil); ok {
+					break
+				}
+				if attempt == 3 {
+					t.Fatalf("three interrupts did not end the cell (states %v)", r.states)
+				}
+				t.Logf("interrupt %d did not end the cell within 4 s; interrupting again", attempt)
 			}
-			r := c.collect(id, 20*time.Second, nil)
 			if r.reply["status"] != "error" || r.reply["ename"] != "KeyboardInterrupt" {
 				t.Errorf("reply %v", r.reply)
 			}
