@@ -73,7 +73,7 @@ func TestClusters_ThroughLocal(t *testing.T) {
 	defer ws.close()
 	e := runCell(t, ws, `import ipyparallel as ipp, os, time
 rc = ipp.Client(profile='par', timeout=60)
-rc.wait_for_engines(3, timeout=60)
+rc.wait_for_engines(3, timeout=60, interactive=False)
 print(len(set(rc[:].apply_sync(os.getpid))), rc[:].map_sync(lambda x: x * x, range(6)))`)
 	if got := strings.TrimSpace(e.stdout.String()); got != "3 [0, 1, 4, 9, 16, 25]" {
 		t.Errorf("parallel map from the kernel: %q, want 3 distinct pids and the squares", got)
@@ -117,7 +117,7 @@ print(ar.successful(), rc.ids == [busy])`)
 for attempt in range(60):
     try:
         rc = ipp.Client(profile='par', timeout=10)
-        rc.wait_for_engines(2, timeout=30)
+        rc.wait_for_engines(2, timeout=30, interactive=False)
         break
     except Exception:
         time.sleep(1)
