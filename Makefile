@@ -83,7 +83,7 @@ require-root: # The cluster tier installs packages, runs containerd and kubelet,
 	@[ "$$(id -u)" -eq 0 ] || { echo "make test-e2e needs root (sudo make test-e2e); make test runs every other tier" >&2; exit 1; }
 
 .PHONY: test-deps
-test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel) if missing.
+test-deps: ## Install the Debian packages the tests use (python3-ipykernel, python3-ipyparallel, python3-jupyter-server) if missing.
 	@hack/install-test-deps.sh
 
 .PHONY: bench
