@@ -139,19 +139,15 @@ func (inc *incarnation) waitListening() error {
 	if err != nil {
 		return err
 	}
-	t := time.NewTimer(0)
-	defer t.Stop()
-	<-t.C
 	for pause := 2 * time.Millisecond; ; pause = min(pause*2, 20*time.Millisecond) {
 		err := probeListening(addr)
 		if err == nil {
 			return nil
 		}
-		t.Reset(pause)
 		select {
 		case <-inc.ctx.Done():
 			return fmt.Errorf("the kernel exited before it listened: %w", err)
-		case <-t.C:
+		case <-time.After(pause):
 		}
 	}
 }
