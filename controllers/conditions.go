@@ -31,7 +31,7 @@ func truncate(s string, n int) string {
 
 // writeStatus writes desired as obj's status unless that is what obj already has, and says
 // whether it wrote. A conflict is not an error: the write that won brings the object back
-// through the watch.
+// through the watch. Nor is an object deleted meanwhile: it has no status left to write.
 func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (bool, error) {
 	if equality.Semantic.DeepEqual(*status(obj), desired) {
 		return false, nil
@@ -39,7 +39,7 @@ func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, o
 	obj = obj.DeepCopyObject().(T)
 	*status(obj) = desired
 	if err := c.Status().Update(ctx, obj); err != nil {
-		if apierrors.IsConflict(err) {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return false, nil
 		}
 		return false, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
