@@ -192,6 +192,10 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 	defer cancel()
 	agentDone := make(chan error, 1)
 	agentAsked := false
+	// A pod has its address before its agent listens: a refused ask is retried after a pause
+	// that grows, rather than at once (which spun on refused connections).
+	var askAgain time.Time
+	askPause := 10 * time.Millisecond
 	// The cache is cheap to read, but twenty starts at once read it 200 times a second each at
 	// 5 ms; readiness itself comes from the agent at once, the poll only looks for an address
 	// or a failure.
@@ -211,7 +215,7 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			if c := meta.FindStatusCondition(kn.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 				return nil, &StartError{Reason: c.Reason, Message: "the kernel failed to start: " + c.Message}
 			}
-			if !agentAsked && kn.Status.PodIP != "" {
+			if !agentAsked && kn.Status.PodIP != "" && !time.Now().Before(askAgain) {
 				if ep, err := k.endpoint(ctx, kn); err == nil {
 					agentAsked = true
 					go func() {
@@ -229,8 +233,11 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			if err == nil {
 				return kn, nil
 			}
-			// The agent ended (the kernel exited): the controller will say why.
+			// Not listening yet, or the agent ended (the kernel exited): the controller will
+			// say why.
 			agentAsked = false
+			askAgain = time.Now().Add(askPause)
+			askPause = min(2*askPause, 160*time.Millisecond)
 		case <-tick.C:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
