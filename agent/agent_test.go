@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -772,5 +773,54 @@ func TestProbeListening(t *testing.T) {
 	}
 	if _, err := sockaddr("localhost", 1); err == nil {
 		t.Error("a host name is not an address")
+	}
+}
+
+// The agent learns that a kernel is about to bind its ports from the kernel's read of its
+// connection file; the watch ends with its context and leaves no goroutine behind.
+func TestWatchOpen(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	path := filepath.Join(t.TempDir(), "kernel.json")
+	if err := os.WriteFile(path, []byte(`{}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	read, err := watchOpen(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-read:
+		t.Fatal("reported a read before anything opened the file")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if out, err := exec.Command("cat", path).CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v: %s", err, out)
+	}
+	select {
+	case <-read:
+	case <-time.After(5 * time.Second):
+		t.Fatal("another process read the file; no report")
+	}
+
+	// Ended by its context, the watch reports nothing.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	read2, err := watchOpen(ctx2, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel2()
+	time.Sleep(20 * time.Millisecond)
+	if out, err := exec.Command("cat", path).CombinedOutput(); err != nil {
+		t.Fatalf("cat: %v: %s", err, out)
+	}
+	select {
+	case <-read2:
+		t.Error("a read was reported after the watch ended")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := watchOpen(ctx, filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("watching a missing file: no error")
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-zeromq/zmq4"
+	"golang.org/x/sys/unix"
 
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -44,6 +45,10 @@ type incarnation struct {
 	// input_request nowhere.
 	sockets map[string]zmq4.Socket
 	sendMu  map[string]*sync.Mutex
+	// connRead is closed when something first opened the connection file after it was
+	// written: the kernel reads it just before it binds its ports. Nil when the file could
+	// not be watched.
+	connRead <-chan struct{}
 	// iopubSeen is closed when the first iopub message arrives: the subscription is live.
 	iopubSeen     chan struct{}
 	iopubSeenOnce sync.Once
@@ -72,15 +77,21 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 	// Its own process group so that signals reach the kernel's children too, as Jupyter's
 	// provisioner does; Pdeathsig so it never outlives the agent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	ctx, cancel := context.WithCancel(context.Background())
+	connRead, err := watchOpen(ctx, connFile)
+	if err != nil {
+		// inotify can be out of instances; waitListening then probes at its fast pace throughout.
+		a.cfg.Log.V(1).Info("Cannot watch the connection file", "error", err.Error())
+	}
 	if err := cmd.Start(); err != nil {
+		cancel()
 		_ = os.Remove(connFile)
 		return nil, fmt.Errorf("start kernel %q: %w", a.cfg.Argv[0], err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	inc := &incarnation{
 		info: info, connFile: connFile, cmd: cmd, started: time.Now(), exited: make(chan struct{}),
 		ctx: ctx, cancel: cancel, sockets: map[string]zmq4.Socket{}, sendMu: map[string]*sync.Mutex{},
-		iopubSeen: make(chan struct{}),
+		connRead: connRead, iopubSeen: make(chan struct{}),
 	}
 	go func() {
 		inc.exitErr = cmd.Wait()
@@ -131,25 +142,81 @@ func (inc *incarnation) connect(identity string) error {
 }
 
 // waitListening waits until the kernel accepts connections on its heartbeat port, which
-// ipykernel binds after the other four. It probes with a growing pause (2 ms up to 20 ms):
-// go-zeromq's own dial retries at a fixed interval, and twenty agents retrying five sockets
-// every few milliseconds took CPU from the very kernels they waited for.
+// ipykernel binds after the other four. A kernel reads its connection file only once its
+// imports are done, just before it binds (ipykernel: 15-20 ms before, after 600-800 ms of
+// imports), so until then one probe every slowProbe is enough; from that read on it probes
+// every millisecond for fastProbes, then with a pause growing to 20 ms. Without the watch,
+// the fast probes come first. Twenty agents probing every few milliseconds through a start
+// took CPU from the very kernels they waited for: the probes and the Go runtime's wake-ups
+// around them were most of the agents' CPU.
 func (inc *incarnation) waitListening() error {
 	addr, err := sockaddr(inc.info.IP, inc.info.HBPort)
 	if err != nil {
 		return err
 	}
-	for pause := 2 * time.Millisecond; ; pause = min(pause*2, 20*time.Millisecond) {
+	read := inc.connRead
+	pause, fast := slowProbe, 0
+	if read == nil {
+		pause = time.Millisecond
+	}
+	for {
 		err := probeListening(addr)
 		if err == nil {
 			return nil
 		}
+		t := time.NewTimer(pause)
 		select {
 		case <-inc.ctx.Done():
+			t.Stop()
 			return fmt.Errorf("the kernel exited before it listened: %w", err)
-		case <-time.After(pause):
+		case <-read:
+			t.Stop()
+			read, pause = nil, time.Millisecond
+			continue
+		case <-t.C:
+		}
+		if read == nil {
+			if fast++; fast > fastProbes {
+				pause = min(pause*2, 20*time.Millisecond)
+			}
 		}
 	}
+}
+
+// slowProbe is waitListening's pace until the kernel has read its connection file: a kernel
+// that reads it in a way inotify does not see still gets found.
+const slowProbe = 250 * time.Millisecond
+
+// fastProbes is how many probes waitListening makes a millisecond apart once the kernel is
+// about to bind.
+const fastProbes = 50
+
+// watchOpen closes the returned channel when something next opens path (inotify IN_OPEN), or
+// when the watch ends with ctx. The watch holds an inotify instance only until then.
+func watchOpen(ctx context.Context, path string) (<-chan struct{}, error) {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	if _, err := unix.InotifyAddWatch(fd, path, unix.IN_OPEN); err != nil {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("watch %s: %w", path, err)
+	}
+	// Non-blocking, so the read waits in Go's poller and Close ends it.
+	f := os.NewFile(uintptr(fd), "inotify")
+	stop := context.AfterFunc(ctx, func() { _ = f.Close() })
+	opened := make(chan struct{})
+	go func() {
+		buf := make([]byte, unix.SizeofInotifyEvent+unix.NAME_MAX+1)
+		_, err := f.Read(buf)
+		if stop() {
+			_ = f.Close()
+		}
+		if err == nil {
+			close(opened)
+		}
+	}()
+	return opened, nil
 }
 
 // probeListening tells, with a nil error, whether something accepts TCP connections at addr.
