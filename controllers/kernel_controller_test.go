@@ -277,6 +277,15 @@ func TestKernel_PodEventsAreReemittedOnTheKernel(t *testing.T) {
 	create(t, kernelSpec(ns, "python3"), k)
 	pod := kernelPod(t, k)
 	now := metav1.Now()
+	// A routine event of every pod stays on the pod.
+	started := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+		Reason:         "Started", Message: "Started container kernel", Type: corev1.EventTypeNormal,
+		Source:         corev1.EventSource{Component: "kubelet"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	create(t, started)
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
@@ -300,6 +309,16 @@ func TestKernel_PodEventsAreReemittedOnTheKernel(t *testing.T) {
 		}
 		return fmt.Errorf("none yet")
 	})
+	// Events are handled in order: the routine one came first.
+	var evs eventsv1.EventList
+	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Regarding.Kind == "Kernel" && e.Reason == "Started" {
+			t.Errorf("the routine event was re-emitted: %+v", e)
+		}
+	}
 }
 
 func TestKernel_SchemaRejectsBadSpecs(t *testing.T) {
