@@ -140,15 +140,16 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 					{Name: "tmp", MountPath: "/tmp"},
 					{Name: "contents", MountPath: ContentsDir},
 				},
-				// The agent holds the probe until the kernel answers (up to 8 s), so the pod is ready
-				// the moment the kernel is, and a kernel that takes a while to start does not
-				// leave a failed probe (an event write) per second. The first probe waits a
-				// second, as the agent may not listen yet at the very start.
+				// The agent holds the probe until the kernel answers (up to 25 s), so the pod is
+				// ready the moment the kernel is, and a kernel that takes a while to start does
+				// not leave failed probes (event writes): twenty kernels starting at once on two
+				// cores take 10-15 s. The first probe waits a second, as the agent may not listen
+				// yet at the very start.
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz?wait=8s", Port: intstr.FromString(AgentPortName)}},
+					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz?wait=25s", Port: intstr.FromString(AgentPortName)}},
 					InitialDelaySeconds: 1,
 					PeriodSeconds:       1,
-					TimeoutSeconds:      10,
+					TimeoutSeconds:      30,
 					FailureThreshold:    1,
 				},
 				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
