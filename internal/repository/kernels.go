@@ -198,8 +198,12 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 	askPause := 10 * time.Millisecond
 	// The cache is cheap to read, but twenty starts at once read it 200 times a second each at
 	// 5 ms; readiness itself comes from the agent at once, the poll only looks for an address
-	// or a failure.
-	tick := time.NewTicker(10 * time.Millisecond)
+	// or a failure. Once the agent holds the question, only a failure is left to see.
+	const (
+		addressPoll = 10 * time.Millisecond
+		failurePoll = 100 * time.Millisecond
+	)
+	tick := time.NewTicker(addressPoll)
 	defer tick.Stop()
 	for {
 		kn := &nbv1.Kernel{}
@@ -218,6 +222,7 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			if !agentAsked && kn.Status.PodIP != "" && !time.Now().Before(askAgain) {
 				if ep, err := k.endpoint(ctx, kn); err == nil {
 					agentAsked = true
+					tick.Reset(failurePoll)
 					go func() {
 						_, err := k.Agents.WaitReady(ctx, ep)
 						agentDone <- err
@@ -236,6 +241,7 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			// Not listening yet, or the agent ended (the kernel exited): the controller will
 			// say why.
 			agentAsked = false
+			tick.Reset(addressPoll)
 			askAgain = time.Now().Add(askPause)
 			askPause = min(2*askPause, 160*time.Millisecond)
 		case <-tick.C:
