@@ -60,7 +60,7 @@ func (a *Agent) fromKernel(inc *incarnation, channel string, frames [][]byte) {
 	if channel == wire.IOPub {
 		inc.iopubSeenOnce.Do(func() { close(inc.iopubSeen) })
 	}
-	parent, _ := wire.ParseHeader(m.ParentHeader)
+	parent, _ := wire.ParseDecodedHeader(m.ParentHeader)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if channel != wire.IOPub {
@@ -79,7 +79,7 @@ func (a *Agent) fromKernel(inc *incarnation, channel string, frames [][]byte) {
 		}
 		return
 	}
-	h, _ := wire.ParseHeader(m.Header)
+	h, _ := wire.ParseDecodedHeader(m.Header)
 	if !untrackedParents[parent.MsgType] {
 		a.lastActivity = time.Now()
 	}

@@ -46,7 +46,7 @@ func (r *rateLimiter) drop(m *wire.Message, h wire.Header, now time.Time, notify
 		return false
 	}
 	if h.MsgType == "" {
-		h, _ = wire.ParseHeader(m.Header)
+		h, _ = wire.ParseDecodedHeader(m.Header)
 	}
 	switch h.MsgType {
 	case "status":

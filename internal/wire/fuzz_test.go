@@ -124,6 +124,10 @@ func FuzzParseHeader(f *testing.F) {
 	f.Add([]byte(`{"msg\u005fid": "a\"b", "nested": {"msg_type": "x", "s": "}]"}, "msg_type": null, "n": [1, -2e3, true]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := ParseHeader(data)
+		// Unchecked, on any input: no panic, and on an object the same answer.
+		if dh, derr := ParseDecodedHeader(data); err == nil && (derr != nil || dh != h) {
+			t.Fatalf("ParseDecodedHeader(%q) = %+v, %v; ParseHeader %+v", data, dh, derr, h)
+		}
 		var fields map[string]any
 		if json.Unmarshal(data, &fields) != nil || fields == nil {
 			if err == nil {
