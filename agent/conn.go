@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nbkube/nbkube/internal/wire"
+	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
 // Timing of a client connection.
@@ -28,6 +29,9 @@ const maxQueuedBytes = 256 << 20
 type conn struct {
 	a  *Agent
 	ws *websocket.Conn
+	// batch is ws's network connection: the writer holds it while it writes what is queued,
+	// so a burst goes out in one write. Nil leaves every message its own write.
+	batch *wsbatch.Conn
 	// proto is wire.ProtocolV1 or "" (Jupyter's JSON protocol).
 	proto string
 	// only, when set, makes this a single-channel connection of the older IPython
@@ -113,6 +117,9 @@ func (c *conn) writeLoop() {
 			batch, c.queue = c.queue, batch[:0]
 			c.queuedBytes = 0
 			c.mu.Unlock()
+			if c.batch != nil && len(batch) > 1 {
+				c.batch.Hold()
+			}
 			for i, f := range batch {
 				_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 				if err := c.ws.WriteMessage(f.typ, f.data); err != nil {
@@ -120,6 +127,12 @@ func (c *conn) writeLoop() {
 					return
 				}
 				batch[i] = outFrame{}
+			}
+			if c.batch != nil {
+				if err := c.batch.Flush(); err != nil {
+					c.close(websocket.CloseAbnormalClosure, "")
+					return
+				}
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {

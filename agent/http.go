@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nbkube/nbkube/internal/wire"
+	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
 // Status is what GET /status reports: the kernel model's live fields.
@@ -164,11 +165,13 @@ func (a *Agent) serveChannels(w http.ResponseWriter, r *http.Request) {
 	if v, err := strconv.ParseFloat(q.Get("rate_limit_window"), 64); err == nil && v > 0 && v < 3600 {
 		limits.Window = time.Duration(v * float64(time.Second))
 	}
-	ws, err := upgrader.Upgrade(w, r, nil)
+	hw := wsbatch.NewHijacker(w)
+	ws, err := upgrader.Upgrade(hw, r, nil)
 	if err != nil {
 		return
 	}
 	c := newConn(a, ws, only, limits)
+	c.batch = hw.Conn()
 	a.attach(c, q.Get("session_id"))
 	wrote := make(chan struct{})
 	go func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
 // RateLimits are Jupyter Server's iopub limits, applied by the agent to each connection.
@@ -60,11 +62,19 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 	limits := *s.opts.RateLimits
 	dialCtx, cancel := context.WithTimeout(c.Request.Context(), 15*time.Second)
 	defer cancel()
+	// What one read from the agent brings goes to the client in one write: the client side
+	// is held while the relay works through the agent side's buffer, and flushed before the
+	// relay reads (and maybe waits) again.
+	var fromAgent *wsbatch.FlushBeforeRead
 	upstream, err := s.agents.DialChannels(dialCtx, ep, agentclient.ChannelOptions{
 		SessionID:    c.Query("session_id"),
 		Channel:      only,
 		Subprotocols: websocket.Subprotocols(c.Request),
 		MsgRateLimit: limits.MsgRate, DataRateLimit: limits.DataRate, RateLimitWindow: limits.Window,
+		WrapConn: func(nc net.Conn) net.Conn {
+			fromAgent = &wsbatch.FlushBeforeRead{Conn: nc}
+			return fromAgent
+		},
 	})
 	if err != nil {
 		if errors.Is(err, agentclient.ErrUnreachable) {
@@ -85,10 +95,14 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 	if p := upstream.Subprotocol(); p != "" {
 		up.Subprotocols = []string{p}
 	}
-	client, err := up.Upgrade(c.Writer, c.Request, nil)
+	hw := wsbatch.NewHijacker(c.Writer)
+	client, err := up.Upgrade(hw, c.Request, nil)
 	if err != nil {
 		_ = upstream.Close()
 		return
+	}
+	if fromAgent != nil {
+		fromAgent.SetTarget(hw.Conn())
 	}
 	relay(client, upstream)
 }

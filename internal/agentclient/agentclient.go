@@ -141,6 +141,8 @@ type ChannelOptions struct {
 	Subprotocols []string
 	// Iopub rate limits, Jupyter Server's settings; negative means the agent's default.
 	MsgRateLimit, DataRateLimit, RateLimitWindow float64
+	// WrapConn, when set, wraps the network connection under the WebSocket.
+	WrapConn func(net.Conn) net.Conn
 }
 
 // ErrUnreachable is returned when the agent cannot be reached at all.
@@ -162,6 +164,16 @@ func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions)
 	}
 	d := *c.ws
 	d.Subprotocols = o.Subprotocols
+	if o.WrapConn != nil {
+		dial := d.NetDialContext
+		d.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return o.WrapConn(nc), nil
+		}
+	}
 	ws, resp, err := d.DialContext(ctx, e.url("ws", "/channels")+"?"+q.Encode(), http.Header{"Authorization": {"Bearer " + e.Token}})
 	if err != nil {
 		if resp != nil {
