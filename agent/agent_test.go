@@ -167,11 +167,17 @@ func (c *client) next(deadline <-chan time.Time) (*wire.Message, bool) {
 
 func (ra *runningAgent) connect(t *testing.T, session string, v1 bool) *client {
 	t.Helper()
+	return ra.connectWith(t, session, v1, "")
+}
+
+// connectWith is connect with more query parameters (query starts with '&').
+func (ra *runningAgent) connectWith(t *testing.T, session string, v1 bool, query string) *client {
+	t.Helper()
 	d := websocket.Dialer{HandshakeTimeout: 5 * time.Second}
 	if v1 {
 		d.Subprotocols = []string{wire.ProtocolV1}
 	}
-	u := "ws://" + ra.addr + "/channels?session_id=" + url.QueryEscape(session)
+	u := "ws://" + ra.addr + "/channels?session_id=" + url.QueryEscape(session) + query
 	ws, resp, err := d.Dial(u, http.Header{"Authorization": {"Bearer " + testToken}})
 	if err != nil {
 		t.Fatalf("dial %s: %v (%v)", u, err, resp)
@@ -549,6 +555,29 @@ func TestAgent_ReplaysWhatADisconnectedSessionMissed(t *testing.T) {
 	c3.execute("1")
 }
 
+// Output streamed as fast as the kernel prints is read in moderated batches and written to
+// the client in bursts: all of it arrives, in order, on both protocols.
+func TestAgent_FastOutputArrivesWholeAndInOrder(t *testing.T) {
+	ra := startAgent(t, nil)
+	const n = 5000
+	var want strings.Builder
+	for i := range n {
+		fmt.Fprintf(&want, "%d\n", i)
+	}
+	for _, v1 := range []bool{false, true} {
+		c := ra.connectWith(t, fmt.Sprintf("fast-%v", v1), v1, "&iopub_msg_rate_limit=0&iopub_data_rate_limit=0")
+		r := c.collect(c.send("execute_request", map[string]any{"code": fmt.Sprintf("for i in range(%d): print(i, flush=True)", n),
+			"silent": false, "store_history": true, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true}),
+			60*time.Second, nil)
+		if got := r.streams(); got != want.String() {
+			t.Errorf("v1 %v: %d bytes of output, want %d; in order and whole: %v", v1, len(got), want.Len(), got == want.String())
+		}
+		if r.reply["status"] != "ok" {
+			t.Errorf("v1 %v: reply %v", v1, r.reply)
+		}
+	}
+}
+
 func TestAgent_RefusesRequestsWithoutTheToken(t *testing.T) {
 	ra := startAgent(t, nil)
 	for _, path := range []string{"/status", "/channels", "/interrupt"} {
@@ -822,5 +851,66 @@ func TestWatchOpen(t *testing.T) {
 	}
 	if _, err := watchOpen(ctx, filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("watching a missing file: no error")
+	}
+}
+
+// readerFunc is an io.Reader from a function.
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// A stream (reads back to back) is read in moderated, larger reads; an exchange at the pace of
+// execute round trips never is, and a stream that pauses is not any more.
+func TestModeratedReader(t *testing.T) {
+	wait := time.Duration(0)
+	m := &moderatedReader{r: readerFunc(func(p []byte) (int, error) {
+		time.Sleep(wait)
+		p[0] = 'x'
+		return 1, nil
+	})}
+	buf := make([]byte, 8)
+	read := func() time.Duration {
+		start := time.Now()
+		if _, err := m.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+
+	// Round trips: a few messages every couple of milliseconds.
+	wait = 2 * time.Millisecond
+	for i := range 3 * streamReads {
+		read()
+		if m.streaming {
+			t.Fatalf("moderating after %d reads 2 ms apart", i+1)
+		}
+	}
+	// A stream: data is always waiting. (A loaded machine may stretch a few reads; the stream
+	// is recognised all the same, a little later.)
+	wait = 0
+	engage := func() {
+		for range 10 * streamReads {
+			if read(); m.streaming {
+				return
+			}
+		}
+		t.Fatalf("%d reads back to back: not moderating", 10*streamReads)
+	}
+	engage()
+	if d := read(); d < moderation {
+		t.Errorf("a moderated read took %s, less than the pause of %s", d, moderation)
+	}
+	for try := 0; !m.streaming; try++ {
+		if try == 5 {
+			t.Fatal("data waited after the pause, yet the stream ended")
+		}
+		engage()
+		read()
+	}
+	// The stream pauses: a read waits for data, and the next one is not held back.
+	wait = 5 * time.Millisecond
+	read()
+	if m.streaming {
+		t.Fatal("a read that waited for data did not end the stream")
 	}
 }

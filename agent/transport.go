@@ -3,7 +3,9 @@ package agent
 import (
 	"bufio"
 	"context"
+	"io"
 	"net"
+	"time"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
@@ -29,7 +31,7 @@ func (b bufferedTCP) Dial(ctx context.Context, d transport.Dialer, addr string) 
 	if err != nil {
 		return nil, err
 	}
-	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(&moderatedReader{r: c}, 64<<10)}, nil
 }
 
 func (b bufferedTCP) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -45,3 +47,46 @@ type bufferedConn struct {
 }
 
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// moderatedReader gathers a stream into fewer, larger reads. A kernel printing in a loop sends
+// each line as a message of its own, a few hundred microseconds apart, and the agent, faster
+// than that, woke and read for every one: the wake-ups, polls and reads per message were most
+// of its CPU while output streamed. Once streamReads reads came within streamWindow (a rate no
+// exchange of requests and replies reaches: an execute round trip is a handful of messages in
+// several milliseconds), each read first waits moderation, so that what arrives meanwhile
+// comes in one read, and then in one write to each client. The stream has ended when a read
+// after the pause has to wait for data. Output is then at most moderation late, well below a
+// browser's frame.
+type moderatedReader struct {
+	r io.Reader
+	// ends holds when the last streamReads reads returned, a ring from next.
+	ends      [streamReads]time.Time
+	next      int
+	streaming bool
+}
+
+const (
+	streamReads  = 32
+	streamWindow = 16 * time.Millisecond
+	moderation   = 4 * time.Millisecond
+	// waitedRead is a read that found nothing waiting.
+	waitedRead = 500 * time.Microsecond
+)
+
+func (m *moderatedReader) Read(p []byte) (int, error) {
+	if m.streaming {
+		time.Sleep(moderation)
+	}
+	start := time.Now()
+	n, err := m.r.Read(p)
+	now := time.Now()
+	if m.streaming {
+		m.streaming = now.Sub(start) < waitedRead
+	} else {
+		oldest := m.ends[m.next]
+		m.streaming = !oldest.IsZero() && now.Sub(oldest) < streamWindow
+	}
+	m.ends[m.next] = now
+	m.next = (m.next + 1) % streamReads
+	return n, err
+}
