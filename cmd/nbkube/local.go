@@ -99,6 +99,8 @@ func runLocal(ctx context.Context, args []string) error {
 	opts.AgentImage, opts.DefaultKernelImage, opts.DefaultClusterImage = "nbkube.local/nbkube:"+version, "nbkube.local/host:local", "nbkube.local/host:local"
 	// The local node has no Services: engines and kernels find an ipcontroller at its pod IP.
 	opts.ClusterControllerByPodIP = true
+	// Kernel pods run the nbkube-agent beside this binary where it lies, without copying it.
+	opts.AgentHostDir = filepath.Dir(self)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Cache:                  controllers.CacheOptions(),

@@ -20,6 +20,11 @@ type Options struct {
 	// AgentBinary is the path of the nbkube-agent binary inside AgentImage; the kernel pod's
 	// init container runs `<AgentBinary> install` to copy it into the pod.
 	AgentBinary string
+	// AgentHostDir, when set, is a directory of the node that holds nbkube-agent: kernel pods
+	// mount it read-only (hostPath) instead of copying the agent out of AgentImage with an init
+	// container. Only `nbkube local` sets it, where pods are processes of this host anyway;
+	// the copy's process, its status update and its event were a twentieth of a kernel start.
+	AgentHostDir string
 	// DefaultKernelImage runs kernels whose KernelSpec names no image.
 	DefaultKernelImage string
 	// DefaultClusterImage runs clusters that name no image; it must have ipyparallel.

@@ -182,6 +182,12 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 			},
 		},
 	}
+	if o.AgentHostDir != "" {
+		pod.Spec.InitContainers = nil
+		pod.Spec.Volumes[0] = corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: o.AgentHostDir, Type: ptr.To(corev1.HostPathDirectory),
+		}}}
+	}
 	attachCluster(pod, k.Spec.Cluster)
 	return pod
 }

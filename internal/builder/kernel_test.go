@@ -118,6 +118,40 @@ func TestKernelPod_Shape(t *testing.T) {
 	}
 }
 
+// Under nbkube local the agent is mounted from the host where it lies, read-only, instead of
+// copied by an init container.
+func TestKernelPod_AgentFromAHostDirectory(t *testing.T) {
+	opts := DefaultOptions()
+	opts.AgentHostDir = "/opt/nbkube/bin"
+	pod := KernelPod(testKernel(nil), testSpec(nil), opts)
+	if len(pod.Spec.InitContainers) != 0 {
+		t.Errorf("init containers %v", pod.Spec.InitContainers)
+	}
+	var vol *corev1.Volume
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Name == "agent-bin" {
+			vol = &pod.Spec.Volumes[i]
+		}
+	}
+	if vol == nil || vol.HostPath == nil || vol.HostPath.Path != "/opt/nbkube/bin" || vol.EmptyDir != nil ||
+		vol.HostPath.Type == nil || *vol.HostPath.Type != corev1.HostPathDirectory {
+		t.Fatalf("agent-bin volume %+v", vol)
+	}
+	kernel := pod.Spec.Containers[0]
+	if kernel.Command[0] != AgentBinary {
+		t.Errorf("kernel command %v", kernel.Command)
+	}
+	for _, m := range kernel.VolumeMounts {
+		if m.Name == "agent-bin" && (!m.ReadOnly || m.MountPath != AgentBinDir) {
+			t.Errorf("agent-bin mount %+v", m)
+		}
+	}
+	// Without it, the copy.
+	if pod := KernelPod(testKernel(nil), testSpec(nil), DefaultOptions()); len(pod.Spec.InitContainers) != 1 || pod.Spec.Volumes[0].EmptyDir == nil {
+		t.Errorf("default pod: init containers %d, agent-bin %+v", len(pod.Spec.InitContainers), pod.Spec.Volumes[0])
+	}
+}
+
 func TestKernelPod_IsLeastPrivilege(t *testing.T) {
 	pod := KernelPod(testKernel(nil), testSpec(nil), DefaultOptions())
 	if *pod.Spec.AutomountServiceAccountToken || *pod.Spec.EnableServiceLinks {
