@@ -1035,15 +1035,18 @@ const kernelNotes = `
   server; the controllers and local node idle beside it) plus the agents, for Jupyter Server its
   process. Output dropped by the rate limit was read from the kernel too but is not in the count,
   so when lines were dropped the figure overstates the cost per message.
-* Where nbkube misses its targets, measured on this machine: a start pays for the Kernel and
-  Pod resources, scheduling and the local node's pod start (about 100 ms from the POST to the
-  kernel's process, beside the kernel's own 800–900 ms; the spread of single starts here is
-  ±150 ms, so one run's p50 moves by more than the gap). Twenty starts at once also pay for
-  the control plane and the agents on the same two cores: per twenty kernels, about 28 s of
-  CPU in the kernels themselves, 5 s in the agents (waiting for their kernels' ports and
-  nudging them), 3 s kube-apiserver, 2.5 s the nbkube process, 1.2 s etcd. The agent's CPU
-  per message is mostly system calls (a read of the kernel's socket and a WebSocket write per
-  message) and JSON validation of what the kernel sends; the API server's is a read and a
-  write per message.
+* Where nbkube misses its target, measured on this machine: twenty starts at once pay for
+  the control plane beside the kernels, on the same two cores. Per twenty kernels the kernels
+  themselves spend 22–25 s of CPU under nbkube as under the floor; beside them kube-apiserver
+  spends about 1.9 s, the nbkube process 1.5 s, the agents 1.2 s, etcd 0.8 s and
+  kube-controller-manager 0.4 s (0.5 s of that is the control plane's idle baseline over
+  the run), where the floor's client spends about 2.5 s. A kernel's start and deletion are
+  about 17 API writes (the Kernel, its Secret and Pod, their status updates, a few events).
+  Starts are CPU-bound, so the 3–4 s of extra CPU are 1.5–2 s of wall time; the floor itself
+  moves by ±1.5 s between runs here. A single start pays about 70 ms from the POST to the
+  kernel's process (resources, scheduling, the local node's pod start).
+* The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
+  a streaming kernel in moderated batches (at most 4 ms late) and both the agent and the API
+  server write what they have at hand in one write; see docs/agent.md.
 * "n/a (error …)" marks a scenario a server could not run; the rest of the bench goes on.
 `
