@@ -277,23 +277,18 @@ func TestKernel_PodEventsAreReemittedOnTheKernel(t *testing.T) {
 	create(t, kernelSpec(ns, "python3"), k)
 	pod := kernelPod(t, k)
 	now := metav1.Now()
-	// A routine event of every pod stays on the pod.
-	started := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
-		Reason:         "Started", Message: "Started container kernel", Type: corev1.EventTypeNormal,
-		Source:         corev1.EventSource{Component: "kubelet"},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	kubeletEvent := func(typ, reason, message string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
+			Reason:         reason, Message: message, Type: typ,
+			Source:         corev1.EventSource{Component: "kubelet"},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		}
 	}
-	create(t, started)
-	ev := &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Namespace: ns, GenerateName: "k1."},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID, APIVersion: "v1"},
-		Reason:         "Unhealthy", Message: "Readiness probe failed: connection refused", Type: corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: "kubelet"},
-		FirstTimestamp: now, LastTimestamp: now, Count: 1,
-	}
-	create(t, ev)
+	// A routine event of every pod stays on the pod; a probe failure is copied.
+	create(t, kubeletEvent(corev1.EventTypeNormal, "Started", "Started container kernel"))
+	create(t, kubeletEvent(corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed: connection refused"))
 	eventually(t, "re-emitted event", func() error {
 		var evs eventsv1.EventList
 		if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
