@@ -72,7 +72,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if len(c.buf) > 0 {
-		_ = c.Conn.SetWriteDeadline(time.Now().Add(closeFlushWait))
+		_ = c.SetWriteDeadline(time.Now().Add(closeFlushWait))
 		_ = c.flushLocked()
 	}
 	c.held = false

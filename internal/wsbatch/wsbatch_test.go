@@ -34,17 +34,17 @@ func (r *recordingConn) count() int {
 	return len(r.writes)
 }
 
-func pipe(t *testing.T) (*Conn, *recordingConn, net.Conn) {
+func pipe(t *testing.T) (*Conn, *recordingConn) {
 	t.Helper()
 	a, b := net.Pipe()
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	rec := &recordingConn{Conn: a}
 	go func() { _, _ = io.Copy(io.Discard, b) }()
-	return &Conn{Conn: rec}, rec, b
+	return &Conn{Conn: rec}, rec
 }
 
 func TestConn_HeldWritesGoOutInOneWrite(t *testing.T) {
-	c, rec, _ := pipe(t)
+	c, rec := pipe(t)
 	for _, s := range []string{"a", "b"} {
 		if _, err := c.Write([]byte(s)); err != nil {
 			t.Fatal(err)
@@ -75,7 +75,7 @@ func TestConn_HeldWritesGoOutInOneWrite(t *testing.T) {
 }
 
 func TestConn_ABurstBeyondTheBoundIsWrittenAsItComes(t *testing.T) {
-	c, rec, _ := pipe(t)
+	c, rec := pipe(t)
 	c.Hold()
 	_, _ = c.Write([]byte("small"))
 	big := bytes.Repeat([]byte("x"), maxHeld)
@@ -172,7 +172,7 @@ func TestHijacker_MessagesWrittenHeldArriveInOrder(t *testing.T) {
 // FlushBeforeRead writes what its target holds before it reads, and holds the target again
 // once the read brought data.
 func TestFlushBeforeRead(t *testing.T) {
-	target, rec, _ := pipe(t)
+	target, rec := pipe(t)
 	src, peer := net.Pipe()
 	defer peer.Close()
 	f := &FlushBeforeRead{Conn: src}
