@@ -68,7 +68,7 @@ type moderatedReader struct {
 const (
 	streamReads  = 32
 	streamWindow = 16 * time.Millisecond
-	moderation   = 4 * time.Millisecond
+	moderation   = 8 * time.Millisecond
 	// waitedRead is a read that found nothing waiting.
 	waitedRead = 500 * time.Microsecond
 )
