@@ -307,9 +307,12 @@ func (a *Agent) launch() error {
 	for _, ch := range []string{wire.Shell, wire.Control, wire.Stdin, wire.IOPub} {
 		go a.recvLoop(inc, ch)
 	}
-	if err := a.nudge(inc); err != nil {
+	requests, err := a.nudge(inc)
+	if err != nil {
 		return fail(err)
 	}
+	a.cfg.Log.Info("Kernel answered kernel_info", "kernel", a.cfg.KernelID, "requests", requests,
+		"afterStart", time.Since(inc.started).Round(time.Millisecond).String())
 	go a.heartbeat(inc)
 	a.mu.Lock()
 	a.inc = inc
@@ -325,8 +328,15 @@ func (a *Agent) launch() error {
 }
 
 // nudge asks for kernel_info until the kernel replies and iopub has delivered a message:
-// only then is the iopub subscription known to be live (the late-joiner problem).
-func (a *Agent) nudge(inc *incarnation) error {
+// only then is the iopub subscription known to be live (the late-joiner problem). A request on
+// the connected shell socket waits there until the kernel reads it, so until a first reply it
+// is only asked again every unansweredResend: a kernel still initialising answers every request
+// it finds queued, each with a reply and two status messages. With twenty kernels starting at
+// once, asking again after 5, 10, 20 ... ms made six or seven requests per kernel; now the
+// wait for a reply starts at unansweredResend and doubles up to four times that. A reply with
+// nothing on iopub means the subscription missed its status messages; then the next request
+// follows quickly.
+func (a *Agent) nudge(inc *incarnation) (requests int, err error) {
 	deadline := time.NewTimer(a.cfg.StartTimeout)
 	defer deadline.Stop()
 	replies := make(chan *wire.Message, 64)
@@ -339,14 +349,20 @@ func (a *Agent) nudge(inc *incarnation) error {
 		a.mu.Unlock()
 	}()
 	replied := false
-	delay := 5 * time.Millisecond
+	delay, unanswered := 5*time.Millisecond, unansweredResend
 	for {
 		id, err := a.requestInto(inc, wire.Shell, "kernel_info_request", `{}`, replies)
 		if err != nil {
-			return err
+			return len(ids), err
 		}
 		ids = append(ids, id)
-		tick := time.NewTimer(delay)
+		wait := unanswered
+		unanswered = min(unanswered*2, 4*unansweredResend)
+		if replied {
+			wait = delay
+			delay = min(delay*2, 500*time.Millisecond)
+		}
+		tick := time.NewTimer(wait)
 		for waiting := true; waiting; {
 			select {
 			case <-replies:
@@ -359,27 +375,31 @@ func (a *Agent) nudge(inc *incarnation) error {
 				select {
 				case <-inc.iopubSeen:
 					tick.Stop()
-					return nil
+					return len(ids), nil
 				default:
 				}
+				tick.Reset(delay)
 			case <-inc.iopubSeen:
 				if replied {
 					tick.Stop()
-					return nil
+					return len(ids), nil
 				}
 			case <-tick.C:
 				waiting = false
 			case <-inc.exited:
 				tick.Stop()
-				return errors.New("the kernel exited before answering kernel_info")
+				return len(ids), errors.New("the kernel exited before answering kernel_info")
 			case <-deadline.C:
 				tick.Stop()
-				return fmt.Errorf("the kernel did not answer kernel_info within %s", a.cfg.StartTimeout)
+				return len(ids), fmt.Errorf("the kernel did not answer kernel_info within %s", a.cfg.StartTimeout)
 			}
 		}
-		delay = min(delay*2, 500*time.Millisecond)
 	}
 }
+
+// unansweredResend is how long nudge first waits for a reply before it asks again, as
+// jupyter_client's wait_for_ready does.
+const unansweredResend = time.Second
 
 // watch handles the end of an incarnation's process: a death nobody asked for restarts the
 // kernel, as Jupyter's restarter does, or ends the agent after too many.

@@ -12,11 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
@@ -364,6 +366,37 @@ func TestAgent_KernelInfoAndExecuteOverBothProtocols(t *testing.T) {
 	st := ra.status(t, "")
 	if st.ExecutionState != StateIdle || !st.Ready || st.RestartCount != 0 {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// A kernel that has bound its ports but is still initialising gets one kernel_info_request,
+// not one every few milliseconds: it would answer every request it found queued.
+func TestAgent_AsksAKernelStillInitialisingForKernelInfoOnce(t *testing.T) {
+	// IPython runs its startup files after the kernel bound its ports, before it reads them.
+	ipythonDir := t.TempDir()
+	startup := filepath.Join(ipythonDir, "profile_default", "startup")
+	if err := os.MkdirAll(startup, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(startup, "slow.py"), []byte("import time\ntime.sleep(0.7)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("IPYTHONDIR", ipythonDir)
+	var mu sync.Mutex
+	var answered []string
+	startAgent(t, func(c *Config) {
+		c.Log = funcr.New(func(_, args string) {
+			if strings.Contains(args, `"msg"="Kernel answered kernel_info"`) {
+				mu.Lock()
+				answered = append(answered, args)
+				mu.Unlock()
+			}
+		}, funcr.Options{})
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(answered) != 1 || !strings.Contains(answered[0], `"requests"=1 `) {
+		t.Errorf("kernel_info answers logged: %q; want one, after one request", answered)
 	}
 }
 
