@@ -62,7 +62,8 @@ func TestLocalNode(t *testing.T) {
 		DataDir:          dataDir,
 		ClaimDirs:        map[string]string{"contents": contentsDir},
 		CrashLoopBackOff: 200 * time.Millisecond,
-		VolumeResync:     300 * time.Millisecond,
+		// Longer than any test: a change reaches a running pod through the node's watch.
+		VolumeResync: time.Hour,
 	})
 
 	t.Run("RegistersAReadyNodeAndRenewsItsLease", func(t *testing.T) {
@@ -290,7 +291,7 @@ func TestLocalNode(t *testing.T) {
 	})
 
 	// As with the kubelet, a running pod sees its Secret change, including an optional key
-	// that was missing when it started.
+	// that was missing when it started; the node's watch brings the change, not its resync.
 	t.Run("ChangedSecretReachesARunningPodsVolume", func(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t, client)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -36,8 +37,8 @@ const (
 	DefaultNodeName         = "nbkube-local"
 	DefaultKubeletVersion   = "v1.36.3"
 	DefaultCrashLoopBackOff = 10 * time.Second
-	// DefaultVolumeResync is Config.VolumeResync's default.
-	DefaultVolumeResync = 10 * time.Second
+	// DefaultVolumeResync is Config.VolumeResync's default, the kubelet's sync period.
+	DefaultVolumeResync = time.Minute
 )
 
 // maxBackOffFactor caps the crash-loop back-off at this multiple of its base: the kubelet's
@@ -72,9 +73,10 @@ type Config struct {
 	// doubles with each failure up to 30 times its value (the kubelet's 10 s up to 5 min).
 	// Default 10 s; tests shorten it.
 	CrashLoopBackOff time.Duration
-	// VolumeResync is how often the Secret and ConfigMap volumes of running pods are read
-	// again, so that pods see changes to those objects as the kubelet's periodic sync makes
-	// them see; default 10 s.
+	// VolumeResync is how often the Secret, ConfigMap and downward API volumes of running pods
+	// are computed again, as the kubelet's periodic sync does: from the node's cache, writing
+	// only the files that changed. A change to a Secret or ConfigMap reaches the volumes of the
+	// pods that mount it at once, without waiting for this. Default 1 min.
 	VolumeResync time.Duration
 	// AddressLockDir holds a lock file per pod IP in use, shared by every nbkube on the machine so
 	// that they never hand out the same address; default <os.TempDir()>/nbkube-pod-ips.
@@ -95,6 +97,10 @@ type Node struct {
 
 	// recorder is set by Start before anything that records events runs.
 	recorder record.EventRecorder
+	// secrets and configMaps are the node's cache of those objects, set by Start before any
+	// pod worker runs (the kubelet's "Watch" change detection strategy).
+	secrets    corelisters.SecretLister
+	configMaps corelisters.ConfigMapLister
 
 	mu       sync.Mutex
 	stopping bool
@@ -190,6 +196,19 @@ func (n *Node) Start(ctx context.Context) error {
 	defer broadcaster.Shutdown()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.client.CoreV1().Events("")})
 	n.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent, Host: n.cfg.NodeName})
+
+	// Secrets and ConfigMaps before pods: a worker reads its pod's from the cache, and a change to
+	// one refreshes the volumes of the pods that mount it.
+	objects := informers.NewSharedInformerFactory(n.client, 0)
+	for _, inf := range []cache.SharedIndexInformer{objects.Core().V1().Secrets().Informer(), objects.Core().V1().ConfigMaps().Informer()} {
+		if _, err := inf.AddEventHandler(n.objectHandler()); err != nil {
+			return fmt.Errorf("localnode: watching secrets and configmaps: %w", err)
+		}
+	}
+	n.secrets, n.configMaps = objects.Core().V1().Secrets().Lister(), objects.Core().V1().ConfigMaps().Lister()
+	objects.Start(ctx.Done())
+	defer objects.Shutdown()
+	objects.WaitForCacheSync(ctx.Done())
 
 	assigned := informers.NewSharedInformerFactoryWithOptions(n.client, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -288,12 +307,45 @@ func (n *Node) podSeen(ctx context.Context, obj any) {
 	w.deliver(pod)
 }
 
+// objectHandler tells the workers of the pods that refer to a Secret or ConfigMap that it was
+// created, changed or deleted.
+func (n *Node) objectHandler() cache.ResourceEventHandlerFuncs {
+	changed := func(obj any) {
+		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = tomb.Obj
+		}
+		var ref objectRef
+		switch o := obj.(type) {
+		case *corev1.Secret:
+			ref = objectRef{kind: "Secret", namespace: o.Namespace, name: o.Name}
+		case *corev1.ConfigMap:
+			ref = objectRef{kind: "ConfigMap", namespace: o.Namespace, name: o.Name}
+		default:
+			return
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for _, w := range n.workers {
+			w.objectChanged(ref)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    changed,
+		UpdateFunc: func(_, obj any) { changed(obj) },
+		DeleteFunc: changed,
+	}
+}
+
 // fetchObjects gets the Secrets and ConfigMaps a pod refers to; one that does not exist is left
-// out, for the caller to judge whether it was optional.
+// out, for the caller to judge whether it was optional. They come from the node's cache; one
+// the cache lacks is read from the API, as it may have been created just now.
 func (n *Node) fetchObjects(ctx context.Context, namespace string, secrets, configMaps []string) (podObjects, error) {
 	objs := podObjects{secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{}}
 	for _, name := range secrets {
-		s, err := n.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		s, err := n.secrets.Secrets(namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			s, err = n.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -303,7 +355,10 @@ func (n *Node) fetchObjects(ctx context.Context, namespace string, secrets, conf
 		}
 	}
 	for _, name := range configMaps {
-		cm, err := n.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		cm, err := n.configMaps.ConfigMaps(namespace).Get(name)
+		if apierrors.IsNotFound(err) {
+			cm, err = n.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:

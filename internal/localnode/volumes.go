@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -241,7 +242,13 @@ func writePayload(dir string, p payload) error {
 	return nil
 }
 
+// writeFileAtomic replaces target with f's data and mode, unless it has them already.
 func writeFileAtomic(target string, f fileProjection) error {
+	if old, err := os.ReadFile(target); err == nil && bytes.Equal(old, f.data) {
+		if fi, err := os.Stat(target); err == nil && fi.Mode().Perm() == f.mode.Perm() {
+			return nil
+		}
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(target), ".tmp-"+filepath.Base(target)+"-*")
 	if err != nil {
 		return err

@@ -102,6 +102,15 @@ type containerRun struct {
 	killing bool
 }
 
+// objectRef names a Secret or ConfigMap.
+type objectRef struct{ kind, namespace, name string }
+
+// issuedToken is a service account token and when to ask for a new one.
+type issuedToken struct {
+	token     string
+	refreshAt time.Time
+}
+
 // workerEvent is news for a pod worker from a process or a prober.
 type workerEvent struct {
 	c       *container
@@ -119,10 +128,15 @@ type podWorker struct {
 	podDir string
 	log    logr.Logger
 
+	// refs are the Secrets and ConfigMaps the pod's volumes project; fixed with the pod's spec.
+	refs map[objectRef]bool
+
 	mu     sync.Mutex
 	latest *corev1.Pod
 	gone   bool
-	notify chan struct{}
+	// refChanged: one of refs was created, changed or deleted since the worker last looked.
+	refChanged bool
+	notify     chan struct{}
 
 	events     chan workerEvent
 	quit       chan struct{}
@@ -138,9 +152,13 @@ type podWorker struct {
 	volumeDirs       map[string]string
 	sandboxReady     bool
 	volumesRefreshAt time.Time
-	sandboxRetryAt   time.Time
-	statusRetryAt    time.Time
-	failure          *podFailure
+	// volumesStale: a Secret or ConfigMap the volumes project changed after they were written.
+	volumesStale bool
+	// tokens are the service account tokens issued for the pod's projections, reused until due.
+	tokens         map[string]issuedToken
+	sandboxRetryAt time.Time
+	statusRetryAt  time.Time
+	failure        *podFailure
 	// inherited: the pod had ended before this worker saw it; its status is left alone.
 	inherited bool
 	// final: the pod reached Succeeded or Failed; nothing runs or restarts any more.
@@ -162,6 +180,15 @@ func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
 		events: make(chan workerEvent, 16),
 		quit:   make(chan struct{}),
 		pod:    pod,
+		refs:   map[objectRef]bool{},
+		tokens: map[string]issuedToken{},
+	}
+	secrets, configMaps := volumeReferences(pod)
+	for _, name := range secrets {
+		w.refs[objectRef{"Secret", pod.Namespace, name}] = true
+	}
+	for _, name := range configMaps {
+		w.refs[objectRef{"ConfigMap", pod.Namespace, name}] = true
 	}
 	if terminalPhase(pod.Status.Phase) {
 		w.inherited, w.final = true, true
@@ -310,6 +337,18 @@ func (w *podWorker) deliverGone() {
 	w.poke()
 }
 
+// objectChanged tells the worker that a Secret or ConfigMap was created, changed or deleted;
+// the worker refreshes its volumes if they project it.
+func (w *podWorker) objectChanged(ref objectRef) {
+	if !w.refs[ref] {
+		return
+	}
+	w.mu.Lock()
+	w.refChanged = true
+	w.mu.Unlock()
+	w.poke()
+}
+
 func (w *podWorker) poke() {
 	select {
 	case w.notify <- struct{}{}:
@@ -322,6 +361,9 @@ func (w *podWorker) take() (gone bool) {
 	defer w.mu.Unlock()
 	if w.latest != nil {
 		w.pod, w.latest = w.latest, nil
+	}
+	if w.refChanged {
+		w.refChanged, w.volumesStale = false, true
 	}
 	return w.gone
 }
@@ -474,7 +516,7 @@ func (w *podWorker) prepareSandbox(ctx context.Context, now time.Time) {
 			w.ip = ip
 		}
 	}
-	if w.sandboxReady && (w.volumesRefreshAt.IsZero() || now.Before(w.volumesRefreshAt)) {
+	if w.sandboxReady && !w.volumesStale && (w.volumesRefreshAt.IsZero() || now.Before(w.volumesRefreshAt)) {
 		return
 	}
 	dirs, refreshAt, err := w.setUpVolumes(ctx)
@@ -485,7 +527,7 @@ func (w *podWorker) prepareSandbox(ctx context.Context, now time.Time) {
 		w.sandboxRetryAt = now.Add(w.node.cfg.CrashLoopBackOff)
 		return
 	}
-	w.volumeDirs, w.volumesRefreshAt, w.sandboxReady = dirs, refreshAt, true
+	w.volumeDirs, w.volumesRefreshAt, w.sandboxReady, w.volumesStale = dirs, refreshAt, true, false
 }
 
 // setUpVolumes materialises every volume of the pod as a host directory.
@@ -498,7 +540,15 @@ func (w *podWorker) setUpVolumes(ctx context.Context) (map[string]string, time.T
 	}
 	ec := w.envContext(objs)
 	tokens := func(ctx context.Context, src *corev1.ServiceAccountTokenProjection) (string, time.Time, error) {
-		return w.node.requestToken(ctx, pod, src)
+		key := fmt.Sprintf("%s/%d", src.Audience, ptr.Deref(src.ExpirationSeconds, 0))
+		if t, ok := w.tokens[key]; ok && w.node.cfg.Clock.Now().Before(t.refreshAt) {
+			return t.token, t.refreshAt, nil
+		}
+		token, refreshAt, err := w.node.requestToken(ctx, pod, src)
+		if err == nil {
+			w.tokens[key] = issuedToken{token, refreshAt}
+		}
+		return token, refreshAt, err
 	}
 	dirs := make(map[string]string, len(pod.Spec.Volumes))
 	var refreshAt time.Time
