@@ -144,11 +144,13 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				// ready the moment the kernel is, and a kernel that takes a while to start does
 				// not leave failed probes (event writes): twenty kernels starting at once on two
 				// cores take 10-15 s. The first probe waits a second, as the agent may not listen
-				// yet at the very start.
+				// yet at the very start. Later probes come at Kubernetes' default period: each is
+				// a connection and a request for the node and the agent, and nothing waits on
+				// them (the API server asks the agent itself).
 				ReadinessProbe: &corev1.Probe{
 					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz?wait=25s", Port: intstr.FromString(AgentPortName)}},
 					InitialDelaySeconds: 1,
-					PeriodSeconds:       1,
+					PeriodSeconds:       10,
 					TimeoutSeconds:      30,
 					FailureThreshold:    1,
 				},
