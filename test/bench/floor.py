@@ -187,9 +187,13 @@ def main():
     p.add_argument("--round-trips", type=int, default=500)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--lines", type=int, default=20000)
-    p.add_argument("--concurrent", type=int, default=20)
+    p.add_argument("--only-concurrent", type=int, metavar="N",
+                   help="only start N kernels at once, and print how long that took")
     a = p.parse_args()
 
+    if a.only_concurrent:
+        print(json.dumps({"concurrent": concurrent(a.only_concurrent)}), flush=True)
+        return
     out = {}
     out["start"], out["delete"] = starts(a.starts)
     km, kc = start()
@@ -200,7 +204,6 @@ def main():
         out["stream"] = stream(kc, reader, a.lines)
     finally:
         stop(km, kc)
-    out["concurrent"] = concurrent(a.concurrent)
     print(json.dumps(out), flush=True)
 
 
