@@ -10,6 +10,7 @@ import argparse
 import json
 import queue
 import subprocess
+import sys
 import threading
 import time
 
@@ -43,16 +44,22 @@ def stop(km, kc):
     km.shutdown_kernel(now=False)
 
 
-def starts(n):
-    start_s, delete_s = [], []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        km, kc = start()
-        start_s.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        stop(km, kc)
-        delete_s.append(time.perf_counter() - t0)
-    return start_s, delete_s
+def serve_starts():
+    """Answers each line "start" on stdin with one timed start and shutdown, as a JSON line;
+    the bench interleaves them with the servers' starts."""
+    for line in sys.stdin:
+        if line.strip() != "start":
+            continue
+        try:
+            t0 = time.perf_counter()
+            km, kc = start()
+            out = {"start": time.perf_counter() - t0}
+            t0 = time.perf_counter()
+            stop(km, kc)
+            out["delete"] = time.perf_counter() - t0
+        except Exception as e:  # reported to the bench, which stops asking
+            out = {"error": repr(e)}
+        print(json.dumps(out), flush=True)
 
 
 class Reader:
@@ -183,19 +190,22 @@ def concurrent_once(n):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--starts", type=int, default=10)
     p.add_argument("--round-trips", type=int, default=500)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--lines", type=int, default=20000)
     p.add_argument("--only-concurrent", type=int, metavar="N",
                    help="only start N kernels at once, and print how long that took")
+    p.add_argument("--serve-starts", action="store_true",
+                   help="for each line 'start' on stdin, time a start and a shutdown and print them")
     a = p.parse_args()
 
     if a.only_concurrent:
         print(json.dumps({"concurrent": concurrent(a.only_concurrent)}), flush=True)
         return
+    if a.serve_starts:
+        serve_starts()
+        return
     out = {}
-    out["start"], out["delete"] = starts(a.starts)
     km, kc = start()
     try:
         reader = Reader(kc)

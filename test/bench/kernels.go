@@ -5,6 +5,7 @@ package main
 // floor.py driving ipykernel over ZMQ with jupyter_client, no server in the way.
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -128,8 +129,83 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 		waitQuiet(servers)
 		rep.direct = measureFloor(python, filepath.Join(work, "floor"))
 	}
+	measureStarts(rep, servers, python, filepath.Join(work, "floor"))
 	measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
 	return rep
+}
+
+// serverColumn is a server's column of the kernel report and a client to measure it with.
+type serverColumn struct {
+	r *kernelResults
+	c *kernelClient
+}
+
+// serverColumns are the columns of the servers measured; close the clients' idle connections
+// when done.
+func serverColumns(rep *kernelReport, servers []*server) []serverColumn {
+	var cols []serverColumn
+	for _, s := range servers {
+		r := rep.nbkube
+		if s.name == "jupyter" {
+			r = rep.jupyter
+		}
+		if r != nil {
+			cols = append(cols, serverColumn{r, &kernelClient{s: s, hc: &http.Client{Timeout: kernelTimeout}}})
+		}
+	}
+	return cols
+}
+
+// measureStarts runs scenarios 1 and 5: kernelStarts starts, each followed by its DELETE, on
+// every column in turn, each turn led by the next column. A start takes under a second, and
+// this machine's speed drifts by 15% between minutes (the floor's p50 moved from 740 to
+// 1006 ms between runs): ten starts per column, minutes apart, compared the drift as much as
+// the servers. A column's first error ends its starts.
+func measureStarts(rep *kernelReport, servers []*server, python, dir string) {
+	type column struct {
+		r   *kernelResults
+		run func() (start, del time.Duration, err error)
+	}
+	var cols []column
+	for _, sc := range serverColumns(rep, servers) {
+		defer sc.c.hc.CloseIdleConnections()
+		cols = append(cols, column{sc.r, sc.c.startAndDelete})
+	}
+	if rep.direct != nil {
+		f, err := startFloorStarter(python, dir)
+		if err != nil {
+			rep.direct.fail(err, scStart, scDelete)
+		} else {
+			defer f.close()
+			cols = append(cols, column{rep.direct, f.startAndDelete})
+		}
+	}
+	failed := map[*kernelResults]bool{}
+	for i := range kernelStarts {
+		for j := range cols {
+			col := cols[(i+j)%len(cols)]
+			if failed[col.r] {
+				continue
+			}
+			waitQuiet(servers)
+			start, del, err := col.run()
+			if err != nil {
+				failed[col.r] = true
+				col.r.fail(err, scStart, scDelete)
+				continue
+			}
+			col.r.start, col.r.del = append(col.r.start, start), append(col.r.del, del)
+		}
+	}
+	for _, col := range cols {
+		if failed[col.r] {
+			continue
+		}
+		slices.Sort(col.r.start)
+		slices.Sort(col.r.del)
+		fmt.Fprintf(os.Stderr, "%-8s kernel start p50 %.0f ms max %.0f ms; DELETE p50 %.0f ms max %.0f ms\n", col.r.column,
+			ms(p50(col.r.start)), ms(col.r.start[len(col.r.start)-1]), ms(p50(col.r.del)), ms(col.r.del[len(col.r.del)-1]))
+	}
 }
 
 // concurrentRounds is how often scenario 4 runs per column. Twenty starts keep both cores busy
@@ -146,18 +222,10 @@ func measureConcurrentRounds(rep *kernelReport, servers []*server, python, dir s
 		run func() (time.Duration, error)
 	}
 	var cols []column
-	for _, s := range servers {
-		r := rep.nbkube
-		if s.name == "jupyter" {
-			r = rep.jupyter
-		}
-		if r == nil {
-			continue
-		}
-		c := &kernelClient{s: s, hc: &http.Client{Timeout: kernelTimeout}}
-		defer c.hc.CloseIdleConnections()
-		r.errs[scRSS] = errors.New("no round of twenty kernels started any")
-		cols = append(cols, column{r, func() (time.Duration, error) { return c.measureConcurrent(r) }})
+	for _, sc := range serverColumns(rep, servers) {
+		defer sc.c.hc.CloseIdleConnections()
+		sc.r.errs[scRSS] = errors.New("no round of twenty kernels started any")
+		cols = append(cols, column{sc.r, func() (time.Duration, error) { return sc.c.measureConcurrent(sc.r) }})
 	}
 	if rep.direct != nil {
 		cols = append(cols, column{rep.direct, func() (time.Duration, error) { return floorConcurrent(python, dir) }})
@@ -193,14 +261,6 @@ func measureServerKernels(s *server) *kernelResults {
 	defer c.hc.CloseIdleConnections()
 	log := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%-8s "+format+"\n", append([]any{s.name}, args...)...)
-	}
-
-	var err error
-	r.start, r.del, err = c.startsAndDeletes(kernelStarts)
-	r.fail(err, scStart, scDelete)
-	if err == nil {
-		log("kernel start p50 %.0f ms max %.0f ms; DELETE p50 %.0f ms max %.0f ms",
-			ms(p50(r.start)), ms(r.start[len(r.start)-1]), ms(p50(r.del)), ms(r.del[len(r.del)-1]))
 	}
 
 	k, err := c.start()
@@ -398,24 +458,20 @@ func (c *kernelClient) stop(k *kernelConn) error {
 
 // startsAndDeletes runs scenarios 1 and 5 on the same kernels: n starts, each followed by a
 // timed DELETE.
-func (c *kernelClient) startsAndDeletes(n int) (starts, deletes []time.Duration, err error) {
-	for range n {
-		t0 := time.Now()
-		k, err := c.start()
-		if err != nil {
-			return nil, nil, err
-		}
-		starts = append(starts, time.Since(t0))
-		k.close()
-		t0 = time.Now()
-		if err := c.remove(k.id); err != nil {
-			return nil, nil, err
-		}
-		deletes = append(deletes, time.Since(t0))
+// startAndDelete times one start (scenario 1) and the DELETE that follows it (scenario 5).
+func (c *kernelClient) startAndDelete() (start, del time.Duration, err error) {
+	t0 := time.Now()
+	k, err := c.start()
+	if err != nil {
+		return 0, 0, err
 	}
-	slices.Sort(starts)
-	slices.Sort(deletes)
-	return starts, deletes, nil
+	start = time.Since(t0)
+	k.close()
+	t0 = time.Now()
+	if err := c.remove(k.id); err != nil {
+		return 0, 0, err
+	}
+	return start, time.Since(t0), nil
 }
 
 // kernelConn is one client connection to a kernel's channels WebSocket.
@@ -847,9 +903,8 @@ func proportionalSet(pid int) (int64, error) {
 func measureFloor(python, dir string) *kernelResults {
 	began := time.Now()
 	r := newKernelResults("direct")
-	all := []kernelScenario{scStart, scRoundTrip, scStream, scDelete}
-	out, err := runFloor(python, dir, "--starts", strconv.Itoa(kernelStarts),
-		"--round-trips", strconv.Itoa(roundTrips), "--warmup", strconv.Itoa(roundTripWarmup),
+	all := []kernelScenario{scRoundTrip, scStream}
+	out, err := runFloor(python, dir, "--round-trips", strconv.Itoa(roundTrips), "--warmup", strconv.Itoa(roundTripWarmup),
 		"--lines", strconv.Itoa(streamLines))
 	if err != nil {
 		r.fail(err, all...)
@@ -863,22 +918,20 @@ func measureFloor(python, dir string) *kernelResults {
 		slices.Sort(d)
 		return d
 	}
-	r.start, r.del, r.roundTrip = seconds(out.Start), seconds(out.Delete), seconds(out.RoundTrip)
-	if len(r.start) == 0 || len(r.del) == 0 || len(r.roundTrip) == 0 {
+	r.roundTrip = seconds(out.RoundTrip)
+	if len(r.roundTrip) == 0 {
 		r.fail(errors.New("floor.py returned no samples"), all...)
 		return r
 	}
 	r.stream = streamResult{messages: out.Stream.Messages, lines: out.Stream.Lines, elapsed: seconds([]float64{out.Stream.Seconds})[0]}
-	fmt.Fprintf(os.Stderr, "direct   kernel start p50 %.0f ms; 1+1 p50 %.2f ms p99 %.2f ms; stream %d messages in %.1f s\n",
-		ms(p50(r.start)), ms(p50(r.roundTrip)), ms(p99(r.roundTrip)), r.stream.messages, r.stream.elapsed.Seconds())
+	fmt.Fprintf(os.Stderr, "direct   1+1 p50 %.2f ms p99 %.2f ms; stream %d messages in %.1f s\n",
+		ms(p50(r.roundTrip)), ms(p99(r.roundTrip)), r.stream.messages, r.stream.elapsed.Seconds())
 	fmt.Fprintf(os.Stderr, "direct   kernel scenarios took %.0f s\n", time.Since(began).Seconds())
 	return r
 }
 
 // floorOutput is the JSON floor.py prints; times in seconds.
 type floorOutput struct {
-	Start     []float64 `json:"start"`
-	Delete    []float64 `json:"delete"`
 	RoundTrip []float64 `json:"round_trip"`
 	Stream    struct {
 		Messages int     `json:"messages"`
@@ -886,6 +939,71 @@ type floorOutput struct {
 		Seconds  float64 `json:"seconds"`
 	} `json:"stream"`
 	Concurrent float64 `json:"concurrent"`
+}
+
+// floorStarter is floor.py --serve-starts: one timed start and shutdown per request.
+type floorStarter struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr *tail
+}
+
+func startFloorStarter(python, dir string) (*floorStarter, error) {
+	cmd, err := floorCommand(context.Background(), python, dir, "--serve-starts")
+	if err != nil {
+		return nil, err
+	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	f := &floorStarter{cmd: cmd, in: in, out: bufio.NewScanner(out), stderr: &tail{max: 2 << 10}}
+	cmd.Stderr = f.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("floor.py: %w", err)
+	}
+	return f, nil
+}
+
+func (f *floorStarter) startAndDelete() (start, del time.Duration, err error) {
+	if _, err := io.WriteString(f.in, "start\n"); err != nil {
+		return 0, 0, fmt.Errorf("floor.py: %w: %s", err, lastLine(f.stderr.b))
+	}
+	if !f.out.Scan() {
+		return 0, 0, fmt.Errorf("floor.py ended (%w): %s", cmp.Or(f.out.Err(), io.EOF), lastLine(f.stderr.b))
+	}
+	var r struct {
+		Start, Delete float64
+		Error         string
+	}
+	if err := json.Unmarshal(f.out.Bytes(), &r); err != nil {
+		return 0, 0, fmt.Errorf("floor.py output: %w", err)
+	}
+	if r.Error != "" {
+		return 0, 0, fmt.Errorf("floor.py: %s", r.Error)
+	}
+	return time.Duration(r.Start * float64(time.Second)), time.Duration(r.Delete * float64(time.Second)), nil
+}
+
+// close ends floor.py: it returns at the end of its input.
+func (f *floorStarter) close() {
+	_ = f.in.Close()
+	done := make(chan struct{})
+	go func() {
+		_ = f.cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = f.cmd.Process.Kill()
+		<-done
+	}
 }
 
 // floorConcurrent runs floor.py for scenario 4 alone.
@@ -897,7 +1015,8 @@ func floorConcurrent(python, dir string) (time.Duration, error) {
 	return time.Duration(out.Concurrent * float64(time.Second)), nil
 }
 
-func runFloor(python, dir string, args ...string) (*floorOutput, error) {
+// floorCommand is floor.py with args, run by python in dir.
+func floorCommand(ctx context.Context, python, dir string, args ...string) (*exec.Cmd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -905,12 +1024,20 @@ func runFloor(python, dir string, args ...string) (*floorOutput, error) {
 	if err := os.WriteFile(script, floorScript, 0o644); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	cmd := exec.CommandContext(ctx, python, append([]string{script}, args...)...)
 	cmd.Dir = dir
 	// Connection files go to the bench's directory, not the user's runtime directory.
 	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "runtime"))
+	return cmd, nil
+}
+
+func runFloor(python, dir string, args ...string) (*floorOutput, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd, err := floorCommand(ctx, python, dir, args...)
+	if err != nil {
+		return nil, err
+	}
 	stdout, stderr := &tail{max: 1 << 20}, &tail{max: 2 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Run(); err != nil {
@@ -1082,6 +1209,9 @@ const kernelNotes = `
   direct start is ` + "`KernelManager.start_kernel()`" + ` and ` + "`BlockingKernelClient.kernel_info(reply=True)`" + `.
   Each start is followed by the timed DELETE (direct: ` + "`shutdown_kernel(now=False)`" + `, which Jupyter
   Server's DELETE calls: a shutdown_request, then polling every 100 ms until the process exited).
+  The columns take turns, start by start, each turn led by the next column, with the servers
+  idle before each start: one column's ten starts in a row, minutes before another's, compared
+  the machine's drift (the floor's p50 moved between 740 and 1006 ms from run to run).
 * A round trip ends when both the execute_reply (shell) and the idle status of the request
   (iopub) arrived. For reference, the issue measured Jupyter Server's ` + "`1+1`" + ` at p50 48 ms (no
   TCP_NODELAY on its WebSocket) against 4.1–4.3 ms direct, and a start at 576 ms against
@@ -1096,7 +1226,9 @@ const kernelNotes = `
   and the cell gives the median and the range. Twenty starts keep both cores busy for 12–17 s,
   and this machine's speed drifts by as much between minutes, so a single start per column,
   minutes apart, compared the drift as much as the servers. The RSS per kernel is taken with the
-  twenty kernels of a server's first round that started any.
+  twenty kernels of a server's first round that started any. The floor's client is 20 Python
+  threads with blocking clients, which cost it 2–3 s of CPU per twenty; Jupyter Server's single
+  asyncio process costs less, so it can come in under the floor here.
 * RSS per kernel is the server side only, kernel processes excluded: for nbkube the mean RSS of
   the ` + "`nbkube-agent`" + ` processes (found below ` + "`nbkube local`" + ` by their command line) with the 20 kernels
   running; for Jupyter Server the growth of its process from no kernel to 20, divided by 20.
