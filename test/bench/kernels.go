@@ -1211,7 +1211,7 @@ const kernelNotes = `
   Server's DELETE calls: a shutdown_request, then polling every 100 ms until the process exited).
   The columns take turns, start by start, each turn led by the next column, with the servers
   idle before each start: one column's ten starts in a row, minutes before another's, compared
-  the machine's drift (the floor's p50 moved between 740 and 1006 ms from run to run).
+  the machine's drift (the floor's p50 moved between 740 and 1254 ms from run to run).
 * A round trip ends when both the execute_reply (shell) and the idle status of the request
   (iopub) arrived. For reference, the issue measured Jupyter Server's ` + "`1+1`" + ` at p50 48 ms (no
   TCP_NODELAY on its WebSocket) against 4.1–4.3 ms direct, and a start at 576 ms against
@@ -1223,7 +1223,7 @@ const kernelNotes = `
   agent applies the same limits, so fewer than 20000 lines through a server is the limit at work.
 * Twenty kernels at once runs in rounds after the other scenarios (the row's title says how
   many): each round starts twenty on every column in turn, each round led by the next column,
-  and the cell gives the median and the range. Twenty starts keep both cores busy for 12–17 s,
+  and the cell gives the median and the range. Twenty starts keep both cores busy for 12–18 s,
   and this machine's speed drifts by as much between minutes, so a single start per column,
   minutes apart, compared the drift as much as the servers. The RSS per kernel is taken with the
   twenty kernels of a server's first round that started any. The floor's client is 20 Python
@@ -1237,16 +1237,17 @@ const kernelNotes = `
   server; the controllers and local node idle beside it) plus the agents, for Jupyter Server its
   process. Output dropped by the rate limit was read from the kernel too but is not in the count,
   so when lines were dropped the figure overstates the cost per message.
-* Where nbkube misses its target, measured on this machine: twenty starts at once pay for
-  the control plane beside the kernels, on the same two cores. Per twenty kernels the kernels
-  themselves spend 22–25 s of CPU under nbkube as under the floor; beside them kube-apiserver
-  spends about 1.9 s, the nbkube process 1.5 s, the agents 1.2 s, etcd 0.8 s and
-  kube-controller-manager 0.4 s (0.5 s of that is the control plane's idle baseline over
-  the run), where the floor's client spends about 2.5 s. A kernel's start and deletion are
-  about 17 API writes (the Kernel, its Secret and Pod, their status updates, a few events).
-  Starts are CPU-bound, so the 3–4 s of extra CPU are 1.5–2 s of wall time; the floor itself
-  moves by ±1.5 s between runs here. A single start pays about 70 ms from the POST to the
-  kernel's process (resources, scheduling, the local node's pod start).
+* What twenty starts at once cost beside the kernels, measured on this machine: nbkube pays
+  for the control plane, on the same two cores as the kernels. Per twenty kernels the kernels
+  themselves spend 21–27 s of CPU under nbkube as under the floor; beside them kube-apiserver
+  spends 1.4–1.9 s, the agents 1.1–1.5 s, the nbkube process 0.9–1.3 s, etcd 0.6–0.8 s and
+  kube-controller-manager 0.3–0.4 s (about 0.5 s of that is the control plane's idle
+  baseline over the run), where the floor's client spends 2.2–3.0 s. A kernel's start and
+  deletion are about 17 API writes (the Kernel, its Secret and Pod, their status updates, a
+  few events). Starts are CPU-bound, so the 2–3 s of extra CPU are 1–1.5 s of wall time, 7–10 %
+  of a twenty-kernel start: of all the targets this one has the least margin. The floor itself
+  moves by ±1.5 s between runs here. A single start pays about 70 ms from the POST to the kernel's process (resources,
+  scheduling, the local node's pod start).
 * The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
   a streaming kernel in moderated batches (at most 8 ms late) and both the agent and the API
   server write what they have at hand in one write; see docs/agent.md.
