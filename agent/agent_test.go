@@ -20,8 +20,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
+	"github.com/go-zeromq/zmq4/transport"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -945,5 +947,148 @@ func TestModeratedReader(t *testing.T) {
 	read()
 	if m.streaming {
 		t.Fatal("a read that waited for data did not end the stream")
+	}
+}
+
+// The agent's hint moderates reads that come too far apart to be counted as a stream.
+func TestModeratedReader_Hint(t *testing.T) {
+	hint := &outputHint{}
+	m := &moderatedReader{hint: hint, r: readerFunc(func(p []byte) (int, error) {
+		time.Sleep(2 * time.Millisecond)
+		p[0] = 'x'
+		return 1, nil
+	})}
+	buf := make([]byte, 8)
+	read := func() time.Duration {
+		start := time.Now()
+		if _, err := m.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	if d := read(); d >= moderation {
+		t.Fatalf("a read without the hint took %s", d)
+	}
+	hint.streaming.Store(true)
+	for range 3 {
+		if d := read(); d < moderation {
+			t.Fatalf("a read with the hint took %s, less than the pause of %s", d, moderation)
+		}
+	}
+	hint.streaming.Store(false)
+	if d := read(); d >= moderation {
+		t.Fatalf("a read after the hint ended took %s", d)
+	}
+}
+
+// A run of quick stream messages arms the hint, batches further apart keep it, and a message
+// of another kind ends it; a request's few prints, or a slow loop, never arm it.
+func TestIncarnation_NoteOutput(t *testing.T) {
+	inc := &incarnation{}
+	now := time.Unix(1000, 0)
+	step := func(msgType string, gap time.Duration) bool {
+		now = now.Add(gap)
+		inc.noteOutput(msgType, now)
+		return inc.output.on()
+	}
+	// Round trips that print: busy, execute_input, stream, idle, quickly, again and again.
+	for range 20 {
+		for _, mt := range []string{"status", "execute_input", "stream", "status"} {
+			if step(mt, time.Millisecond) {
+				t.Fatalf("armed by a request's own output (%s)", mt)
+			}
+		}
+	}
+	// A slow loop: a line every 10 ms.
+	for range 3 * outputRun {
+		if step("stream", 10*time.Millisecond) {
+			t.Fatal("armed by a line every 10 ms")
+		}
+	}
+	// A fast loop, in the next request.
+	step("status", time.Millisecond)
+	for i := range outputRun {
+		if armed := step("stream", time.Millisecond); armed != (i == outputRun-1) {
+			t.Fatalf("after %d quick stream messages armed is %v", i+1, armed)
+		}
+	}
+	// Moderated: batches 8 ms apart.
+	for range 5 {
+		if !step("stream", 2*moderation) {
+			t.Fatal("a batch after the pause ended the stream")
+		}
+		for range 4 {
+			step("stream", 0)
+		}
+	}
+	if step("status", time.Millisecond) {
+		t.Fatal("the idle status did not end the stream")
+	}
+	if step("stream", time.Millisecond) {
+		t.Fatal("armed again by the first stream message after it")
+	}
+}
+
+// Through a kernel socket dialled with the hint, a moderated read raises the socket's
+// low-water mark only for its pause: a few bytes after a stream still arrive at once, and
+// the mark is one byte again after each read.
+func TestBufferedTCP_ModeratedReadsGetSmallData(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	hint := &outputHint{}
+	hint.streaming.Store(true)
+	c, err := bufferedTCP{tcp: transport.New("tcp")}.Dial(withOutputHint(context.Background(), hint), &net.Dialer{}, ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	server := <-accepted
+	if server == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer server.Close()
+	lowat := func() int {
+		raw, err := c.(*bufferedConn).Conn.(syscall.Conn).SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v int
+		var serr error
+		if err := raw.Control(func(fd uintptr) { v, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT) }); err != nil || serr != nil {
+			t.Fatal(err, serr)
+		}
+		return v
+	}
+	buf := make([]byte, 64)
+	for i := range 3 {
+		// The data is sent during the read's pause, or before it, or while the read waits.
+		go func() {
+			time.Sleep(time.Duration(i) * moderation)
+			_, _ = server.Write([]byte("small"))
+		}()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		start := time.Now()
+		n, err := c.Read(buf)
+		if err != nil || string(buf[:n]) != "small" {
+			t.Fatalf("read %d: %q, %v after %s", i, buf[:n], err, time.Since(start))
+		}
+		if d := time.Since(start); d < moderation {
+			t.Errorf("read %d took %s: not moderated", i, d)
+		}
+		if v := lowat(); v != 1 {
+			t.Errorf("after read %d the low-water mark is %d", i, v)
+		}
 	}
 }

@@ -80,6 +80,7 @@ func (a *Agent) fromKernel(inc *incarnation, channel string, frames [][]byte) {
 		return
 	}
 	h, _ := wire.ParseDecodedHeader(m.Header)
+	inc.noteOutput(h.MsgType, time.Now())
 	if !untrackedParents[parent.MsgType] {
 		a.lastActivity = time.Now()
 	}

@@ -52,6 +52,11 @@ type incarnation struct {
 	// iopubSeen is closed when the first iopub message arrives: the subscription is live.
 	iopubSeen     chan struct{}
 	iopubSeenOnce sync.Once
+	// output tells the iopub reader that the kernel streams output; streamRun counts the
+	// stream messages in a row, the last at lastStream. Only the iopub receiver uses them.
+	output     outputHint
+	streamRun  int
+	lastStream time.Time
 
 	closeOnce sync.Once
 }
@@ -121,7 +126,7 @@ func (inc *incarnation) connect(identity string) error {
 		{wire.Shell, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(id))...), inc.info.ShellPort},
 		{wire.Stdin, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(id))...), inc.info.StdinPort},
 		{wire.Control, zmq4.NewDealer(inc.ctx, opts(zmq4.WithID(zmq4.SocketIdentity(identity+"-control")))...), inc.info.ControlPort},
-		{wire.IOPub, zmq4.NewSub(inc.ctx, opts()...), inc.info.IOPubPort},
+		{wire.IOPub, zmq4.NewSub(withOutputHint(inc.ctx, &inc.output), opts()...), inc.info.IOPubPort},
 		// The heartbeat is an echo (a ROUTER queue device in ipykernel). A DEALER rather than
 		// Jupyter's REQ: a missed echo leaves a REQ unable to send again, a DEALER not.
 		{channelHB, zmq4.NewDealer(inc.ctx, opts()...), inc.info.HBPort},
@@ -250,6 +255,25 @@ func sockaddr(ip string, port int) (syscall.Sockaddr, error) {
 		return &syscall.SockaddrInet4{Port: port, Addr: a.Unmap().As4()}, nil
 	}
 	return &syscall.SockaddrInet6{Port: port, Addr: a.As16()}, nil
+}
+
+// noteOutput follows the kind of each iopub message: outputRun stream messages in a row, each
+// within outputGap of the one before, tell the iopub reader to moderate, and it goes on until
+// a message of another kind arrives. Once reads are moderated the messages come in batches,
+// further apart than outputGap, which does not end the stream.
+func (inc *incarnation) noteOutput(msgType string, now time.Time) {
+	if msgType != "stream" {
+		inc.streamRun = 0
+		inc.output.streaming.Store(false)
+		return
+	}
+	if now.Sub(inc.lastStream) > outputGap {
+		inc.streamRun = 0
+	}
+	inc.lastStream = now
+	if inc.streamRun++; inc.streamRun >= outputRun {
+		inc.output.streaming.Store(true)
+	}
 }
 
 // channelHB names the heartbeat socket among the channels.

@@ -5,10 +5,13 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
 	"github.com/go-zeromq/zmq4/transport"
+	"golang.org/x/sys/unix"
 )
 
 // bufferedTCP is the transport of the agent's sockets: TCP with a read buffer. go-zeromq
@@ -31,7 +34,16 @@ func (b bufferedTCP) Dial(ctx context.Context, d transport.Dialer, addr string) 
 	if err != nil {
 		return nil, err
 	}
-	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(&moderatedReader{r: c}, 64<<10)}, nil
+	m := &moderatedReader{r: c}
+	m.hint, _ = ctx.Value(outputHintKey{}).(*outputHint)
+	if sc, ok := c.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			m.lowat = func(n int) {
+				_ = raw.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVLOWAT, n) })
+			}
+		}
+	}
+	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(m, readBuffer)}, nil
 }
 
 func (b bufferedTCP) Listen(ctx context.Context, addr string) (net.Listener, error) {
@@ -57,8 +69,19 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // comes in one read, and then in one write to each client. The stream has ended when a read
 // after the pause has to wait for data. Output is then at most moderation late, well below a
 // browser's frame.
+//
+// Counting reads recognises a stream only when the kernel prints faster than about 2000
+// messages a second. A slower machine's kernel prints a loop at about 1000 a second, and there
+// the reads came too far apart: the agent woke for every line again. So the agent also tells
+// the iopub reader what it relays (hint): from a run of stream messages on, reads are
+// moderated until a message of another kind, such as the idle status at the end of the
+// request, arrives.
 type moderatedReader struct {
 	r io.Reader
+	// hint is set while the kernel prints a stream of output; nil on sockets other than iopub.
+	hint *outputHint
+	// lowat sets the socket's SO_RCVLOWAT; nil when the connection has no socket.
+	lowat func(int)
 	// ends holds when the last streamReads reads returned, a ring from next.
 	ends      [streamReads]time.Time
 	next      int
@@ -74,8 +97,8 @@ const (
 )
 
 func (m *moderatedReader) Read(p []byte) (int, error) {
-	if m.streaming {
-		time.Sleep(moderation)
+	if m.streaming || m.hint.on() {
+		m.pause()
 	}
 	start := time.Now()
 	n, err := m.r.Read(p)
@@ -90,3 +113,39 @@ func (m *moderatedReader) Read(p []byte) (int, error) {
 	m.next = (m.next + 1) % streamReads
 	return n, err
 }
+
+// pause waits moderation before a read. Meanwhile the socket's low-water mark is raised: Go's
+// poller watches every socket, and each message arriving during the pause woke it (nobody
+// waits for the socket then, but the poller only learns so after waking). The mark is back
+// to one byte before the read, which could otherwise wait for data that never reaches it.
+func (m *moderatedReader) pause() {
+	if m.lowat != nil {
+		m.lowat(readBuffer)
+		defer m.lowat(1)
+	}
+	time.Sleep(moderation)
+}
+
+// readBuffer is the read buffer of a kernel socket, and its low-water mark during a pause.
+const readBuffer = 64 << 10
+
+// outputHint is the agent's word to the reader of a kernel's iopub socket that the kernel is
+// printing a stream of output (see incarnation.noteOutput). It reaches the reader through the
+// context the socket is made with.
+type outputHint struct{ streaming atomic.Bool }
+
+type outputHintKey struct{}
+
+func withOutputHint(ctx context.Context, h *outputHint) context.Context {
+	return context.WithValue(ctx, outputHintKey{}, h)
+}
+
+func (h *outputHint) on() bool { return h != nil && h.streaming.Load() }
+
+const (
+	// outputRun stream messages in a row, each within outputGap of the one before, make a
+	// stream: a loop printing to the notebook. A request's own output (a print or two between
+	// its busy and idle statuses) never makes one.
+	outputRun = 8
+	outputGap = 5 * time.Millisecond
+)
