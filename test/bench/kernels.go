@@ -1249,7 +1249,8 @@ const kernelNotes = `
   moves by ±1.5 s between runs here. A single start pays about 70 ms from the POST to the kernel's process (resources,
   scheduling, the local node's pod start).
 * The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
-  a streaming kernel in moderated batches (at most 8 ms late) and both the agent and the API
+  a printing kernel in moderated batches (at most 8 ms late, with the socket's low-water mark
+  raised meanwhile so that arriving lines do not wake it) and both the agent and the API
   server write what they have at hand in one write; see docs/agent.md.
 * "n/a (error …)" marks a scenario a server could not run; the rest of the bench goes on.
 `
