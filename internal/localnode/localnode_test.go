@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -345,11 +346,12 @@ func TestLocalNode(t *testing.T) {
 		expectEvent(t, client, pod, "NoCommand")
 	})
 
-	t.Run("UnmatchedNodeSelectorLeavesThePodUnschedulable", func(t *testing.T) {
+	t.Run("UnmatchedNodeSelectorLeavesThePodUnschedulableUntilTheNodeIsLabelled", func(t *testing.T) {
 		t.Parallel()
 		ns := newNamespace(t, client)
 		p := basicPod(ns, "picky", corev1.RestartPolicyAlways, "sleep", "300")
-		p.Spec.NodeSelector = map[string]string{"disktype": "ssd"}
+		const label = "test.nbkube.io/disktype"
+		p.Spec.NodeSelector = map[string]string{label: "ssd"}
 		pod := waitPod(t, client, createPod(t, client, p), "unschedulable", func(p *corev1.Pod) bool {
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -362,6 +364,21 @@ func TestLocalNode(t *testing.T) {
 			t.Errorf("pod bound to %s", pod.Spec.NodeName)
 		}
 		expectEvent(t, client, pod, "FailedScheduling")
+
+		// As with kube-scheduler, labelling the node places the pod at once, well before the
+		// minute after which an unschedulable pod is tried again anyway.
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:"ssd"}}}`, label)
+		if _, err := client.CoreV1().Nodes().Patch(context.Background(), localnode.DefaultNodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, label)
+			_, _ = client.CoreV1().Nodes().Patch(context.Background(), localnode.DefaultNodeName, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{})
+		})
+		waitFor(t, 10*time.Second, "the pod to be bound once the node has the label", func(ctx context.Context) (bool, error) {
+			p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+			return err == nil && p.Spec.NodeName == localnode.DefaultNodeName, err
+		})
 	})
 
 	t.Run("CrashingContainerIsRestartedWithBackOff", func(t *testing.T) {

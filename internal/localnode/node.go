@@ -229,6 +229,18 @@ func (n *Node) Start(ctx context.Context) error {
 	if _, err := pending.Informer().AddEventHandler(schedulingHandler(queue)); err != nil {
 		return fmt.Errorf("localnode: watching unscheduled pods: %w", err)
 	}
+	// The node itself, as kube-scheduler caches nodes: placing a pod reads its labels from the
+	// cache, and a change of them sends the pods still waiting back to the queue.
+	self := informers.NewSharedInformerFactoryWithOptions(n.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", n.cfg.NodeName).String()
+		}))
+	if _, err := self.Core().V1().Nodes().Informer().AddEventHandler(nodeChangeHandler(queue, pending.Lister())); err != nil {
+		return fmt.Errorf("localnode: watching the node: %w", err)
+	}
+	self.Start(ctx.Done())
+	defer self.Shutdown()
+	self.WaitForCacheSync(ctx.Done())
 
 	assigned.Start(ctx.Done())
 	unassigned.Start(ctx.Done())
@@ -252,7 +264,7 @@ func (n *Node) Start(ctx context.Context) error {
 
 	loops.Go(func() { n.heartbeat(ctx) })
 	loops.Go(func() {
-		s := scheduler{node: n, queue: queue, lister: pending.Lister()}
+		s := scheduler{node: n, queue: queue, lister: pending.Lister(), nodes: self.Core().V1().Nodes().Lister()}
 		for s.next(ctx) {
 		}
 	})

@@ -3,12 +3,14 @@ package localnode
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
@@ -30,6 +32,8 @@ type scheduler struct {
 	node   *Node
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	lister corelisters.PodLister
+	// nodes holds this node only.
+	nodes corelisters.NodeLister
 }
 
 // forDefaultScheduler tells whether a pod waits for kube-scheduler, whose work this node does.
@@ -47,6 +51,29 @@ func schedulingHandler(queue workqueue.TypedRateLimitingInterface[cache.ObjectNa
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue,
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
+	}
+}
+
+// nodeChangeHandler queues the pods still waiting when the node's labels change, so that a
+// label added with kubectl places them at once rather than at their next retry.
+func nodeChangeHandler(queue workqueue.TypedRateLimitingInterface[cache.ObjectName], pending corelisters.PodLister) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			before, ok1 := old.(*corev1.Node)
+			after, ok2 := obj.(*corev1.Node)
+			if !ok1 || !ok2 || maps.Equal(before.Labels, after.Labels) {
+				return
+			}
+			pods, err := pending.List(labels.Everything())
+			if err != nil {
+				return
+			}
+			for _, pod := range pods {
+				if forDefaultScheduler(pod) {
+					queue.Add(cache.MetaObjectToName(pod))
+				}
+			}
+		},
 	}
 }
 
@@ -85,8 +112,7 @@ func (s *scheduler) schedule(ctx context.Context, key cache.ObjectName) (time.Du
 	if !forDefaultScheduler(pod) || pod.DeletionTimestamp != nil || len(pod.Spec.SchedulingGates) > 0 {
 		return 0, nil
 	}
-	// The live Node, so that labels added with kubectl count.
-	node, err := s.node.client.CoreV1().Nodes().Get(ctx, s.node.cfg.NodeName, metav1.GetOptions{})
+	node, err := s.nodes.Get(s.node.cfg.NodeName)
 	if err != nil {
 		return 0, fmt.Errorf("getting the node: %w", err)
 	}
