@@ -94,7 +94,24 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// A failed step leaves the status as it was rather than claiming a state.
 		return ctrl.Result{}, err
 	}
-	lost, werr := r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, metav1.NewTime(r.Clock.Now())))
+	now := metav1.NewTime(r.Clock.Now())
+	lost, werr := r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, now))
+	if lost && werr == nil {
+		// The cache had not caught up with a write, most often this controller's own of a
+		// moment ago (a starting kernel's pod changes in quick steps): the same observations
+		// are written again onto the live Kernel now, rather than a second later, which a
+		// client waiting for the kernel's address would wait too.
+		log.FromContext(ctx).V(1).Info("Kernel status write lost to a newer version; writing it onto the live Kernel")
+		live := &nbv1.Kernel{}
+		switch gerr := r.APIReader.Get(ctx, req.NamespacedName, live); {
+		case apierrors.IsNotFound(gerr):
+			return ctrl.Result{}, nil
+		case gerr != nil:
+			werr = gerr
+		case live.DeletionTimestamp == nil:
+			lost, werr = r.updateStatus(ctx, live, kernelStatus(live, obs, now))
+		}
+	}
 	switch {
 	case werr != nil:
 		return ctrl.Result{}, werr

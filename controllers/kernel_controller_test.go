@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -13,9 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 )
@@ -419,5 +423,56 @@ func TestKernel_StatusFollowsTheAgent(t *testing.T) {
 	}
 	if k.Status.ExecutionState != nbv1.ExecutionStateIdle || !meta.IsStatusConditionTrue(k.Status.Conditions, nbv1.ConditionReady) {
 		t.Errorf("an unreachable agent changed the status: %+v", k.Status)
+	}
+}
+
+// staleKernels answers reads of Kernels with a copy taken earlier, as an informer's cache does
+// for a moment after a write; everything else reads through.
+type staleKernels struct {
+	client.Client
+	kernel *nbv1.Kernel
+}
+
+func (s staleKernels) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if k, ok := obj.(*nbv1.Kernel); ok && key == client.ObjectKeyFromObject(s.kernel) {
+		s.kernel.DeepCopyInto(k)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+func TestKernel_StatusWriteLostToAStaleCacheIsWrittenOntoTheLiveKernelAtOnce(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	stale := k.DeepCopy()
+	// The suite's controller moves the kernel on (Ready, pod IP) past the stale copy.
+	const ip = "10.20.0.9"
+	runningKernel(t, k, ip)
+
+	// A second reconciler reads the stale copy and hears a report the suite's agents do not
+	// give, so its status differs from the live one and its first write conflicts.
+	report := &agentDouble{}
+	active := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
+	report.report(ip, &agentclient.Status{ExecutionState: "busy", LastActivity: active, Connections: 3, Ready: true})
+	r := &controllers.KernelReconciler{
+		Client: staleKernels{Client: k8sClient, kernel: stale}, APIReader: k8sClient,
+		Recorder: events.NewFakeRecorder(10), Clock: clk, Rand: rand.Reader, Options: opts,
+		Agents: report, StatusInterval: statusInterval,
+	}
+	res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(k)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequeueAfter != statusInterval {
+		t.Errorf("requeued after %v, want the status interval %v as for any running kernel", res.RequeueAfter, statusInterval)
+	}
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	if st := k.Status; st.ExecutionState != nbv1.ExecutionStateBusy || st.Connections != 3 || st.PodIP != ip ||
+		!meta.IsStatusConditionTrue(st.Conditions, nbv1.ConditionReady) {
+		t.Errorf("live status after the reconcile: %+v", st)
 	}
 }
