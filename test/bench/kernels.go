@@ -1246,8 +1246,14 @@ const kernelNotes = `
   deletion are about 17 API writes (the Kernel, its Secret and Pod, their status updates, a
   few events). Starts are CPU-bound, so the 2–3 s of extra CPU are 1–1.5 s of wall time, 7–10 %
   of a twenty-kernel start: of all the targets this one has the least margin. The floor itself
-  moves by ±1.5 s between runs here. A single start pays about 70 ms from the POST to the kernel's process (resources,
-  scheduling, the local node's pod start).
+  moves by ±1.5 s between runs here.
+* A single start pays 60–100 ms from the POST to the kernel's process, measured on this machine
+  from the logs (medians): 25–35 ms until the pod exists (the Kernel, its Secret and its Pod
+  are written one after the other, about 5 ms each), 10 ms to bind it, 5–7 ms for the local
+  node to start it, then 20–35 ms for the agent, most of it the start of a Go process here, and
+  3–5 ms to write the connection file and fork the kernel. After the kernel answers, the POST's
+  201 follows within 2 ms. That is 8–12 % of this machine's fastest direct starts, so the
+  single-start target has a thin margin too.
 * The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
   a printing kernel in moderated batches (at most 8 ms late, with the socket's low-water mark
   raised meanwhile so that arriving lines do not wake it) and both the agent and the API
