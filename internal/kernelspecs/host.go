@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -37,6 +38,16 @@ type Host struct {
 	// synced is the fingerprint of the directories the last successful sync wrote; nil
 	// before the first.
 	synced *string
+	// lastSync is when a sync last ended, successful or not.
+	lastSync time.Time
+}
+
+// SyncedWithin tells whether a sync ended within the last d, so that its writes may not have
+// reached a cache yet.
+func (h *Host) SyncedWithin(d time.Duration) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.lastSync.IsZero() && time.Since(h.lastSync) < d
 }
 
 // Refresh syncs the host's kernel specs into KernelSpecs (see Sync) when the directories
@@ -67,6 +78,7 @@ func (h *Host) Refresh(ctx context.Context) (names []string, synced bool, err er
 		}
 	}
 	names, err = Sync(ctx, h.Client, h.Namespace, specs)
+	h.lastSync = time.Now()
 	if err == nil {
 		h.synced = &fp
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -28,14 +29,19 @@ func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 // KernelSpecs reads the KernelSpecs of one namespace: the kinds of kernel users can start.
 // Every user sees all of them.
 type KernelSpecs struct {
-	// Reader reads the KernelSpecs, usually the manager's cached client. Unused with Host.
+	// Reader reads the KernelSpecs, usually the manager's cached client.
 	Reader client.Reader
 	// Namespace holds the KernelSpecs.
 	Namespace string
 	// Host, when set, brings the host's kernel specs in before every read (`nbkube local`).
-	// Reads then go through Host.Client, the client its sync wrote with: a cache would show
-	// a spec just installed only after its watch event, and a removed one for as long.
+	// For a while after a sync (HostSettle), and always without a Reader, reads go through
+	// Host.Client, the client the sync wrote with: a cache shows a spec just installed only
+	// after its watch event, and a removed one for as long. Otherwise they read the Reader,
+	// since a read of the API server costs a few milliseconds of every kernel start.
 	Host *kernelspecs.Host
+	// HostSettle is how long after a sync reads go around the Reader; 2 s when zero, far
+	// more than a watch event takes on a busy machine.
+	HostSettle time.Duration
 }
 
 // ListKernelSpecs returns every kernel spec, sorted by name.
@@ -81,5 +87,12 @@ func (k *KernelSpecs) reader(ctx context.Context) client.Reader {
 	} else if synced {
 		log.FromContext(ctx).V(1).Info("Kernel specs of this machine synced", "offered", names)
 	}
-	return k.Host.Client
+	settle := k.HostSettle
+	if settle <= 0 {
+		settle = 2 * time.Second
+	}
+	if k.Reader == nil || k.Host.SyncedWithin(settle) {
+		return k.Host.Client
+	}
+	return k.Reader
 }

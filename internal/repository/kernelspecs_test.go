@@ -1,13 +1,17 @@
 package repository_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
@@ -136,4 +140,48 @@ func TestKernelSpecs(t *testing.T) {
 			t.Errorf("edited spec: %+v, %v", ks, err)
 		}
 	})
+
+	t.Run("WithHostSpecsReadsUseTheReaderOnceASyncHasSettled", func(t *testing.T) {
+		ns := testenv.Namespace(t, c)
+		dir := t.TempDir()
+		writeHostSpec(t, dir, "julia", `{"argv":["julia","{connection_file}"],"display_name":"Julia","language":"julia"}`, map[string][]byte{})
+		host := &kernelspecs.Host{Client: c, Namespace: ns, Dirs: []string{dir}}
+		// The Reader stands for the manager's cache; it counts the reads that reach it.
+		cache := &countingReader{Reader: c}
+		const settle = 100 * time.Millisecond
+		repo := &repository.KernelSpecs{Reader: cache, Namespace: ns, Host: host, HostSettle: settle}
+
+		if _, err := repo.GetKernelSpec(t.Context(), "julia"); err != nil || cache.reads.Load() != 0 {
+			t.Fatalf("right after the sync: %v, %d reads of the cache, want none", err, cache.reads.Load())
+		}
+		time.Sleep(2 * settle)
+		if _, err := repo.GetKernelSpec(t.Context(), "julia"); err != nil || cache.reads.Load() != 1 {
+			t.Fatalf("once the sync settled: %v, %d reads of the cache, want 1", err, cache.reads.Load())
+		}
+		// A spec installed now is found at once, though the cache is not asked.
+		writeHostSpec(t, dir, "ir", `{"argv":["R","{connection_file}"],"display_name":"R","language":"R"}`, map[string][]byte{})
+		list, err := repo.ListKernelSpecs(t.Context())
+		if err != nil || cache.reads.Load() != 1 {
+			t.Fatalf("after an install: %v, %d reads of the cache, want still 1", err, cache.reads.Load())
+		}
+		if d := cmp.Diff([]string{"ir", "julia"}, names(list)); d != "" {
+			t.Errorf("listed (-want +got):\n%s", d)
+		}
+	})
+}
+
+// countingReader counts the reads that reach its Reader.
+type countingReader struct {
+	client.Reader
+	reads atomic.Int32
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.reads.Add(1)
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.reads.Add(1)
+	return r.Reader.List(ctx, list, opts...)
 }
