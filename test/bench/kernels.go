@@ -34,9 +34,12 @@ import (
 //go:embed floor.py
 var floorScript []byte
 
-// The sizes of the kernel scenarios; together they take about a minute per column.
+// The sizes of the kernel scenarios; together they take a minute or two per column.
 const (
-	kernelStarts      = 10
+	// kernelStarts: a kernel's own start spreads over ±15 % here from one start to the next,
+	// and the start target's margin is a few percent; the p50 of ten moved the ratio by
+	// 0.04 from run to run.
+	kernelStarts      = 20
 	roundTrips        = 500
 	roundTripWarmup   = 20
 	streamLines       = 20000
@@ -1210,7 +1213,7 @@ const kernelNotes = `
   Each start is followed by the timed DELETE (direct: ` + "`shutdown_kernel(now=False)`" + `, which Jupyter
   Server's DELETE calls: a shutdown_request, then polling every 100 ms until the process exited).
   The columns take turns, start by start, each turn led by the next column, with the servers
-  idle before each start: one column's ten starts in a row, minutes before another's, compared
+  idle before each start: one column's starts in a row, minutes before another's, compared
   the machine's drift (the floor's p50 moved between 740 and 1254 ms from run to run).
 * A round trip ends when both the execute_reply (shell) and the idle status of the request
   (iopub) arrived. For reference, the issue measured Jupyter Server's ` + "`1+1`" + ` at p50 48 ms (no
@@ -1247,12 +1250,13 @@ const kernelNotes = `
   few events). Starts are CPU-bound, so the 2–3 s of extra CPU are 1–1.5 s of wall time, 7–10 %
   of a twenty-kernel start: of all the targets this one has the least margin. The floor itself
   moves by ±1.5 s between runs here.
-* A single start pays 60–100 ms from the POST to the kernel's process, measured on this machine
-  from the logs (medians): 25–35 ms until the pod exists (the Kernel, its Secret and its Pod
-  are written one after the other, about 5 ms each), 10 ms to bind it, 5–7 ms for the local
-  node to start it, then 20–35 ms for the agent, most of it the start of a Go process here, and
-  3–5 ms to write the connection file and fork the kernel. After the kernel answers, the POST's
-  201 follows within 2 ms. That is 8–12 % of this machine's fastest direct starts, so the
+* A single start pays 50–130 ms from the POST to the kernel's process (median about 80),
+  measured on this machine from the logs: 20–25 ms until the pod exists (the Kernel, its
+  Secret and its Pod are written one after the other, 4–6 ms each), 5–10 ms to bind it, 5–7 ms
+  for the local node to start it, then 20–55 ms for the agent, most of it the start of a Go
+  process while the control plane handles the new pod beside it on two cores, and 3–5 ms to
+  write the connection file and fork the kernel. After the kernel answers, the POST's 201
+  follows within 2 ms. That is about a tenth of this machine's fastest direct starts, so the
   single-start target has a thin margin too.
 * The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
   a printing kernel in moderated batches (at most 8 ms late, with the socket's low-water mark
