@@ -3,6 +3,7 @@ package repository
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -33,9 +34,12 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 		t.Skipf("cannot listen on %s: %v", host, err)
 	}
 	var refused atomic.Int32
-	answerAfter := time.Now().Add(300 * time.Millisecond)
+	// Set when WaitReady starts: the setup below can take a good part of 300 ms on a loaded
+	// machine, which left room for only one ask.
+	var answerAfter atomic.Int64
+	answerAfter.Store(math.MaxInt64)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if time.Now().Before(answerAfter) {
+		if time.Now().UnixNano() < answerAfter.Load() {
 			// Not up yet: the connection ends without an answer.
 			refused.Add(1)
 			conn, _, err := w.(http.Hijacker).Hijack()
@@ -71,6 +75,7 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 
 	k := &Kernels{Reader: c, Writer: c, Namespace: "ns", Agents: agentclient.New(), StartTimeout: 10 * time.Second}
 	start := time.Now()
+	answerAfter.Store(start.Add(300 * time.Millisecond).UnixNano())
 	got, err := k.WaitReady(context.Background(), "k1")
 	if err != nil {
 		t.Fatalf("WaitReady: %v", err)
