@@ -313,7 +313,7 @@ func (a *Agent) launch() error {
 	}
 	a.cfg.Log.Info("Kernel answered kernel_info", "kernel", a.cfg.KernelID, "requests", requests,
 		"afterStart", time.Since(inc.started).Round(time.Millisecond).String())
-	go a.heartbeat(inc)
+	go a.heartbeat(inc, heartbeatEchoes(inc))
 	a.mu.Lock()
 	a.inc = inc
 	held := a.held

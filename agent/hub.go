@@ -322,10 +322,10 @@ func (a *Agent) closeAll() {
 	}
 }
 
-// heartbeat checks that the kernel answers; three missed beats in a row report it dead,
-// an answer after that brings it back.
-func (a *Agent) heartbeat(inc *incarnation) {
-	interval := a.cfg.HeartbeatInterval
+// heartbeatEchoes reads the kernel's heartbeat echoes until the incarnation's sockets close.
+// It starts before the kernel is reported ready, so that everything an incarnation runs
+// exists by then.
+func heartbeatEchoes(inc *incarnation) <-chan string {
 	echoes := make(chan string, 16)
 	go func() {
 		sock := inc.sockets[channelHB]
@@ -342,6 +342,13 @@ func (a *Agent) heartbeat(inc *incarnation) {
 			}
 		}
 	}()
+	return echoes
+}
+
+// heartbeat checks that the kernel answers; three missed beats in a row report it dead,
+// an answer after that brings it back.
+func (a *Agent) heartbeat(inc *incarnation, echoes <-chan string) {
+	interval := a.cfg.HeartbeatInterval
 	misses := 0
 	for n := 0; ; n++ {
 		select {
