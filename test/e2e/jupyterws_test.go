@@ -189,7 +189,9 @@ type execution struct {
 	idle bool
 	// stdout, stderr: the request's stream outputs, concatenated.
 	stdout, stderr strings.Builder
-	// result is the text/plain of its execute_result; ename the name of its error.
+	// result is the text/plain of its execute_result; ename the name of its error, from the
+	// iopub error message or else the reply: IPython sends no error message when formatting
+	// the traceback fails, as it sometimes does for a KeyboardInterrupt raised at line 0.
 	result, ename string
 }
 
@@ -221,6 +223,9 @@ func (e *execution) add(t testing.TB, m *jupyterMsg) {
 	switch m.Channel {
 	case "shell", "control":
 		e.reply, e.replyType = content, m.Header.MsgType
+		if name, ok := content["ename"].(string); ok && e.ename == "" {
+			e.ename = name
+		}
 	case "iopub":
 		switch m.Header.MsgType {
 		case "status":
