@@ -270,7 +270,14 @@ test('an interrupt stops a running cell and the kernel keeps working', { timeout
   assert.ok(Date.now() - begun < 30_000, 'the interrupt must end the 60 s sleep early');
   assert.equal(interrupted.reply.content.status, 'error');
   assert.equal(interrupted.reply.content.ename, 'KeyboardInterrupt');
-  assert.equal(interrupted.iopub.find((m) => m.header.msg_type === 'error')?.content.ename, 'KeyboardInterrupt');
+  // The error message on iopub too, unless IPython failed to format the traceback (stack_data's
+  // NotOneValueFound for an interrupt at line 0); then it prints a fallback instead of sending one.
+  const formatFailed = interrupted.iopub.some(
+    (m) => m.header.msg_type === 'stream' && m.content.text.includes('Unexpected exception formatting exception'),
+  );
+  if (!formatFailed) {
+    assert.equal(interrupted.iopub.find((m) => m.header.msg_type === 'error')?.content.ename, 'KeyboardInterrupt');
+  }
 
   const after = await execute(kernel, '2+2');
   assert.equal(after.reply.content.status, 'ok');
