@@ -275,7 +275,7 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 	time.Sleep(time.Second)
 	api.call(t, http.MethodPost, "api/kernels/"+s.Kernel.ID+"/interrupt", nil).want(t, http.StatusNoContent)
 	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*execution).finished)
-	if sleeping.ename != "KeyboardInterrupt" {
+	if sleeping.errorName() != "KeyboardInterrupt" {
 		t.Errorf("interrupted cell: %s", sleeping)
 	}
 

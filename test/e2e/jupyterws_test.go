@@ -189,9 +189,7 @@ type execution struct {
 	idle bool
 	// stdout, stderr: the request's stream outputs, concatenated.
 	stdout, stderr strings.Builder
-	// result is the text/plain of its execute_result; ename the name of its error, from the
-	// iopub error message or else the reply: IPython sends no error message when formatting
-	// the traceback fails, as it sometimes does for a KeyboardInterrupt raised at line 0.
+	// result is the text/plain of its execute_result; ename the name of its iopub error.
 	result, ename string
 }
 
@@ -203,6 +201,18 @@ func (e *execution) finished() bool { return e.reply != nil && e.idle }
 func (e *execution) replied() bool { return e.reply != nil }
 
 func (e *execution) wentIdle() bool { return e.idle }
+
+// errorName is the name of the request's error as its iopub error message gives it. When
+// IPython failed to format the traceback (stack_data's NotOneValueFound, as for a
+// KeyboardInterrupt raised at line 0), it prints a fallback instead of sending that message;
+// then the reply's ename is all there is.
+func (e *execution) errorName() string {
+	if e.ename == "" && strings.Contains(e.stdout.String(), "Unexpected exception formatting exception") {
+		name, _ := e.reply["ename"].(string)
+		return name
+	}
+	return e.ename
+}
 
 // status is the reply's "status": ok, error or aborted.
 func (e *execution) status() string {
@@ -223,9 +233,6 @@ func (e *execution) add(t testing.TB, m *jupyterMsg) {
 	switch m.Channel {
 	case "shell", "control":
 		e.reply, e.replyType = content, m.Header.MsgType
-		if name, ok := content["ename"].(string); ok && e.ename == "" {
-			e.ename = name
-		}
 	case "iopub":
 		switch m.Header.MsgType {
 		case "status":

@@ -127,7 +127,7 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 	})
 	api.call(t, http.MethodPost, "api/kernels/"+id+"/interrupt", nil).want(t, http.StatusNoContent)
 	ws.await(sleeper, 30*time.Second, "the interrupted cell", (*execution).finished)
-	if sleeper.status() != "error" || sleeper.ename != "KeyboardInterrupt" {
+	if sleeper.status() != "error" || sleeper.errorName() != "KeyboardInterrupt" {
 		t.Errorf("interrupted cell: %s", sleeper)
 	}
 
