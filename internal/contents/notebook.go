@@ -37,10 +37,8 @@ const (
 	nbformatMinor = 5
 )
 
-// Limits of notebook decoding: how deep JSON may nest (Python's json stops near 1000 too) and
-// how much of an invalid instance a validation message shows, as nbformat truncates it.
+// How much of an invalid instance a validation message shows, as nbformat truncates it.
 const (
-	maxJSONDepth    = 1000
 	truncateItems   = 16
 	truncateStrings = 64
 )
