@@ -75,21 +75,3 @@ func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessag
 	s.results.put(key, msg)
 	return content, msg, nil
 }
-
-// validateStored validates a stored notebook as nbformat's reader does: after stripping
-// transient fields and repairing cell ids.
-func validateStored(data []byte, minor int) (string, error) {
-	v, err := decodeJSON(data)
-	if err != nil {
-		return "", fmt.Errorf("decode notebook: %w", err)
-	}
-	nb, ok := v.(map[string]any)
-	if !ok {
-		return "", fmt.Errorf("decode notebook: not an object")
-	}
-	if minor >= 5 {
-		normalizeIDs(nb)
-	}
-	stripTransient(nb)
-	return validateNotebook(nb)
-}
