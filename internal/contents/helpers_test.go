@@ -75,3 +75,5 @@ func wantError(t testing.TB, err, kind error, msg string) {
 }
 
 var ctx = context.Background()
+
+const emptyNotebook = "{\n \"cells\": [],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n"

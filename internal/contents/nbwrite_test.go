@@ -63,3 +63,11 @@ func unescapeSeparators(b []byte) []byte {
 	}
 	return out
 }
+
+func TestUnescapeSeparators_LeavesEscapedBackslashesAlone(t *testing.T) {
+	in := `["\u2028", "\\u2029", "\\\u2029"]`
+	want := "[\"\u2028\", \"\\\\u2029\", \"\\\\\u2029\"]"
+	if got := string(unescapeSeparators([]byte(in))); got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+}
