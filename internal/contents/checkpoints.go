@@ -65,20 +65,8 @@ func (s *Store) checkpoints(p string) ([]checkpointFile, error) {
 	dir, name := splitPath(p)
 	base, ext := splitExt(name)
 	cdir := joinPath(dir, checkpointDir)
-	d, err := s.openDir(cdir)
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fsError(p, err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fsError(p, err)
-	}
 	var list []checkpointFile
-	err = withFD(d, func(dfd int) error {
+	err := s.listDir(cdir, func(dfd int, names []string) {
 		for _, n := range names {
 			if len(n) < len(base)+1+len(ext) || !strings.HasPrefix(n, base+"-") || !strings.HasSuffix(n, ext) {
 				continue
@@ -91,15 +79,20 @@ func (s *Store) checkpoints(p string) ([]checkpointFile, error) {
 				list = append(list, checkpointFile{id: id, path: joinPath(cdir, n), made: checkpointTime(id, st.mtime)})
 			}
 		}
-		return nil
 	})
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fsError(p, err)
+	}
 	slices.SortFunc(list, func(a, b checkpointFile) int {
 		if c := a.made.Compare(b.made); c != 0 {
 			return c
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	return list, err
+	return list, nil
 }
 
 // ListCheckpoints is GET /api/contents/<path>/checkpoints, oldest first.

@@ -29,17 +29,16 @@ func (st statInfo) isRegular() bool { return st.mode&unix.S_IFMT == unix.S_IFREG
 func (st statInfo) isLink() bool    { return st.mode&unix.S_IFMT == unix.S_IFLNK }
 func (st statInfo) perm() uint32    { return st.mode & 0o7777 }
 
+// statOf makes a statInfo of the fields of a stat(2) result that syscall.Stat_t (behind an
+// fs.FileInfo) and unix.Stat_t (from fstatat) both carry under the same names; Go cannot
+// convert one type into the other, since their Timespec types differ. (Generic over those,
+// it would move every stat result to the heap.)
+func statOf(mode uint32, size int64, mtime, ctime time.Time, dev, ino uint64, uid, gid uint32) statInfo {
+	return statInfo{mode: mode, size: size, mtime: mtime.UTC(), ctime: ctime.UTC(), dev: dev, ino: ino, uid: uid, gid: gid}
+}
+
 func infoOfUnix(st *unix.Stat_t) statInfo {
-	return statInfo{
-		mode:  st.Mode,
-		size:  st.Size,
-		mtime: time.Unix(st.Mtim.Unix()).UTC(),
-		ctime: time.Unix(st.Ctim.Unix()).UTC(),
-		dev:   st.Dev,
-		ino:   st.Ino,
-		uid:   st.Uid,
-		gid:   st.Gid,
-	}
+	return statOf(st.Mode, st.Size, time.Unix(st.Mtim.Unix()), time.Unix(st.Ctim.Unix()), st.Dev, st.Ino, st.Uid, st.Gid)
 }
 
 func infoOf(fi fs.FileInfo) statInfo {
@@ -48,16 +47,7 @@ func infoOf(fi fs.FileInfo) statInfo {
 		// Every os.Root result on Linux carries a Stat_t; this keeps a zero value harmless.
 		return statInfo{mode: uint32(fi.Mode().Perm()), size: fi.Size(), mtime: fi.ModTime().UTC(), ctime: fi.ModTime().UTC()}
 	}
-	return statInfo{
-		mode:  st.Mode,
-		size:  st.Size,
-		mtime: time.Unix(st.Mtim.Unix()).UTC(),
-		ctime: time.Unix(st.Ctim.Unix()).UTC(),
-		dev:   st.Dev,
-		ino:   st.Ino,
-		uid:   st.Uid,
-		gid:   st.Gid,
-	}
+	return statOf(st.Mode, st.Size, time.Unix(st.Mtim.Unix()), time.Unix(st.Ctim.Unix()), st.Dev, st.Ino, st.Uid, st.Gid)
 }
 
 // withFD runs fn with the descriptor of f, without the side effects of f.Fd.
@@ -92,6 +82,25 @@ func accessible(dfd int, name string, mode uint32) bool {
 // openDir opens the directory at the clean API path p inside the root.
 func (s *Store) openDir(p string) (*os.File, error) {
 	return s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+}
+
+// listDir opens the directory at the clean API path dir and calls fn with its descriptor and
+// the names in it, so that fn stats entries by single names through the open directory: that
+// resolves no path again and cannot leave the directory.
+func (s *Store) listDir(dir string, fn func(dfd int, names []string)) error {
+	d, err := s.openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	return withFD(d, func(dfd int) error {
+		fn(dfd, names)
+		return nil
+	})
 }
 
 // writable reports whether the process may write the file at the clean API path p.

@@ -321,25 +321,16 @@ func (s *Store) dirModel(p string, st statInfo, content bool) (*jupyter.Contents
 	if !content {
 		return m, nil
 	}
-	d, err := s.openDir(p)
-	if err != nil {
-		return nil, fsError(p, err)
-	}
-	defer d.Close()
-	names, err := d.Readdirnames(-1)
-	if err != nil {
-		return nil, fsError(p, err)
-	}
-	slices.Sort(names)
-	entries := make([]jupyter.ContentsModel, 0, len(names))
-	err = withFD(d, func(dfd int) error {
+	var entries []jupyter.ContentsModel
+	err := s.listDir(p, func(dfd int, names []string) {
+		slices.Sort(names)
+		entries = make([]jupyter.ContentsModel, 0, len(names))
 		w := newWritability(dfd)
 		for _, name := range names {
 			if e, ok := s.entry(p, dfd, name, w); ok {
 				entries = append(entries, *e)
 			}
 		}
-		return nil
 	})
 	if err != nil {
 		return nil, fsError(p, err)
