@@ -28,8 +28,8 @@
 // Notebooks are written the way nbformat writes them (sorted keys, one-space indent, lines
 // split), validated against nbformat's schema, and saved even when invalid, with the failure
 // in the model's message. They are read by editing the stored JSON text into what
-// Jupyter's reader returns, without decoding it (see nbread.go). Reads report validation
-// failures as Jupyter's do, but validate each file version once: schema validation costs
-// about ten times the rest of a read, so its result is cached by file identity, and a save
-// fills the cache for the version it wrote.
+// Jupyter's reader returns, without decoding it (see nbread.go and package jsonspan). Reads
+// report validation failures as Jupyter's do, but validate each file version once: schema
+// validation costs far more than the rest of a read, so its result is cached by file
+// identity, and a save fills the cache for the version it wrote.
 package contents

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// encodeWithEncodingJSON is how notebooks were written before appendNotebook: the reference
-// appendNotebook must match byte for byte.
+// encodeWithEncodingJSON is nbformat.write's encoding done with encoding/json's indenting
+// encoder: the reference appendNotebook must match byte for byte.
 func encodeWithEncodingJSON(t testing.TB, v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

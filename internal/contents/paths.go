@@ -137,8 +137,8 @@ func rpartition(s, sep string) (string, string, string) {
 }
 
 // hiddenByGlob reports whether a name matches one of Jupyter's hide_globs. The globs are all
-// of the forms "name" and "*suffix", matched as such: path.Match per glob and entry was a
-// quarter of the cost of listing a directory.
+// of the forms "name" and "*suffix", matched as such rather than with path.Match, since a
+// listing checks every entry against every glob.
 func hiddenByGlob(name string) bool {
 	for _, g := range hideGlobs {
 		if suffix, ok := strings.CutPrefix(g, "*"); ok {
