@@ -31,8 +31,8 @@ func (st statInfo) perm() uint32    { return st.mode & 0o7777 }
 
 // statOf makes a statInfo of the fields of a stat(2) result that syscall.Stat_t (behind an
 // fs.FileInfo) and unix.Stat_t (from fstatat) both carry under the same names; Go cannot
-// convert one type into the other, since their Timespec types differ. (Generic over those,
-// it would move every stat result to the heap.)
+// convert one type into the other, since their Timespec types differ. It takes times rather
+// than Timespecs because a helper generic over those moves every stat result to the heap.
 func statOf(mode uint32, size int64, mtime, ctime time.Time, dev, ino uint64, uid, gid uint32) statInfo {
 	return statInfo{mode: mode, size: size, mtime: mtime.UTC(), ctime: ctime.UTC(), dev: dev, ino: ino, uid: uid, gid: gid}
 }

@@ -14,13 +14,13 @@ import (
 // lists of lines that files store back into strings, strips transient fields, repairs cell
 // ids, and Jupyter then marks every code cell trusted or not (we keep no signatures, so
 // none is). Decoding the whole document into Go values and encoding it again to do that
-// costs far more than the read itself; notebookReader instead edits the JSON text found by
-// package jsonspan, copying everything it does not change byte for byte.
+// costs many times what copying its text does; notebookReader instead edits the JSON text
+// where package jsonspan finds the values to change, and copies the rest byte for byte.
 
 // maxJSONDepth is how deep a notebook's JSON may nest; Python's json stops near 1000 too.
 const maxJSONDepth = 1000
 
-// Drop lists of writeWithout.
+// Metadata members that nbformat's reader strips as transient.
 var (
 	transientNotebookMetadata = []string{"orig_nbformat", "orig_nbformat_minor", "signature"}
 	transientCellMetadata     = []string{"trusted"}
@@ -217,7 +217,7 @@ func (r *notebookReader) writeCell(members []jsonspan.Member, newID string) {
 		case m.Key == "outputs" && code:
 			r.writeOutputs(m.Value)
 		case m.Key == "attachments":
-			r.writeObject(m.Value, func(m jsonspan.Member) { r.writeBundle(m.Value) })
+			r.writeObject(m.Value, func(a jsonspan.Member) { r.writeBundle(a.Value) })
 		case m.Key == "id" && newID != "":
 			r.out = strconv.AppendQuote(r.out, newID)
 		default:
