@@ -28,7 +28,7 @@ var (
 
 // notebookReader rewrites one notebook's JSON text into out.
 type notebookReader struct {
-	doc *jsonspan.Doc
+	doc jsonspan.Doc
 	out []byte
 }
 

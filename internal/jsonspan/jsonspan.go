@@ -37,7 +37,7 @@ type Member struct {
 	Value   Span
 }
 
-// Doc is a valid JSON document's text.
+// Doc is the text of a valid JSON document, as ParseObject returns it.
 type Doc struct {
 	b         []byte
 	maxDepth  int
@@ -48,21 +48,21 @@ type Doc struct {
 // and arrays nest at most maxDepth deep (the object itself counting as one), and returns its
 // members in the order written, repeated keys included. b must not change while the Doc is in
 // use.
-func ParseObject(b []byte, maxDepth int) (*Doc, []Member, error) {
+func ParseObject(b []byte, maxDepth int) (Doc, []Member, error) {
 	if !utf8.Valid(b) {
-		return nil, nil, ErrNotUTF8
+		return Doc{}, nil, ErrNotUTF8
 	}
-	d := &Doc{b: b, maxDepth: maxDepth}
+	d := Doc{b: b, maxDepth: maxDepth}
 	start := d.space(0)
 	if start >= len(b) || b[start] != '{' {
-		return nil, nil, ErrNotObject
+		return Doc{}, nil, ErrNotObject
 	}
 	members, end, err := d.object(start, 1, true)
 	if err != nil {
-		return nil, nil, err
+		return Doc{}, nil, err
 	}
 	if end = d.space(end); end != len(b) {
-		return nil, nil, d.syntaxError(end)
+		return Doc{}, nil, d.syntaxError(end)
 	}
 	d.validated = true
 	return d, members, nil

@@ -119,7 +119,7 @@ func TestParseObject_DepthLimitCountsTheObject(t *testing.T) {
 
 // decode rebuilds the value at s from its spans, the way encoding/json would decode it with
 // UseNumber: the fuzz target compares the two.
-func decode(t *testing.T, d *Doc, s Span) any {
+func decode(t *testing.T, d Doc, s Span) any {
 	if members, ok := d.Members(s); ok {
 		m := map[string]any{}
 		for _, e := range members {
@@ -198,7 +198,7 @@ func FuzzParseObject(f *testing.F) {
 	})
 }
 
-func mustMembers(t *testing.T, d *Doc, s Span) []Member {
+func mustMembers(t *testing.T, d Doc, s Span) []Member {
 	m, ok := d.Members(s)
 	if !ok {
 		t.Fatalf("top value %q is not an object", d.Text(s))
