@@ -1,0 +1,135 @@
+// Package agentapi is the contract between the API server and controllers on one side and
+// the nbkube agent in every kernel pod on the other: what the pod builder puts in the pod
+// (the agent's binary, environment, port and Secret keys), what the agent serves (its HTTP
+// paths, query parameters and status report, the execution states it reports) and so what
+// the agent client calls. Both sides take every name from here, so that neither can drift
+// from the other.
+//
+// It imports the standard library only: the agent is a small static binary that must not
+// carry the Kubernetes client along with the contract.
+package agentapi
+
+import "time"
+
+// BinaryName is the agent's binary: in the operator's image beside the nbkube binary, and in
+// kernel pods, which run it as their main container's command.
+const BinaryName = "nbkube-agent"
+
+// CommandInstall is the argument that makes the agent's binary (or nbkube) copy itself to a
+// destination (`nbkube-agent install DEST`): what a kernel pod's init container runs.
+const CommandInstall = "install"
+
+// Port is where the agent in a kernel pod listens: the builder sets it in EnvAgentPort and
+// names it in the pod's ports and probes, and the API server and controllers dial it at the
+// pod's IP.
+const Port = 8777
+
+// EnvPrefix starts the name of every variable of the agent's environment. A kernel's own env
+// may not set such names, and the agent does not pass them on to the kernel process.
+const EnvPrefix = "NBKUBE_"
+
+// Environment variables the builder sets in the kernel container and the agent reads.
+const (
+	// EnvKernelID names the kernel (the Kernel resource).
+	EnvKernelID = EnvPrefix + "KERNEL_ID"
+	// EnvNamespace is the kernel pod's namespace.
+	EnvNamespace = EnvPrefix + "NAMESPACE"
+	// EnvPodIP is the pod's IP, the address the agent listens on.
+	EnvPodIP = EnvPrefix + "POD_IP"
+	// EnvAgentPort is the agent's port, Port.
+	EnvAgentPort = EnvPrefix + "AGENT_PORT"
+	// EnvSecretDir is where the kernel's Secret is mounted; the agent reads SecretKeyHMAC and
+	// SecretKeyToken from the files of that name in it.
+	EnvSecretDir = EnvPrefix + "SECRET_DIR"
+	// EnvInterruptMode is the kernel spec's interrupt_mode: "signal" or "message".
+	EnvInterruptMode = EnvPrefix + "INTERRUPT_MODE"
+	// EnvTerminationLog is the container's terminationMessagePath, where the agent writes why
+	// a kernel did not start.
+	EnvTerminationLog = EnvPrefix + "TERMINATION_LOG"
+	// EnvClusterProfile names the ipyparallel cluster a kernel is attached to.
+	EnvClusterProfile = EnvPrefix + "IPCLUSTER_PROFILE"
+	// EnvClusterFile is the client connection file of that cluster (in a Secret volume).
+	EnvClusterFile = EnvPrefix + "IPCLUSTER_FILE"
+)
+
+// Keys of the kernel's Secret, which the controllers write and the agent reads from its
+// mounted files.
+const (
+	// SecretKeyHMAC holds the kernel's message-signing key.
+	SecretKeyHMAC = "key"
+	// SecretKeyToken holds the token that the agent asks of every caller but the kubelet's
+	// probes; only the API server and the controllers read it.
+	SecretKeyToken = "token"
+)
+
+// AuthScheme is the Authorization scheme that carries the agent token
+// ("Authorization: Bearer <token>"). The agent also takes Jupyter's "token" scheme.
+const AuthScheme = "Bearer"
+
+// The agent's HTTP paths. Only the probes need no token.
+const (
+	// PathHealthz (GET) answers 200 while the agent serves: the liveness probe.
+	PathHealthz = "/healthz"
+	// PathReadyz (GET) answers 200 once the kernel has answered, 503 before: the readiness
+	// probe. QueryWait with a duration holds the answer until the kernel is ready, at most
+	// that long.
+	PathReadyz = "/readyz"
+	// PathStatus (GET) reports a Status. QueryWait=WaitReady first waits until the kernel is
+	// ready, as long as the request lasts.
+	PathStatus = "/status"
+	// PathChannels (GET) is the kernel's channels WebSocket; see the Query parameters.
+	PathChannels = "/channels"
+	// PathInterrupt (POST) interrupts the running cell.
+	PathInterrupt = "/interrupt"
+	// PathRestart (POST) restarts the kernel process and answers once the new one is ready.
+	PathRestart = "/restart"
+	// PathShutdown (POST) shuts the kernel down and ends the agent.
+	PathShutdown = "/shutdown"
+)
+
+// Query parameters of the agent's paths.
+const (
+	// QueryWait holds a PathReadyz or PathStatus request; see there.
+	QueryWait = "wait"
+	// QuerySessionID names the client session of a PathChannels connection, which gets
+	// what it missed while it was away.
+	QuerySessionID = "session_id"
+	// QueryChannel makes a PathChannels connection carry one channel only (shell, iopub,
+	// stdin or control), as the older IPython interface's per-channel WebSockets do.
+	QueryChannel = "channel"
+)
+
+// WaitReady is the QueryWait value that makes PathStatus wait until the kernel is ready.
+const WaitReady = "ready"
+
+// Status is what the agent reports on its kernel (PathStatus): the live fields of the
+// kernel's model.
+type Status struct {
+	// ExecutionState is one of the Execution states.
+	ExecutionState string `json:"execution_state"`
+	// LastActivity is when the kernel last published on iopub for anything but the polls of
+	// clients and the agent (kernel_info, comm_info), which must not keep it from being culled.
+	LastActivity time.Time `json:"last_activity"`
+	// Connections counts the clients connected to the channels.
+	Connections int `json:"connections"`
+	// RestartCount counts the kernel's restarts, asked for or after it died.
+	RestartCount int `json:"restart_count"`
+	// Ready tells that the kernel has answered once.
+	Ready bool `json:"ready"`
+}
+
+// Jupyter's execution states, as a kernel's status messages and the kernel model say them.
+// The agent reports restarting while it replaces the kernel process, and dead when the kernel
+// stopped answering its heartbeat or died for good.
+const (
+	ExecutionStarting   = "starting"
+	ExecutionIdle       = "idle"
+	ExecutionBusy       = "busy"
+	ExecutionRestarting = "restarting"
+	ExecutionDead       = "dead"
+)
+
+// ErrorBody is the JSON body of the agent's refusals (409 of PathInterrupt or PathRestart).
+type ErrorBody struct {
+	Message string `json:"message"`
+}
