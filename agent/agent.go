@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -145,15 +146,6 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("kernel exited with code %d", e.Code) }
 
-// Jupyter's execution states.
-const (
-	StateStarting   = "starting"
-	StateIdle       = "idle"
-	StateBusy       = "busy"
-	StateRestarting = "restarting"
-	StateDead       = "dead"
-)
-
 // Agent bridges one kernel to its WebSocket clients.
 type Agent struct {
 	cfg        Config
@@ -208,11 +200,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if len(cfg.Argv) == 0 {
 		return errors.New("no kernel command: nbkube agent -- <argv>")
 	}
-	key, err := os.ReadFile(filepath.Join(cfg.SecretDir, "key"))
+	key, err := os.ReadFile(filepath.Join(cfg.SecretDir, agentapi.SecretKeyHMAC))
 	if err != nil {
 		return fmt.Errorf("kernel key: %w", err)
 	}
-	token, err := os.ReadFile(filepath.Join(cfg.SecretDir, "token"))
+	token, err := os.ReadFile(filepath.Join(cfg.SecretDir, agentapi.SecretKeyToken))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("agent token: %w", err)
 	}
@@ -229,7 +221,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer os.RemoveAll(dir)
 	a := &Agent{
 		cfg: cfg, key: []byte(strings.TrimSpace(string(key))), token: []byte(strings.TrimSpace(string(token))),
-		identity: newID(), session: newID(), runtimeDir: dir, state: StateStarting,
+		identity: newID(), session: newID(), runtimeDir: dir, state: agentapi.ExecutionStarting,
 		sessions: map[string]*clientSession{}, route: map[string]*clientSession{}, pending: map[string]chan *wire.Message{},
 		ready: make(chan struct{}), done: make(chan error, 1), stderrTail: &tail{max: 2048},
 	}
@@ -369,7 +361,7 @@ func (a *Agent) nudge(inc *incarnation) (requests int, err error) {
 				if !replied {
 					replied = true
 					a.mu.Lock()
-					a.state = StateIdle
+					a.state = agentapi.ExecutionIdle
 					a.mu.Unlock()
 				}
 				select {
@@ -431,14 +423,14 @@ func (a *Agent) watch(inc *incarnation) {
 	inc.close()
 	a.cfg.Log.Info("Kernel died", "kernel", a.cfg.KernelID, "status", fmt.Sprint(inc.exitErr), "ranFor", ranFor.Round(time.Millisecond))
 	if giveUp {
-		a.setState(StateDead, true)
+		a.setState(agentapi.ExecutionDead, true)
 		a.done <- exitError(inc.exitErr)
 		return
 	}
-	a.setState(StateRestarting, true)
+	a.setState(agentapi.ExecutionRestarting, true)
 	if err := a.launch(); err != nil {
 		a.cfg.Log.Error(err, "Restart after the kernel died failed")
-		a.setState(StateDead, true)
+		a.setState(agentapi.ExecutionDead, true)
 		a.done <- err
 		return
 	}
@@ -458,12 +450,12 @@ func (a *Agent) restart(ctx context.Context) error {
 	old := a.inc
 	a.inc = nil
 	a.mu.Unlock()
-	a.setState(StateRestarting, true)
+	a.setState(agentapi.ExecutionRestarting, true)
 	if old != nil {
 		a.stopIncarnation(old, true)
 	}
 	if err := a.launch(); err != nil {
-		a.setState(StateDead, true)
+		a.setState(agentapi.ExecutionDead, true)
 		a.done <- err
 		return err
 	}
@@ -518,7 +510,7 @@ func (a *Agent) stop() {
 	if inc != nil {
 		a.stopIncarnation(inc, false)
 	}
-	a.setState(StateDead, false)
+	a.setState(agentapi.ExecutionDead, false)
 	a.closeAll()
 }
 
@@ -667,7 +659,7 @@ func substitute(args []string, connFile string) []string {
 func kernelEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if !strings.HasPrefix(kv, "NBKUBE_") {
+		if !strings.HasPrefix(kv, agentapi.EnvPrefix) {
 			out = append(out, kv)
 		}
 	}

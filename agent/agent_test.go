@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -103,11 +104,11 @@ func (ra *runningAgent) request(t *testing.T, method, path string) *http.Respons
 	return resp
 }
 
-func (ra *runningAgent) status(t *testing.T, query string) Status {
+func (ra *runningAgent) status(t *testing.T, query string) agentapi.Status {
 	t.Helper()
 	resp := ra.request(t, http.MethodGet, "/status"+query)
 	defer resp.Body.Close()
-	var st Status
+	var st agentapi.Status
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status: %s", resp.Status)
 	}
@@ -366,7 +367,7 @@ func TestAgent_KernelInfoAndExecuteOverBothProtocols(t *testing.T) {
 		})
 	}
 	st := ra.status(t, "")
-	if st.ExecutionState != StateIdle || !st.Ready || st.RestartCount != 0 {
+	if st.ExecutionState != agentapi.ExecutionIdle || !st.Ready || st.RestartCount != 0 {
 		t.Errorf("status %+v", st)
 	}
 }
@@ -477,7 +478,7 @@ func TestAgent_InterruptStopsASleepingCell(t *testing.T) {
 			// Interrupting before the cell runs would hit ipykernel between requests, where
 			// it ignores SIGINT.
 			c.waitOutput(id, "sleeping", 30*time.Second)
-			if st := ra.status(t, ""); st.ExecutionState != StateBusy {
+			if st := ra.status(t, ""); st.ExecutionState != agentapi.ExecutionBusy {
 				t.Errorf("state while sleeping %q", st.ExecutionState)
 			}
 			start := time.Now()
@@ -541,7 +542,7 @@ func TestAgent_RestartKeepsClientsConnected(t *testing.T) {
 	if r.reply["ename"] != "NameError" {
 		t.Errorf("x survived the restart: %v", r.reply)
 	}
-	if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != StateIdle {
+	if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != agentapi.ExecutionIdle {
 		t.Errorf("status after restart %+v", st)
 	}
 }
@@ -553,7 +554,7 @@ func TestAgent_KernelThatDiesIsRestartedAndClientsAreTold(t *testing.T) {
 		"store_history": true, "user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true})
 	testenvEventually(t, "restarted", 30*time.Second, func() bool {
 		st := ra.status(t, "")
-		return st.RestartCount == 1 && st.ExecutionState == StateIdle
+		return st.RestartCount == 1 && st.ExecutionState == agentapi.ExecutionIdle
 	})
 	if got := c.execute("1+1").of("execute_result"); len(got) != 1 {
 		t.Error("the restarted kernel does not execute")
@@ -645,11 +646,11 @@ func TestAgent_HeartbeatReportsAFrozenKernelDead(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	testenvEventually(t, "dead", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState == StateDead })
+	testenvEventually(t, "dead", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState == agentapi.ExecutionDead })
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	testenvEventually(t, "alive again", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState != StateDead })
+	testenvEventually(t, "alive again", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState != agentapi.ExecutionDead })
 }
 
 func TestAgent_ShutdownEndsRun(t *testing.T) {

@@ -12,22 +12,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-)
 
-// Environment variables the agent reads; the kernel pod builder sets them, and a kernel's own
-// env cannot override them.
-const (
-	EnvKernelID       = "NBKUBE_KERNEL_ID"
-	EnvNamespace      = "NBKUBE_NAMESPACE"
-	EnvPodIP          = "NBKUBE_POD_IP"
-	EnvAgentPort      = "NBKUBE_AGENT_PORT"
-	EnvSecretDir      = "NBKUBE_SECRET_DIR"
-	EnvInterruptMode  = "NBKUBE_INTERRUPT_MODE"
-	EnvTerminationLog = "NBKUBE_TERMINATION_LOG"
-	// EnvClusterProfile names the ipyparallel cluster a kernel is attached to, and
-	// EnvClusterFile is the client connection file of that cluster (in the Secret volume).
-	EnvClusterProfile = "NBKUBE_IPCLUSTER_PROFILE"
-	EnvClusterFile    = "NBKUBE_IPCLUSTER_FILE"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // Main is the agent's command line (`nbkube-agent [flags] -- ARGV...`, also `nbkube agent`):
@@ -43,13 +29,13 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		return err
 	}
 	log := logr.FromSlogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.Level(-*verbosity)})).WithName("agent")
-	kernelID := getenv(EnvKernelID)
+	kernelID := getenv(agentapi.EnvKernelID)
 	if kernelID == "" {
-		return errors.New(EnvKernelID + " is not set: the agent runs in kernel pods")
+		return errors.New(agentapi.EnvKernelID + " is not set: the agent runs in kernel pods")
 	}
-	port := getenv(EnvAgentPort)
+	port := getenv(agentapi.EnvAgentPort)
 	if port == "" {
-		return errors.New(EnvAgentPort + " is not set")
+		return errors.New(agentapi.EnvAgentPort + " is not set")
 	}
 	ipythonDir := getenv("IPYTHONDIR")
 	if ipythonDir == "" {
@@ -57,17 +43,17 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 	}
 	return Run(ctx, Config{
 		KernelID:   kernelID,
-		Listen:     net.JoinHostPort(getenv(EnvPodIP), port),
-		SecretDir:  getenv(EnvSecretDir),
+		Listen:     net.JoinHostPort(getenv(agentapi.EnvPodIP), port),
+		SecretDir:  getenv(agentapi.EnvSecretDir),
 		Argv:       fs.Args(),
 		RuntimeDir: os.TempDir(),
 		StopGrace:  *grace,
 		// The kernel spec's interrupt_mode; the builder always sets it.
-		InterruptMode:     getenv(EnvInterruptMode),
+		InterruptMode:     getenv(agentapi.EnvInterruptMode),
 		StartTimeout:      *startTimeout,
 		HeartbeatInterval: *heartbeat,
-		TerminationLog:    getenv(EnvTerminationLog),
-		Cluster:           ClusterConfig{Profile: getenv(EnvClusterProfile), File: getenv(EnvClusterFile), IPythonDir: ipythonDir},
+		TerminationLog:    getenv(agentapi.EnvTerminationLog),
+		Cluster:           ClusterConfig{Profile: getenv(agentapi.EnvClusterProfile), File: getenv(agentapi.EnvClusterFile), IPythonDir: ipythonDir},
 		Log:               log,
 	})
 }

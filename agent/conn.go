@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 	"github.com/nbkube/nbkube/internal/wsbatch"
 )
@@ -57,7 +58,7 @@ type outFrame struct {
 	data []byte
 }
 
-func newConn(a *Agent, ws *websocket.Conn, only string, limits rateLimits) *conn {
+func newConn(a *Agent, ws *websocket.Conn, only string, limits agentapi.RateLimits) *conn {
 	return &conn{a: a, ws: ws, proto: ws.Subprotocol(), only: only, limiter: rateLimiter{limits: limits},
 		notify: make(chan struct{}, 1), done: make(chan struct{})}
 }

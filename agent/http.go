@@ -4,39 +4,30 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
-// Status is what GET /status reports: the kernel model's live fields.
-type Status struct {
-	ExecutionState string    `json:"execution_state"`
-	LastActivity   time.Time `json:"last_activity"`
-	Connections    int       `json:"connections"`
-	RestartCount   int       `json:"restart_count"`
-	Ready          bool      `json:"ready"`
-}
-
-// maxReadyWait bounds how long a readiness probe may be held (?wait=).
+// maxReadyWait bounds how long a readiness probe may be held (agentapi.QueryWait).
 const maxReadyWait = 30 * time.Second
 
-// handler serves the agent's endpoints. /healthz and /readyz tell nothing about the kernel
-// beyond that, so the kubelet probes them without a token; everything else needs the
-// kernel's agent token, which only the API server has.
+// handler serves the agent's endpoints. The probes tell nothing about the kernel beyond
+// that, so the kubelet probes them without a token; everything else needs the kernel's agent
+// token, which only the API server and the controllers have.
 func (a *Agent) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		// ?wait=<duration> holds the probe until the kernel answers, at most that long (and
-		// never beyond maxReadyWait): a kernel that starts within it is ready at once and
-		// without a failed probe, whose event the kubelet would write every period.
-		if d, err := time.ParseDuration(r.URL.Query().Get("wait")); err == nil && d > 0 {
+	mux.HandleFunc("GET "+agentapi.PathHealthz, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("GET "+agentapi.PathReadyz, func(w http.ResponseWriter, r *http.Request) {
+		// A wait holds the probe until the kernel answers, at most that long (and never
+		// beyond maxReadyWait): a kernel that starts within it is ready at once and without a
+		// failed probe, whose event the kubelet would write every period.
+		if d, err := time.ParseDuration(r.URL.Query().Get(agentapi.QueryWait)); err == nil && d > 0 {
 			t := time.NewTimer(min(d, maxReadyWait))
 			select {
 			case <-a.ready:
@@ -51,15 +42,15 @@ func (a *Agent) handler() http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	mux.Handle("GET /status", a.authorized(a.serveStatus))
-	mux.Handle("GET /channels", a.authorized(a.serveChannels))
-	mux.Handle("POST /interrupt", a.authorized(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET "+agentapi.PathStatus, a.authorized(a.serveStatus))
+	mux.Handle("GET "+agentapi.PathChannels, a.authorized(a.serveChannels))
+	mux.Handle("POST "+agentapi.PathInterrupt, a.authorized(func(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, a.interrupt(r.Context()))
 	}))
-	mux.Handle("POST /restart", a.authorized(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST "+agentapi.PathRestart, a.authorized(func(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, a.restart(r.Context()))
 	}))
-	mux.Handle("POST /shutdown", a.authorized(func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("POST "+agentapi.PathShutdown, a.authorized(func(w http.ResponseWriter, _ *http.Request) {
 		a.stop()
 		w.WriteHeader(http.StatusNoContent)
 		if f, ok := w.(http.Flusher); ok {
@@ -86,7 +77,7 @@ func (a *Agent) authorized(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		scheme, tok, _ := strings.Cut(auth, " ")
-		if len(a.token) == 0 || (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) ||
+		if len(a.token) == 0 || (!strings.EqualFold(scheme, agentapi.AuthScheme) && !strings.EqualFold(scheme, "token")) ||
 			subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), a.token) != 1 {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
@@ -99,17 +90,17 @@ func (a *Agent) answer(w http.ResponseWriter, err error) {
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusConflict)
-		_ = json.NewEncoder(w).Encode(map[string]string{"message": err.Error()})
+		_ = json.NewEncoder(w).Encode(agentapi.ErrorBody{Message: err.Error()})
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// serveStatus reports the kernel's state; with ?wait=ready it first waits (as long as the
-// request lasts) until the kernel has answered, so a caller learns of readiness at once
-// instead of polling.
+// serveStatus reports the kernel's state; asked to wait for readiness, it first waits (as
+// long as the request lasts) until the kernel has answered, so a caller learns of readiness
+// at once instead of polling.
 func (a *Agent) serveStatus(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("wait") == "ready" {
+	if r.URL.Query().Get(agentapi.QueryWait) == agentapi.WaitReady {
 		// A kernel that fails to start ends the agent, and with it this request.
 		select {
 		case <-a.ready:
@@ -122,7 +113,7 @@ func (a *Agent) serveStatus(w http.ResponseWriter, r *http.Request) {
 }
 
 // Status is the kernel's current state.
-func (a *Agent) Status() Status {
+func (a *Agent) Status() agentapi.Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	conns := 0
@@ -131,7 +122,7 @@ func (a *Agent) Status() Status {
 			conns++
 		}
 	}
-	return Status{ExecutionState: a.state, LastActivity: a.lastActivity.UTC(), Connections: conns,
+	return agentapi.Status{ExecutionState: a.state, LastActivity: a.lastActivity.UTC(), Connections: conns,
 		RestartCount: int(a.restarts.Load()), Ready: a.isReady()}
 }
 
@@ -143,28 +134,19 @@ var upgrader = websocket.Upgrader{
 	EnableCompression: false,
 }
 
-// serveChannels is the kernel's channels WebSocket: ?session_id= names the client session
-// (to get what it missed while away), ?channel= makes a single-channel connection of the
-// older interface, and the iopub rate limits come as Jupyter Server's setting names.
+// serveChannels is the kernel's channels WebSocket: the query names the client session (to
+// get what it missed while away), may make a single-channel connection of the older
+// interface, and carries the iopub rate limits.
 func (a *Agent) serveChannels(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	only := q.Get("channel")
+	only := q.Get(agentapi.QueryChannel)
 	switch only {
 	case "", wire.Shell, wire.IOPub, wire.Stdin, wire.Control:
 	default:
 		http.Error(w, "unknown channel", http.StatusBadRequest)
 		return
 	}
-	limits := DefaultRateLimits
-	if v, err := strconv.ParseFloat(q.Get("iopub_msg_rate_limit"), 64); err == nil && v >= 0 {
-		limits.MsgRate = v
-	}
-	if v, err := strconv.ParseFloat(q.Get("iopub_data_rate_limit"), 64); err == nil && v >= 0 {
-		limits.DataRate = v
-	}
-	if v, err := strconv.ParseFloat(q.Get("rate_limit_window"), 64); err == nil && v > 0 && v < 3600 {
-		limits.Window = time.Duration(v * float64(time.Second))
-	}
+	limits := agentapi.RateLimitsFromQuery(q, agentapi.DefaultRateLimits)
 	hw := wsbatch.NewHijacker(w)
 	ws, err := upgrader.Upgrade(hw, r, nil)
 	if err != nil {
@@ -172,7 +154,7 @@ func (a *Agent) serveChannels(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newConn(a, ws, only, limits)
 	c.batch = hw.Conn()
-	a.attach(c, q.Get("session_id"))
+	a.attach(c, q.Get(agentapi.QuerySessionID))
 	wrote := make(chan struct{})
 	go func() {
 		defer close(wrote)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -365,7 +366,7 @@ func (a *Agent) heartbeat(inc *incarnation, echoes <-chan string) {
 				a.cfg.Log.Info("Kernel answers its heartbeat again", "kernel", a.cfg.KernelID)
 				a.mu.Lock()
 				a.hbDead = false
-				a.state = StateIdle
+				a.state = agentapi.ExecutionIdle
 				a.mu.Unlock()
 			}
 			misses = 0
@@ -383,7 +384,7 @@ func (a *Agent) heartbeat(inc *incarnation, echoes <-chan string) {
 			// Reported (status, the Kernel resource), not broadcast: clients such as
 			// JupyterLab give a kernel up for good on a "dead" status, and a kernel that is
 			// only slow comes back.
-			a.setState(StateDead, false)
+			a.setState(agentapi.ExecutionDead, false)
 		}
 	}
 }

@@ -6,26 +6,15 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
-
-// rateLimits are Jupyter Server's iopub limits (ServerApp.iopub_msg_rate_limit,
-// iopub_data_rate_limit, rate_limit_window), which keep a runaway print loop from flooding
-// a browser. Zero rates disable a limit.
-type rateLimits struct {
-	MsgRate  float64
-	DataRate float64
-	Window   time.Duration
-}
-
-// DefaultRateLimits are Jupyter Server's defaults.
-var DefaultRateLimits = rateLimits{MsgRate: 1000, DataRate: 1_000_000, Window: 3 * time.Second}
 
 // rateLimiter is Jupyter Server's per-connection iopub limiter: messages (and stream bytes)
 // in a sliding window; over the limit, output is dropped with one stderr notice, and flows
 // again under 80 % of it or when the kernel goes idle.
 type rateLimiter struct {
-	limits       rateLimits
+	limits       agentapi.RateLimits
 	queue        []windowEntry
 	msgCount     int
 	byteCount    int

@@ -16,16 +16,6 @@ import (
 	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
-// RateLimits are Jupyter Server's iopub limits, applied by the agent to each connection.
-type RateLimits struct {
-	// MsgRate is iopub_msg_rate_limit (messages/s), DataRate iopub_data_rate_limit (bytes/s),
-	// Window rate_limit_window (s). Zero disables a limit.
-	MsgRate, DataRate, Window float64
-}
-
-// DefaultRateLimits are Jupyter Server's defaults.
-var DefaultRateLimits = RateLimits{MsgRate: 1000, DataRate: 1_000_000, Window: 3}
-
 // Timing of the channel proxy.
 const (
 	proxyPingPeriod = 30 * time.Second
@@ -59,7 +49,6 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 		s.abortErr(c, err)
 		return
 	}
-	limits := *s.opts.RateLimits
 	dialCtx, cancel := context.WithTimeout(c.Request.Context(), 15*time.Second)
 	defer cancel()
 	// What one read from the agent brings goes to the client in one write: the client side
@@ -70,7 +59,7 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 		SessionID:    c.Query("session_id"),
 		Channel:      only,
 		Subprotocols: websocket.Subprotocols(c.Request),
-		MsgRateLimit: limits.MsgRate, DataRateLimit: limits.DataRate, RateLimitWindow: limits.Window,
+		RateLimits:   s.opts.RateLimits,
 		WrapConn: func(nc net.Conn) net.Conn {
 			fromAgent = &wsbatch.FlushBeforeRead{Conn: nc}
 			return fromAgent

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nbkube/nbkube/agent"
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
@@ -59,7 +60,7 @@ func (k *oneKernel) Endpoint(_ context.Context, _ apiserver.User, id string) (ag
 func startAgent(t *testing.T) agentclient.Endpoint {
 	t.Helper()
 	secret := t.TempDir()
-	for name, v := range map[string]string{"key": "k3y", "token": "agent-token"} {
+	for name, v := range map[string]string{agentapi.SecretKeyHMAC: "k3y", agentapi.SecretKeyToken: "agent-token"} {
 		if err := os.WriteFile(filepath.Join(secret, name), []byte(v), 0o400); err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
 )
@@ -43,7 +44,7 @@ type Options struct {
 	Clusters ClusterService
 	// RateLimits are the iopub limits of every channels connection; Jupyter's defaults when
 	// nil.
-	RateLimits *RateLimits
+	RateLimits *agentapi.RateLimits
 	// KernelSpecs lists the kernel specs of /api/kernelspecs; none when nil.
 	KernelSpecs KernelSpecLister
 	// DefaultKernelSpec is the default kernel's name, "python3" when empty; when no spec has
@@ -104,7 +105,8 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if opts.RateLimits == nil {
-		opts.RateLimits = &DefaultRateLimits
+		limits := agentapi.DefaultRateLimits
+		opts.RateLimits = &limits
 	}
 	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New()}
 	s.engine = s.routes()

@@ -20,7 +20,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // cullPass steps the culler's clock by one interval and waits until the pass it starts is
@@ -107,12 +107,12 @@ func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
 	deleted := watchDeletions(t, ns)
 
 	now := clk.Now()
-	report := func(state string, idle time.Duration, conns int) *agentclient.Status {
-		return &agentclient.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
+	report := func(state string, idle time.Duration, conns int) *agentapi.Status {
+		return &agentapi.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
 	}
 	type kernelCase struct {
 		name, spec, ip string
-		report         *agentclient.Status
+		report         *agentapi.Status
 	}
 	running := []kernelCase{
 		{"idle", "culled", "10.30.0.1", report("idle", time.Hour, 0)},

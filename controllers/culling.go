@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // DefaultCullInterval is how often kernels are checked for culling unless told otherwise,
@@ -145,7 +145,7 @@ func (c *Culler) optionsFor(ctx context.Context, k *nbv1.Kernel) (CullingOptions
 }
 
 func (c *Culler) cullIfIdle(ctx context.Context, k *nbv1.Kernel, o CullingOptions) {
-	var st *agentclient.Status
+	var st *agentapi.Status
 	if !kernelFailed(k) && k.Status.PodIP != "" && meta.IsStatusConditionTrue(k.Status.Conditions, nbv1.ConditionReady) {
 		s, err := c.agentStatus(ctx, k)
 		if err != nil {
@@ -163,10 +163,10 @@ func (c *Culler) cullIfIdle(ctx context.Context, k *nbv1.Kernel, o CullingOption
 	c.cull(ctx, k, v, now)
 }
 
-func (c *Culler) agentStatus(ctx context.Context, k *nbv1.Kernel) (agentclient.Status, error) {
+func (c *Culler) agentStatus(ctx context.Context, k *nbv1.Kernel) (agentapi.Status, error) {
 	secret := &corev1.Secret{}
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(k), secret); err != nil {
-		return agentclient.Status{}, fmt.Errorf("get kernel secret: %w", err)
+		return agentapi.Status{}, fmt.Errorf("get kernel secret: %w", err)
 	}
 	return askAgent(ctx, c.Agents, agentEndpoint(k.Status.PodIP, secret))
 }
@@ -184,7 +184,7 @@ type verdict struct {
 // culled: when it is dead (it failed, or its agent says so), or when it has been inactive
 // for longer than the idle timeout and is neither busy nor connected to (unless the options
 // cull those too). st is the agent's report just now, nil when the agent was not asked.
-func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentclient.Status, now time.Time) (verdict, bool) {
+func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time.Time) (verdict, bool) {
 	if o.IdleTimeout <= 0 {
 		return verdict{}, false
 	}

@@ -10,15 +10,15 @@ import (
 	"k8s.io/utils/ptr"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 func TestCullVerdict(t *testing.T) {
 	now := time.Date(2026, 3, 4, 12, 0, 0, 0, time.UTC)
 	created := metav1.NewTime(now.Add(-24 * time.Hour))
 	on := CullingOptions{IdleTimeout: time.Hour}
-	report := func(state string, idle time.Duration, conns int) *agentclient.Status {
-		return &agentclient.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
+	report := func(state string, idle time.Duration, conns int) *agentapi.Status {
+		return &agentapi.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
 	}
 	failed := []metav1.Condition{{Type: nbv1.ConditionFailed, Status: metav1.ConditionTrue, Reason: "OOMKilled", Message: "container kernel exited with code 137"}}
 	tests := []struct {
@@ -26,7 +26,7 @@ func TestCullVerdict(t *testing.T) {
 		opts       CullingOptions
 		conditions []metav1.Condition
 		created    *metav1.Time
-		report     *agentclient.Status
+		report     *agentapi.Status
 		wantReason string // "" when the kernel stays
 		wantInMsg  string
 	}{
@@ -47,9 +47,9 @@ func TestCullVerdict(t *testing.T) {
 		{name: "failed kernel without a report", opts: on, conditions: failed, wantReason: ReasonKernelDead, wantInMsg: "dead (OOMKilled: container kernel exited with code 137)"},
 		{name: "no report, nothing known", opts: on},
 		{name: "no last activity counts from creation", opts: on, created: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute))),
-			report: &agentclient.Status{ExecutionState: "idle"}},
+			report: &agentapi.Status{ExecutionState: "idle"}},
 		{name: "no last activity, created long ago", opts: on, created: ptr.To(metav1.NewTime(now.Add(-90 * time.Minute))),
-			report: &agentclient.Status{ExecutionState: "idle"}, wantReason: ReasonIdleTimeout, wantInMsg: "inactive for 1h30m0s"},
+			report: &agentapi.Status{ExecutionState: "idle"}, wantReason: ReasonIdleTimeout, wantInMsg: "inactive for 1h30m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 )
@@ -50,7 +51,7 @@ type KernelReconciler struct {
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
 type AgentStatus interface {
-	Status(ctx context.Context, e agentclient.Endpoint) (agentclient.Status, error)
+	Status(ctx context.Context, e agentclient.Endpoint) (agentapi.Status, error)
 }
 
 const (
@@ -238,10 +239,10 @@ func (r *KernelReconciler) reconcileAgent(ctx context.Context, _ *nbv1.Kernel, o
 
 // agentEndpoint is where a kernel's agent listens, with the token of the kernel's Secret.
 func agentEndpoint(podIP string, secret *corev1.Secret) agentclient.Endpoint {
-	return agentclient.Endpoint{Host: podIP, Port: builder.AgentPort, Token: string(secret.Data[builder.SecretKeyToken])}
+	return agentclient.Endpoint{Host: podIP, Port: agentapi.Port, Token: string(secret.Data[agentapi.SecretKeyToken])}
 }
 
-func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (agentclient.Status, error) {
+func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (agentapi.Status, error) {
 	ctx, cancel := context.WithTimeout(ctx, agentStatusTimeout)
 	defer cancel()
 	return agents.Status(ctx, e)

@@ -20,7 +20,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -85,10 +85,10 @@ func TestKernel_CreatesSecretAndPodAndReportsReadiness(t *testing.T) {
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k1"}}
 	eventually(t, "kernel secret", func() error { return get(secret) })
-	if key, err := hex.DecodeString(string(secret.Data[builder.SecretKeyHMAC])); err != nil || len(key) != 32 {
-		t.Errorf("HMAC key %q is not 32 random bytes in hex", secret.Data[builder.SecretKeyHMAC])
+	if key, err := hex.DecodeString(string(secret.Data[agentapi.SecretKeyHMAC])); err != nil || len(key) != 32 {
+		t.Errorf("HMAC key %q is not 32 random bytes in hex", secret.Data[agentapi.SecretKeyHMAC])
 	}
-	if len(secret.Data[builder.SecretKeyToken]) < 40 || !*secret.Immutable || !metav1.IsControlledBy(secret, k) {
+	if len(secret.Data[agentapi.SecretKeyToken]) < 40 || !*secret.Immutable || !metav1.IsControlledBy(secret, k) {
 		t.Errorf("secret %+v", secret)
 	}
 
@@ -374,7 +374,7 @@ func TestKernel_StatusFollowsTheAgent(t *testing.T) {
 	create(t, kernelSpec(ns, "python3"), k)
 	const ip = "10.20.0.1"
 	active := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
-	agents.report(ip, &agentclient.Status{ExecutionState: "busy", LastActivity: active.Add(250 * time.Millisecond), Connections: 2, RestartCount: 1, Ready: true})
+	agents.report(ip, &agentapi.Status{ExecutionState: "busy", LastActivity: active.Add(250 * time.Millisecond), Connections: 2, RestartCount: 1, Ready: true})
 	runningKernel(t, k, ip)
 	eventually(t, "the agent's report in the status", func() error {
 		if err := get(k); err != nil {
@@ -390,12 +390,12 @@ func TestKernel_StatusFollowsTheAgent(t *testing.T) {
 	if err := get(secret); err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := agents.lastAsked(ip); e.Token != string(secret.Data[builder.SecretKeyToken]) || e.Port != builder.AgentPort {
+	if e, _ := agents.lastAsked(ip); e.Token != string(secret.Data[agentapi.SecretKeyToken]) || e.Port != agentapi.Port {
 		t.Errorf("agent asked at port %d with a token that is not the kernel's", e.Port)
 	}
 
 	// Reports keep coming at the status interval; the last activity never moves back.
-	agents.report(ip, &agentclient.Status{ExecutionState: "idle", LastActivity: active.Add(-time.Hour), Ready: true})
+	agents.report(ip, &agentapi.Status{ExecutionState: "idle", LastActivity: active.Add(-time.Hour), Ready: true})
 	eventually(t, "the next report", func() error {
 		if err := get(k); err != nil {
 			return err
@@ -455,7 +455,7 @@ func TestKernel_StatusWriteLostToAStaleCacheIsWrittenOntoTheLiveKernelAtOnce(t *
 	// give, so its status differs from the live one and its first write conflicts.
 	report := &agentDouble{}
 	active := time.Now().UTC().Add(-time.Minute).Truncate(time.Second)
-	report.report(ip, &agentclient.Status{ExecutionState: "busy", LastActivity: active, Connections: 3, Ready: true})
+	report.report(ip, &agentapi.Status{ExecutionState: "busy", LastActivity: active, Connections: 3, Ready: true})
 	r := &controllers.KernelReconciler{
 		Client: staleKernels{Client: k8sClient, kernel: stale}, APIReader: k8sClient,
 		Recorder: events.NewFakeRecorder(10), Clock: clk, Rand: rand.Reader, Options: opts,

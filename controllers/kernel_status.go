@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // Reasons of the Kernel conditions (besides the container waiting and termination reasons of
@@ -80,7 +80,7 @@ type kernelObservation struct {
 	running bool
 	// agent is what the kernel's agent reported just now; nil when it was not asked or did
 	// not answer.
-	agent *agentclient.Status
+	agent *agentapi.Status
 }
 
 // kernelStatus computes the status for what was observed. It is pure so that every pod state
@@ -133,7 +133,7 @@ var knownStates = map[nbv1.ExecutionState]bool{
 // applyAgentReport puts the agent's report into the status. The last activity is kept to
 // the second the API stores (so that an unchanged one is not written again) and only moves
 // forward: a report from a new pod on a node whose clock lags does not take it back.
-func applyAgentReport(st *nbv1.KernelStatus, rep agentclient.Status) {
+func applyAgentReport(st *nbv1.KernelStatus, rep agentapi.Status) {
 	if s := nbv1.ExecutionState(rep.ExecutionState); knownStates[s] {
 		st.ExecutionState = s
 	}

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 func TestKernelStatus_FromPodStates(t *testing.T) {
@@ -149,17 +149,17 @@ func TestKernelStatus_AgentReport(t *testing.T) {
 		name   string
 		prior  nbv1.KernelStatus
 		pod    *corev1.Pod
-		report *agentclient.Status
+		report *agentapi.Status
 		want   nbv1.KernelStatus // only the fields the agent reports are compared
 	}{
 		{"first report", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle}, ready,
-			&agentclient.Status{ExecutionState: "busy", LastActivity: t1.Add(123 * time.Millisecond), Connections: 2, RestartCount: 1},
+			&agentapi.Status{ExecutionState: "busy", LastActivity: t1.Add(123 * time.Millisecond), Connections: 2, RestartCount: 1},
 			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 2, RestartCount: 1}},
 		{"last activity only moves forward", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 2}, ready,
-			&agentclient.Status{ExecutionState: "idle", LastActivity: t1.Add(-time.Minute)},
+			&agentapi.Status{ExecutionState: "idle", LastActivity: t1.Add(-time.Minute)},
 			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1)}},
 		{"a state the schema does not know is ignored", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1)}, ready,
-			&agentclient.Status{ExecutionState: "pondering", LastActivity: t1.Add(time.Minute)},
+			&agentapi.Status{ExecutionState: "pondering", LastActivity: t1.Add(time.Minute)},
 			nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, LastActivity: at(t1.Add(time.Minute))}},
 		{"an unanswered poll keeps the last report", nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 1, RestartCount: 3}, ready,
 			nil, nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateBusy, LastActivity: at(t1), Connections: 1, RestartCount: 3}},

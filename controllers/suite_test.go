@@ -25,6 +25,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -162,12 +163,12 @@ func update[T client.Object](t *testing.T, o T, mutate func(T)) {
 // is unreachable. It remembers the token and port each IP was asked with.
 type agentDouble struct {
 	mu      sync.Mutex
-	reports map[string]agentclient.Status
+	reports map[string]agentapi.Status
 	asked   map[string]agentclient.Endpoint
 	calls   map[string]int
 }
 
-func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentclient.Status, error) {
+func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentapi.Status, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.asked == nil {
@@ -183,11 +184,11 @@ func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentcl
 }
 
 // report sets what the agent at ip answers; nil makes it unreachable.
-func (a *agentDouble) report(ip string, st *agentclient.Status) {
+func (a *agentDouble) report(ip string, st *agentapi.Status) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reports == nil {
-		a.reports = map[string]agentclient.Status{}
+		a.reports = map[string]agentapi.Status{}
 	}
 	if st == nil {
 		delete(a.reports, ip)

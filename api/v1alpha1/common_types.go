@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "github.com/nbkube/nbkube/internal/agentapi"
+
 // Owner is the user a resource belongs to: the identity of the Jupyter API request that
 // created it, or whatever an admin sets. Users see and touch only their own resources.
 // +kubebuilder:validation:MinLength=1
@@ -12,11 +14,11 @@ type ExecutionState string
 
 // The execution states Jupyter clients know.
 const (
-	ExecutionStateStarting   ExecutionState = "starting"
-	ExecutionStateIdle       ExecutionState = "idle"
-	ExecutionStateBusy       ExecutionState = "busy"
-	ExecutionStateRestarting ExecutionState = "restarting"
-	ExecutionStateDead       ExecutionState = "dead"
+	ExecutionStateStarting   ExecutionState = agentapi.ExecutionStarting
+	ExecutionStateIdle       ExecutionState = agentapi.ExecutionIdle
+	ExecutionStateBusy       ExecutionState = agentapi.ExecutionBusy
+	ExecutionStateRestarting ExecutionState = agentapi.ExecutionRestarting
+	ExecutionStateDead       ExecutionState = agentapi.ExecutionDead
 )
 
 // Condition types shared by the kinds.

@@ -17,18 +17,19 @@ import (
 	"syscall"
 
 	"github.com/nbkube/nbkube/agent"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 func main() {
 	// `nbkube-agent install DEST` is the kernel pod's init container: it puts this binary
 	// into the pod's emptyDir.
-	if len(os.Args) == 3 && os.Args[1] == "install" {
+	if len(os.Args) == 3 && os.Args[1] == agentapi.CommandInstall {
 		self, err := os.Executable()
 		if err == nil {
 			err = agent.Install(self, os.Args[2])
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "nbkube-agent: %v\n", err)
+			fmt.Fprintf(os.Stderr, "%s: %v\n", agentapi.BinaryName, err)
 			os.Exit(1)
 		}
 		return
@@ -40,7 +41,7 @@ func main() {
 		runtime.GOMAXPROCS(1)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	err := agent.Main(ctx, "nbkube-agent", os.Args[1:], os.Getenv, os.Stderr)
+	err := agent.Main(ctx, agentapi.BinaryName, os.Args[1:], os.Getenv, os.Stderr)
 	stop()
 	var exit *agent.ExitError
 	switch {
@@ -50,7 +51,7 @@ func main() {
 	case errors.Is(err, flag.ErrHelp):
 		os.Exit(2)
 	default:
-		fmt.Fprintf(os.Stderr, "nbkube-agent: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", agentapi.BinaryName, err)
 		os.Exit(1)
 	}
 }

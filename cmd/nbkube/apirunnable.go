@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
@@ -47,7 +48,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
 		KernelSpecs:       &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
 		DefaultKernelSpec: f.defaultKernel,
-		RateLimits:        &apiserver.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow.Seconds()},
+		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,
 		Version:           version,
 		Log:               ctrl.Log.WithName("apiserver"),

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/contents"
 )
 
@@ -37,9 +38,9 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
 	fs.BoolVar(&f.deleteNonEmpty, "delete-non-empty-dirs", false, "let DELETE remove directories with contents (there is no trash: deletion is final)")
 	fs.DurationVar(&f.kernelStartTimeout, "kernel-start-timeout", 5*time.Minute, "how long a kernel start may take (image pulls included) before it fails")
-	fs.Float64Var(&f.iopubMsgRate, "iopub-msg-rate-limit", apiserver.DefaultRateLimits.MsgRate, "iopub messages per second a client gets before output is dropped (0: no limit), Jupyter's iopub_msg_rate_limit")
-	fs.Float64Var(&f.iopubDataRate, "iopub-data-rate-limit", apiserver.DefaultRateLimits.DataRate, "stream output bytes per second a client gets before output is dropped (0: no limit), Jupyter's iopub_data_rate_limit")
-	fs.DurationVar(&f.rateLimitWindow, "rate-limit-window", time.Duration(apiserver.DefaultRateLimits.Window*float64(time.Second)), "time window of the iopub rate limits, Jupyter's rate_limit_window")
+	fs.Float64Var(&f.iopubMsgRate, "iopub-msg-rate-limit", agentapi.DefaultRateLimits.MsgRate, "iopub messages per second a client gets before output is dropped (0: no limit), Jupyter's iopub_msg_rate_limit")
+	fs.Float64Var(&f.iopubDataRate, "iopub-data-rate-limit", agentapi.DefaultRateLimits.DataRate, "stream output bytes per second a client gets before output is dropped (0: no limit), Jupyter's iopub_data_rate_limit")
+	fs.DurationVar(&f.rateLimitWindow, "rate-limit-window", agentapi.DefaultRateLimits.Window, "time window of the iopub rate limits, Jupyter's rate_limit_window")
 }
 
 // resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without

@@ -16,21 +16,15 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-)
 
-// Status is the agent's report on its kernel (GET /status).
-type Status struct {
-	ExecutionState string    `json:"execution_state"`
-	LastActivity   time.Time `json:"last_activity"`
-	Connections    int       `json:"connections"`
-	RestartCount   int       `json:"restart_count"`
-	Ready          bool      `json:"ready"`
-}
+	"github.com/nbkube/nbkube/internal/agentapi"
+)
 
 // Endpoint is where a kernel's agent listens and the token it wants.
 type Endpoint struct {
 	// Host is the pod IP.
 	Host string
+	// Port is agentapi.Port but where a test runs an agent of its own.
 	Port int
 	// Token is the kernel's agent token; it never goes into logs or errors.
 	Token string
@@ -39,6 +33,9 @@ type Endpoint struct {
 func (e Endpoint) url(scheme, path string) string {
 	return scheme + "://" + net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) + path
 }
+
+// authorization is the Authorization header that carries the token.
+func (e Endpoint) authorization() string { return agentapi.AuthScheme + " " + e.Token }
 
 // Client calls agents. The zero value is not usable: use New.
 type Client struct {
@@ -77,7 +74,7 @@ func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out an
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+e.Token)
+	req.Header.Set("Authorization", e.authorization())
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The URL holds no secret; the token is in a header.
@@ -89,7 +86,7 @@ func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out an
 		return fmt.Errorf("agent %s %s: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		var m struct{ Message string }
+		var m agentapi.ErrorBody
 		if json.Unmarshal(body, &m) != nil || m.Message == "" {
 			m.Message = http.StatusText(resp.StatusCode)
 		}
@@ -104,31 +101,31 @@ func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out an
 }
 
 // Status reports the kernel's state.
-func (c *Client) Status(ctx context.Context, e Endpoint) (Status, error) {
-	var st Status
-	return st, c.do(ctx, e, http.MethodGet, "/status", &st)
+func (c *Client) Status(ctx context.Context, e Endpoint) (agentapi.Status, error) {
+	var st agentapi.Status
+	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus, &st)
 }
 
 // WaitReady waits (as long as ctx allows) until the kernel has answered kernel_info; the
 // agent holds the request open, so readiness is learnt at once without polling.
-func (c *Client) WaitReady(ctx context.Context, e Endpoint) (Status, error) {
-	var st Status
-	return st, c.do(ctx, e, http.MethodGet, "/status?wait=ready", &st)
+func (c *Client) WaitReady(ctx context.Context, e Endpoint) (agentapi.Status, error) {
+	var st agentapi.Status
+	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus+"?"+agentapi.QueryWait+"="+agentapi.WaitReady, &st)
 }
 
 // Interrupt interrupts the kernel's running cell.
 func (c *Client) Interrupt(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, "/interrupt", nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathInterrupt, nil)
 }
 
 // Restart restarts the kernel process in place and returns once the new one answers.
 func (c *Client) Restart(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, "/restart", nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathRestart, nil)
 }
 
 // Shutdown shuts the kernel down and returns once its process has exited.
 func (c *Client) Shutdown(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, "/shutdown", nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathShutdown, nil)
 }
 
 // ChannelOptions shape one channels connection.
@@ -139,8 +136,9 @@ type ChannelOptions struct {
 	Channel string
 	// Subprotocols are offered to the agent as the client offered them.
 	Subprotocols []string
-	// Iopub rate limits, Jupyter Server's settings; negative means the agent's default.
-	MsgRateLimit, DataRateLimit, RateLimitWindow float64
+	// RateLimits are the connection's iopub limits; the agent's defaults when nil, and for
+	// a negative value.
+	RateLimits *agentapi.RateLimits
 	// WrapConn, when set, wraps the network connection under the WebSocket.
 	WrapConn func(net.Conn) net.Conn
 }
@@ -152,15 +150,13 @@ var ErrUnreachable = errors.New("the kernel's agent cannot be reached")
 func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions) (*websocket.Conn, error) {
 	q := url.Values{}
 	if o.SessionID != "" {
-		q.Set("session_id", o.SessionID)
+		q.Set(agentapi.QuerySessionID, o.SessionID)
 	}
 	if o.Channel != "" {
-		q.Set("channel", o.Channel)
+		q.Set(agentapi.QueryChannel, o.Channel)
 	}
-	for name, v := range map[string]float64{"iopub_msg_rate_limit": o.MsgRateLimit, "iopub_data_rate_limit": o.DataRateLimit, "rate_limit_window": o.RateLimitWindow} {
-		if v >= 0 {
-			q.Set(name, strconv.FormatFloat(v, 'g', -1, 64))
-		}
+	if o.RateLimits != nil {
+		o.RateLimits.SetQuery(q)
 	}
 	d := *c.ws
 	d.Subprotocols = o.Subprotocols
@@ -174,7 +170,7 @@ func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions)
 			return o.WrapConn(nc), nil
 		}
 	}
-	ws, resp, err := d.DialContext(ctx, e.url("ws", "/channels")+"?"+q.Encode(), http.Header{"Authorization": {"Bearer " + e.Token}})
+	ws, resp, err := d.DialContext(ctx, e.url("ws", agentapi.PathChannels)+"?"+q.Encode(), http.Header{"Authorization": {e.authorization()}})
 	if err != nil {
 		if resp != nil {
 			return nil, &Error{Status: resp.StatusCode, Message: "channels handshake refused"}

@@ -12,24 +12,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/nbkube/nbkube/agent"
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
-// The shape of a kernel pod, shared with the agent that runs inside it.
+// The shape of a kernel pod; what the agent inside reads of it is in agentapi.
 const (
-	// AgentPort is where the agent in a kernel pod serves the kernel's channels and health.
-	AgentPort = 8777
-	// AgentPortName names AgentPort in the pod spec.
+	// AgentPortName names agentapi.Port in the pod spec.
 	AgentPortName = "agent"
 	// AgentBinDir is the emptyDir the init container copies the nbkube binary into.
 	AgentBinDir = "/opt/nbkube/bin"
 	// SecretDir is where the kernel's Secret is mounted.
 	SecretDir = "/var/run/nbkube/kernel"
-	// SecretKeyHMAC is the Secret key of the kernel's message-signing key.
-	SecretKeyHMAC = "key"
-	// SecretKeyToken is the Secret key of the token the API server uses with the agent.
-	SecretKeyToken = "token"
 	// HomeDir is the kernel's HOME, writable while the root filesystem is not.
 	HomeDir = "/home/jovyan"
 	// ContentsDir is where the contents volume is mounted: the notebooks, the kernel's
@@ -44,25 +38,13 @@ const (
 	ComponentKernel = "kernel"
 )
 
-// Environment variables the agent reads; a kernel's own env cannot override them.
-const (
-	EnvKernelID      = agent.EnvKernelID
-	EnvNamespace     = agent.EnvNamespace
-	EnvPodIP         = agent.EnvPodIP
-	EnvAgentPort     = agent.EnvAgentPort
-	EnvSecretDir     = agent.EnvSecretDir
-	EnvInterruptMode = agent.EnvInterruptMode
-	// EnvTerminationLog is where the agent writes why a kernel did not start.
-	EnvTerminationLog = agent.EnvTerminationLog
-)
-
 // TerminationLog is the kernel container's terminationMessagePath: in the writable /tmp,
 // where the local node finds it too.
 const TerminationLog = "/tmp/termination-log"
 
 // AgentBinary is the path of the agent in kernel pods: the small nbkube-agent binary, which
 // `nbkube install` copies from beside the nbkube binary of the operator's image.
-var AgentBinary = path.Join(AgentBinDir, "nbkube-agent")
+var AgentBinary = path.Join(AgentBinDir, agentapi.BinaryName)
 
 // KernelLabels are the labels of a kernel's pod and secret.
 func KernelLabels(k *nbv1.Kernel) map[string]string {
@@ -81,7 +63,7 @@ func KernelSecret(k *nbv1.Kernel, hmacKey, agentToken string) *corev1.Secret {
 		ObjectMeta: objectMeta(k, kernelGVK, k.Name, KernelLabels(k)),
 		Type:       corev1.SecretTypeOpaque,
 		Immutable:  ptr.To(true),
-		StringData: map[string]string{SecretKeyHMAC: hmacKey, SecretKeyToken: agentToken},
+		StringData: map[string]string{agentapi.SecretKeyHMAC: hmacKey, agentapi.SecretKeyToken: agentToken},
 	}
 }
 
@@ -115,7 +97,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Name:            InstallAgentContainer,
 				Image:           o.AgentImage,
 				ImagePullPolicy: o.ImagePullPolicy,
-				Command:         []string{o.AgentBinary, "install", AgentBinary},
+				Command:         []string{o.AgentBinary, agentapi.CommandInstall, AgentBinary},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentBinDir}},
 				SecurityContext: restrictedContainer(),
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -131,7 +113,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Args:            slices.Clone(spec.Spec.Argv),
 				WorkingDir:      workDir,
 				Env:             kernelEnv(k, spec, interrupt),
-				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: AgentPort, Protocol: corev1.ProtocolTCP}},
+				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
 				Resources:       *spec.Spec.Resources.DeepCopy(),
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true},
@@ -148,7 +130,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				// a connection and a request for the node and the agent, and nothing waits on
 				// them (the API server asks the agent itself).
 				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz?wait=25s", Port: intstr.FromString(AgentPortName)}},
+					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathReadyz + "?" + agentapi.QueryWait + "=25s", Port: intstr.FromString(AgentPortName)}},
 					InitialDelaySeconds: 1,
 					PeriodSeconds:       10,
 					TimeoutSeconds:      30,
@@ -157,7 +139,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
 				// fails and the kernel is reported dead instead of hanging forever.
 				LivenessProbe: &corev1.Probe{
-					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString(AgentPortName)}},
+					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathHealthz, Port: intstr.FromString(AgentPortName)}},
 					// The agent listens within milliseconds, but a probe at the very start
 					// would fail and leave a misleading warning event.
 					InitialDelaySeconds: 5,
@@ -204,7 +186,7 @@ func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMo
 	maps.Copy(user, k.Spec.Env)
 	env := make([]corev1.EnvVar, 0, len(user)+8)
 	for _, name := range slices.Sorted(maps.Keys(user)) {
-		if strings.HasPrefix(name, "NBKUBE_") || name == "HOME" {
+		if strings.HasPrefix(name, agentapi.EnvPrefix) || name == "HOME" {
 			continue
 		}
 		env = append(env, corev1.EnvVar{Name: name, Value: user[name]})
@@ -214,13 +196,13 @@ func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMo
 	}
 	return append(env,
 		corev1.EnvVar{Name: "HOME", Value: HomeDir},
-		corev1.EnvVar{Name: EnvKernelID, Value: k.Name},
-		field(EnvNamespace, "metadata.namespace"),
-		field(EnvPodIP, "status.podIP"),
-		corev1.EnvVar{Name: EnvAgentPort, Value: strconv.Itoa(AgentPort)},
-		corev1.EnvVar{Name: EnvSecretDir, Value: SecretDir},
-		corev1.EnvVar{Name: EnvInterruptMode, Value: string(interrupt)},
-		corev1.EnvVar{Name: EnvTerminationLog, Value: TerminationLog},
+		corev1.EnvVar{Name: agentapi.EnvKernelID, Value: k.Name},
+		field(agentapi.EnvNamespace, "metadata.namespace"),
+		field(agentapi.EnvPodIP, "status.podIP"),
+		corev1.EnvVar{Name: agentapi.EnvAgentPort, Value: strconv.Itoa(agentapi.Port)},
+		corev1.EnvVar{Name: agentapi.EnvSecretDir, Value: SecretDir},
+		corev1.EnvVar{Name: agentapi.EnvInterruptMode, Value: string(interrupt)},
+		corev1.EnvVar{Name: agentapi.EnvTerminationLog, Value: TerminationLog},
 	)
 }
 
@@ -233,8 +215,8 @@ func attachCluster(pod *corev1.Pod, cluster string) {
 	}
 	c := &pod.Spec.Containers[0]
 	c.Env = append(c.Env,
-		corev1.EnvVar{Name: agent.EnvClusterProfile, Value: cluster},
-		corev1.EnvVar{Name: agent.EnvClusterFile, Value: KernelClusterDir + "/" + ClusterClientFile})
+		corev1.EnvVar{Name: agentapi.EnvClusterProfile, Value: cluster},
+		corev1.EnvVar{Name: agentapi.EnvClusterFile, Value: KernelClusterDir + "/" + ClusterClientFile})
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ipcluster", MountPath: KernelClusterDir, ReadOnly: true})
 	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ipcluster", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 		SecretName:  ClusterSecretNameOf(cluster),

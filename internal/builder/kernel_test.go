@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 func testKernel(mod func(*nbv1.Kernel)) *nbv1.Kernel {
@@ -97,7 +98,7 @@ func TestKernelPod_Shape(t *testing.T) {
 			if d := cmp.Diff(tc.spec.Spec.Argv, main.Args); d != "" {
 				t.Errorf("args (-want +got):\n%s", d)
 			}
-			if got := envMap(main.Env)[EnvInterruptMode]; got != tc.interrupt {
+			if got := envMap(main.Env)[agentapi.EnvInterruptMode]; got != tc.interrupt {
 				t.Errorf("interrupt mode %q, want %q", got, tc.interrupt)
 			}
 			init := pod.Spec.InitContainers[0]
@@ -195,14 +196,14 @@ func TestKernelPod_EnvLayersAndReservedNames(t *testing.T) {
 	env := KernelPod(kernel, spec, DefaultOptions()).Spec.Containers[0].Env
 	want := map[string]string{
 		"A": "spec", "B": "kernel", "C": "kernel",
-		"HOME":            HomeDir,
-		EnvKernelID:       "k1",
-		EnvNamespace:      "from:metadata.namespace",
-		EnvPodIP:          "from:status.podIP",
-		EnvAgentPort:      "8777",
-		EnvSecretDir:      SecretDir,
-		EnvInterruptMode:  "signal",
-		EnvTerminationLog: TerminationLog,
+		"HOME":                     HomeDir,
+		agentapi.EnvKernelID:       "k1",
+		agentapi.EnvNamespace:      "from:metadata.namespace",
+		agentapi.EnvPodIP:          "from:status.podIP",
+		agentapi.EnvAgentPort:      "8777",
+		agentapi.EnvSecretDir:      SecretDir,
+		agentapi.EnvInterruptMode:  "signal",
+		agentapi.EnvTerminationLog: TerminationLog,
 	}
 	if d := cmp.Diff(want, envMap(env)); d != "" {
 		t.Errorf("env (-want +got):\n%s", d)
@@ -228,7 +229,7 @@ func TestKernelPod_ResourcesFromSpecAreCopied(t *testing.T) {
 
 func TestKernelSecret_IsImmutableAndOwned(t *testing.T) {
 	s := KernelSecret(testKernel(nil), "hmac", "tok")
-	if !*s.Immutable || s.StringData[SecretKeyHMAC] != "hmac" || s.StringData[SecretKeyToken] != "tok" {
+	if !*s.Immutable || s.StringData[agentapi.SecretKeyHMAC] != "hmac" || s.StringData[agentapi.SecretKeyToken] != "tok" {
 		t.Errorf("secret %+v", s)
 	}
 	if s.Name != "k1" || s.OwnerReferences[0].UID != "uid-k1" || !*s.OwnerReferences[0].Controller {

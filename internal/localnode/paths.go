@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // selfName is the base name of a command that means "the nbkube binary": pods built for the
@@ -15,7 +17,7 @@ import (
 const selfName = "nbkube"
 
 // agentName is the kernel agent's binary in the nbkube image, found beside the nbkube binary.
-const agentName = "nbkube-agent"
+const agentName = agentapi.BinaryName
 
 // mount is one volumeMount of a container: the path the container expects and the host path
 // behind it.

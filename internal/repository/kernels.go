@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
-	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -263,7 +263,7 @@ func (k *Kernels) endpoint(ctx context.Context, kn *nbv1.Kernel) (agentclient.En
 	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: kn.Name}, secret); err != nil {
 		return agentclient.Endpoint{}, fmt.Errorf("get kernel secret: %w", err)
 	}
-	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: builder.AgentPort, Token: string(secret.Data[builder.SecretKeyToken])}, nil
+	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: agentapi.Port, Token: string(secret.Data[agentapi.SecretKeyToken])}, nil
 }
 
 // Endpoint is where the user's kernel's agent listens.

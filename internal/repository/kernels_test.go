@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
-	"github.com/nbkube/nbkube/internal/builder"
 )
 
 // A pod has its address before its agent listens. WaitReady asks the agent again after a
@@ -29,7 +29,7 @@ import (
 func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	// An address of its own on the loopback network, for the agent's fixed port.
 	host := fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(250), 1+rand.IntN(250))
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(builder.AgentPort)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(agentapi.Port)))
 	if err != nil {
 		t.Skipf("cannot listen on %s: %v", host, err)
 	}
@@ -67,7 +67,7 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	kernel := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"}}
 	kernel.Status.PodIP = host
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"},
-		Data: map[string][]byte{builder.SecretKeyToken: []byte("agent-token")}}
+		Data: map[string][]byte{agentapi.SecretKeyToken: []byte("agent-token")}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kernel, secret).WithStatusSubresource(kernel).Build()
 	if err := c.Status().Update(context.Background(), kernel); err != nil {
 		t.Fatal(err)
