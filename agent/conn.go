@@ -64,10 +64,11 @@ func newConn(a *Agent, ws *websocket.Conn, only string, limits agentapi.RateLimi
 }
 
 // enqueue queues a frame for the writer; false when the connection is closing or too far
-// behind.
-func (c *conn) enqueue(typ int, data []byte) bool {
+// behind. A replayed frame is queued whatever the backlog: the session's buffer that it
+// comes from is bounded already.
+func (c *conn) enqueue(typ int, data []byte, replay bool) bool {
 	c.mu.Lock()
-	if c.closing || c.queuedBytes+len(data) > maxQueuedBytes {
+	if !replay && (c.closing || c.queuedBytes+len(data) > maxQueuedBytes) {
 		c.mu.Unlock()
 		return false
 	}
@@ -79,19 +80,6 @@ func (c *conn) enqueue(typ int, data []byte) bool {
 	default:
 	}
 	return true
-}
-
-// enqueueReplay queues a replayed frame whatever the backlog: the session's buffer is
-// bounded already.
-func (c *conn) enqueueReplay(typ int, data []byte) {
-	c.mu.Lock()
-	c.queue = append(c.queue, outFrame{typ, data})
-	c.queuedBytes += len(data)
-	c.mu.Unlock()
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
 }
 
 // close makes the writer send a close frame and end the connection. It never blocks.
@@ -200,7 +188,7 @@ func (c *conn) writeStderr(text string, parent json.RawMessage) {
 	m := c.a.newMessage("stream", parent, string(content))
 	m.Channel = wire.IOPub
 	if typ, data, err := (&encodings{m: m}).get(c.proto); err == nil {
-		c.enqueue(typ, data)
+		c.enqueue(typ, data, false)
 	}
 }
 

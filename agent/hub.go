@@ -118,7 +118,7 @@ func (a *Agent) deliverLocked(s *clientSession, m *wire.Message, h wire.Header, 
 			a.cfg.Log.Error(err, "Encode a message for a client")
 			return
 		}
-		if c.enqueue(typ, data) {
+		if c.enqueue(typ, data, false) {
 			return
 		}
 		// Too far behind: the connection goes, the session keeps what follows.
@@ -179,7 +179,7 @@ func (a *Agent) attach(c *conn, sessionID string) {
 		}
 		typ, data, err := (&encodings{m: m}).get(c.proto)
 		if err == nil {
-			c.enqueueReplay(typ, data)
+			c.enqueue(typ, data, true)
 		}
 	}
 	s.buf, s.bufBytes, s.dropped = nil, 0, 0

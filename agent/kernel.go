@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/go-zeromq/zmq4"
 	"golang.org/x/sys/unix"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -69,12 +69,8 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 		return nil, err
 	}
 	connFile := filepath.Join(a.runtimeDir, "kernel-"+a.cfg.KernelID+"-"+strconv.Itoa(int(a.restarts.Load()))+".json")
-	data, err := json.Marshal(info)
-	if err != nil {
+	if err := info.write(connFile); err != nil {
 		return nil, err
-	}
-	if err := os.WriteFile(connFile, data, 0o600); err != nil {
-		return nil, fmt.Errorf("write connection file: %w", err)
 	}
 	cmd := exec.Command(a.cfg.Argv[0], substitute(a.cfg.Argv[1:], connFile)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, a.stderrTail)
@@ -105,6 +101,18 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 		cancel()
 	}()
 	return inc, nil
+}
+
+// kernelEnv is the agent's environment without its own settings: the kernel runs user code,
+// which has no use for them.
+func kernelEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, agentapi.EnvPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // connect dials the kernel's ports once the kernel listens on them. The incarnation's
@@ -148,12 +156,11 @@ func (inc *incarnation) connect(identity string) error {
 
 // waitListening waits until the kernel accepts connections on its heartbeat port, which
 // ipykernel binds after the other four. A kernel reads its connection file only once its
-// imports are done, just before it binds (ipykernel: 15-20 ms before, after 600-800 ms of
-// imports), so until then one probe every slowProbe is enough; from that read on it probes
-// every millisecond for fastProbes, then with a pause growing to 20 ms. Without the watch,
-// the fast probes come first. Twenty agents probing every few milliseconds through a start
-// took CPU from the very kernels they waited for: the probes and the Go runtime's wake-ups
-// around them were most of the agents' CPU.
+// imports are done, just before it binds, so until then one probe every slowProbe is enough;
+// from that read on it probes every millisecond for fastProbes, then with a pause growing to
+// 20 ms. Without the watch, the fast probes come first. Probing every few milliseconds
+// through a whole start would take CPU, the probes and the Go runtime's wake-ups around
+// them, from the very kernels the agents wait for when many start side by side.
 func (inc *incarnation) waitListening() error {
 	addr, err := sockaddr(inc.info.IP, inc.info.HBPort)
 	if err != nil {
@@ -226,9 +233,9 @@ func watchOpen(ctx context.Context, path string) (<-chan struct{}, error) {
 
 // probeListening tells, with a nil error, whether something accepts TCP connections at addr.
 // A plain blocking connect, without Go's poller: the kernel is on this pod's own address, so
-// the answer comes at once (the send timeout bounds it anyway), and it costs a third of a
-// net.Dial. Measured with twenty kernels starting at once, the dials of net.Dial were half of
-// all the agents' CPU.
+// the answer comes at once (the send timeout bounds it anyway), and it costs much less than a
+// net.Dial, whose setup around the poller dominates the agents' CPU when many kernels start
+// side by side.
 func probeListening(addr syscall.Sockaddr) error {
 	family := syscall.AF_INET
 	if _, ok := addr.(*syscall.SockaddrInet6); ok {

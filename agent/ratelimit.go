@@ -60,21 +60,11 @@ func (r *rateLimiter) drop(m *wire.Message, h wire.Header, now time.Time, notify
 	r.queue = append(r.queue, windowEntry{now.Add(r.limits.Window), size})
 	window := r.limits.Window.Seconds()
 	msgRate, dataRate := float64(r.msgCount)/window, float64(r.byteCount)/window
-	if r.limits.MsgRate > 0 && msgRate > r.limits.MsgRate {
-		if !r.msgsExceeded {
-			r.msgsExceeded = true
-			notify(fmt.Sprintf(rateNotice, "message", "msg", r.limits.MsgRate, "msgs/sec", window), m.ParentHeader)
-		}
-	} else if r.msgsExceeded && msgRate < 0.8*r.limits.MsgRate {
-		r.msgsExceeded = false
+	if trips(&r.msgsExceeded, msgRate, r.limits.MsgRate) {
+		notify(fmt.Sprintf(rateNotice, "message", "msg", r.limits.MsgRate, "msgs/sec", window), m.ParentHeader)
 	}
-	if r.limits.DataRate > 0 && dataRate > r.limits.DataRate {
-		if !r.dataExceeded {
-			r.dataExceeded = true
-			notify(fmt.Sprintf(rateNotice, "data", "data", r.limits.DataRate, "bytes/sec", window), m.ParentHeader)
-		}
-	} else if r.dataExceeded && dataRate < 0.8*r.limits.DataRate {
-		r.dataExceeded = false
+	if trips(&r.dataExceeded, dataRate, r.limits.DataRate) {
+		notify(fmt.Sprintf(rateNotice, "data", "data", r.limits.DataRate, "bytes/sec", window), m.ParentHeader)
 	}
 	if r.msgsExceeded || r.dataExceeded {
 		// Not sent, so not counted.
@@ -82,6 +72,21 @@ func (r *rateLimiter) drop(m *wire.Message, h wire.Header, now time.Time, notify
 		r.byteCount -= size
 		r.queue = r.queue[:len(r.queue)-1]
 		return true
+	}
+	return false
+}
+
+// trips follows one limit at the current rate: exceeded is set above the limit (a zero
+// limit is none) and cleared under 80 % of it. It tells whether the limit tripped just now,
+// when the client is to be told.
+func trips(exceeded *bool, rate, limit float64) bool {
+	if limit > 0 && rate > limit {
+		tripped := !*exceeded
+		*exceeded = true
+		return tripped
+	}
+	if *exceeded && rate < 0.8*limit {
+		*exceeded = false
 	}
 	return false
 }

@@ -61,21 +61,19 @@ type bufferedConn struct {
 func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // moderatedReader gathers a stream into fewer, larger reads. A kernel printing in a loop sends
-// each line as a message of its own, a few hundred microseconds apart, and the agent, faster
-// than that, woke and read for every one: the wake-ups, polls and reads per message were most
-// of its CPU while output streamed. Once streamReads reads came within streamWindow (a rate no
-// exchange of requests and replies reaches: an execute round trip is a handful of messages in
-// several milliseconds), each read first waits moderation, so that what arrives meanwhile
-// comes in one read, and then in one write to each client. The stream has ended when a read
-// after the pause has to wait for data. Output is then at most moderation late, well below a
-// browser's frame.
+// each line as a message of its own, a few hundred microseconds apart; an agent that woke and
+// read for every one would spend most of its CPU on the wake-ups, polls and reads per message
+// while output streams. Once streamReads reads come within streamWindow (a rate no exchange of
+// requests and replies reaches: an execute round trip is a handful of messages in several
+// milliseconds), each read first waits moderation, so that what arrives meanwhile comes in one
+// read, and then in one write to each client. The stream has ended when a read after the pause
+// has to wait for data. Output is then at most moderation late, well below a browser's frame.
 //
 // Counting reads recognises a stream only when the kernel prints faster than about 2000
-// messages a second. A slower machine's kernel prints a loop at about 1000 a second, and there
-// the reads came too far apart: the agent woke for every line again. So the agent also tells
-// the iopub reader what it relays (hint): from a run of stream messages on, reads are
-// moderated until a message of another kind, such as the idle status at the end of the
-// request, arrives.
+// messages a second, and a kernel on a slower machine prints a loop more slowly than that,
+// while still far too fast to wake for every line. So the agent also tells the iopub reader
+// what it relays (hint): from a run of stream messages on, reads are moderated until a message
+// of another kind, such as the idle status at the end of the request, arrives.
 type moderatedReader struct {
 	r io.Reader
 	// hint is set while the kernel prints a stream of output; nil on sockets other than iopub.

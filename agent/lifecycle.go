@@ -1,0 +1,314 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/wire"
+)
+
+// ExitError carries the kernel's exit code out of Run, so that the pod's container exits as
+// the kernel did.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("kernel exited with code %d", e.Code) }
+
+// launch starts a kernel incarnation and makes it the one clients talk to once it answers
+// kernel_info. The caller holds a.life. When the process fails first, the error is its exit.
+func (a *Agent) launch() error {
+	inc, err := a.startIncarnation()
+	if err != nil {
+		return err
+	}
+	a.cfg.Log.Info("Started kernel", "kernel", a.cfg.KernelID, "pid", inc.cmd.Process.Pid, "restart", a.restarts.Load())
+	go a.watch(inc)
+	fail := func(err error) error {
+		inc.close()
+		if !inc.alive() {
+			if exit := exitError(inc.exitErr); exit != nil {
+				return exit
+			}
+		}
+		inc.kill()
+		return err
+	}
+	if err := inc.connect(a.identity); err != nil {
+		return fail(err)
+	}
+	for _, ch := range []string{wire.Shell, wire.Control, wire.Stdin, wire.IOPub} {
+		go a.recvLoop(inc, ch)
+	}
+	requests, err := a.nudge(inc)
+	if err != nil {
+		return fail(err)
+	}
+	a.cfg.Log.Info("Kernel answered kernel_info", "kernel", a.cfg.KernelID, "requests", requests,
+		"afterStart", time.Since(inc.started).Round(time.Millisecond).String())
+	go a.heartbeat(inc, heartbeatEchoes(inc))
+	a.mu.Lock()
+	a.inc = inc
+	held := a.held
+	a.held = nil
+	a.mu.Unlock()
+	for _, h := range held {
+		if err := inc.send(h.channel, h.frames); err != nil {
+			a.cfg.Log.Error(err, "Send held message", "channel", h.channel)
+		}
+	}
+	return nil
+}
+
+// nudge asks for kernel_info until the kernel replies and iopub has delivered a message:
+// only then is the iopub subscription known to be live (the late-joiner problem). A request on
+// the connected shell socket waits there until the kernel reads it, and a kernel still
+// initialising answers every request it finds queued, each with a reply and two status
+// messages, work that kernels starting side by side take from each other. So until a first
+// reply the wait before asking again starts at unansweredResend and doubles up to four times
+// that. A reply with nothing on iopub means the subscription missed its status messages; then
+// the next request follows quickly.
+func (a *Agent) nudge(inc *incarnation) (requests int, err error) {
+	deadline := time.NewTimer(a.cfg.StartTimeout)
+	defer deadline.Stop()
+	replies := make(chan *wire.Message, 64)
+	var ids []string
+	defer func() {
+		a.mu.Lock()
+		for _, id := range ids {
+			delete(a.pending, id)
+		}
+		a.mu.Unlock()
+	}()
+	replied := false
+	delay, unanswered := 5*time.Millisecond, unansweredResend
+	for {
+		id, err := a.requestInto(inc, wire.Shell, "kernel_info_request", `{}`, replies)
+		if err != nil {
+			return len(ids), err
+		}
+		ids = append(ids, id)
+		wait := unanswered
+		unanswered = min(unanswered*2, 4*unansweredResend)
+		if replied {
+			wait = delay
+			delay = min(delay*2, 500*time.Millisecond)
+		}
+		tick := time.NewTimer(wait)
+		for waiting := true; waiting; {
+			select {
+			case <-replies:
+				if !replied {
+					replied = true
+					a.mu.Lock()
+					a.state = agentapi.ExecutionIdle
+					a.mu.Unlock()
+				}
+				select {
+				case <-inc.iopubSeen:
+					tick.Stop()
+					return len(ids), nil
+				default:
+				}
+				tick.Reset(delay)
+			case <-inc.iopubSeen:
+				if replied {
+					tick.Stop()
+					return len(ids), nil
+				}
+			case <-tick.C:
+				waiting = false
+			case <-inc.exited:
+				tick.Stop()
+				return len(ids), errors.New("the kernel exited before answering kernel_info")
+			case <-deadline.C:
+				tick.Stop()
+				return len(ids), fmt.Errorf("the kernel did not answer kernel_info within %s", a.cfg.StartTimeout)
+			}
+		}
+	}
+}
+
+// unansweredResend is how long nudge first waits for a reply before it asks again, as
+// jupyter_client's wait_for_ready does.
+const unansweredResend = time.Second
+
+// watch handles the end of an incarnation's process: a death nobody asked for restarts the
+// kernel, as Jupyter's restarter does, or ends the agent after too many.
+func (a *Agent) watch(inc *incarnation) {
+	<-inc.exited
+	a.mu.Lock()
+	current := a.inc == inc
+	stopping := a.stopping
+	a.mu.Unlock()
+	if !current || stopping {
+		// Stopped on purpose, or it never became the current one (launch reports that).
+		return
+	}
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.inc != inc || a.stopping {
+		a.mu.Unlock()
+		return
+	}
+	a.inc = nil
+	ranFor := time.Since(inc.started)
+	if ranFor > time.Minute {
+		a.autoRestarts = 0
+	}
+	a.autoRestarts++
+	giveUp := a.autoRestarts > a.cfg.MaxRestarts
+	a.mu.Unlock()
+	inc.close()
+	a.cfg.Log.Info("Kernel died", "kernel", a.cfg.KernelID, "error", fmt.Sprint(inc.exitErr), "ranFor", ranFor.Round(time.Millisecond))
+	if giveUp {
+		a.setState(agentapi.ExecutionDead, true)
+		a.done <- exitError(inc.exitErr)
+		return
+	}
+	a.setState(agentapi.ExecutionRestarting, true)
+	if err := a.launch(); err != nil {
+		a.cfg.Log.Error(err, "Restart after the kernel died failed")
+		a.setState(agentapi.ExecutionDead, true)
+		a.done <- err
+		return
+	}
+	a.restarts.Add(1)
+}
+
+// restart replaces the kernel process with a new one: same kernel, same clients, who see
+// "restarting" and then the new kernel's "starting"/"idle".
+func (a *Agent) restart(ctx context.Context) error {
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		return errors.New("the kernel is shutting down")
+	}
+	old := a.inc
+	a.inc = nil
+	a.mu.Unlock()
+	a.setState(agentapi.ExecutionRestarting, true)
+	if old != nil {
+		a.stopIncarnation(old, true)
+	}
+	if err := a.launch(); err != nil {
+		a.setState(agentapi.ExecutionDead, true)
+		a.done <- err
+		return err
+	}
+	a.restarts.Add(1)
+	return ctx.Err()
+}
+
+// stopIncarnation asks the kernel to shut down and, once it has answered (its shutdown hooks
+// have run), ends the process rather than waiting for ipykernel to wind down its event loop
+// by itself, which takes a few hundred milliseconds; it returns once the process has exited.
+func (a *Agent) stopIncarnation(inc *incarnation, restart bool) {
+	defer inc.close()
+	if !inc.alive() {
+		return
+	}
+	content := `{"restart":false}`
+	if restart {
+		content = `{"restart":true}`
+	}
+	reply := make(chan *wire.Message, 1)
+	if _, err := a.requestInto(inc, wire.Control, "shutdown_request", content, reply); err == nil {
+		t := time.NewTimer(a.cfg.StopGrace)
+		select {
+		case <-reply:
+		case <-inc.exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if inc.wait(20 * time.Millisecond) {
+		return
+	}
+	_ = inc.signal(syscall.SIGTERM)
+	if !inc.wait(a.cfg.StopGrace) {
+		inc.kill()
+	}
+}
+
+// stop shuts the kernel down for good and closes every client connection.
+func (a *Agent) stop() {
+	a.mu.Lock()
+	a.stopping = true
+	inc := a.inc
+	a.mu.Unlock()
+	a.life.Lock()
+	defer a.life.Unlock()
+	a.mu.Lock()
+	if a.inc != nil {
+		inc = a.inc
+	}
+	a.mu.Unlock()
+	if inc != nil {
+		a.stopIncarnation(inc, false)
+	}
+	a.setState(agentapi.ExecutionDead, false)
+	a.closeAll()
+}
+
+// interrupt interrupts the running cell as the kernel spec says.
+func (a *Agent) interrupt(ctx context.Context) error {
+	a.mu.Lock()
+	inc := a.inc
+	a.mu.Unlock()
+	if inc == nil {
+		return errors.New("the kernel is not running")
+	}
+	if a.cfg.InterruptMode == "message" {
+		reply := make(chan *wire.Message, 1)
+		if _, err := a.requestInto(inc, wire.Control, "interrupt_request", `{}`, reply); err != nil {
+			return err
+		}
+		select {
+		case <-reply:
+			return nil
+		case <-time.After(5 * time.Second):
+			return errors.New("the kernel did not answer interrupt_request")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return inc.signal(syscall.SIGINT)
+}
+
+// writeTerminationLog says why the kernel did not start, with the end of its stderr.
+func (a *Agent) writeTerminationLog(err error) {
+	if a.cfg.TerminationLog == "" {
+		return
+	}
+	msg := "the kernel did not start: " + err.Error()
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		msg = fmt.Sprintf("the kernel exited with code %d before it answered", exit.Code)
+	}
+	if t := a.stderrTail.String(); t != "" {
+		msg += "; its last output:\n" + t
+	}
+	if werr := os.WriteFile(a.cfg.TerminationLog, []byte(msg), 0o644); werr != nil {
+		a.cfg.Log.Error(werr, "Write the termination message")
+	}
+}
+
+func exitError(err error) error {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitCode()
+		if code < 0 {
+			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+		}
+		return &ExitError{Code: code}
+	}
+	return err
+}
