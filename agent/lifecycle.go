@@ -301,6 +301,8 @@ func (a *Agent) writeTerminationLog(err error) {
 	}
 }
 
+// exitError is the exit of the kernel's process as an *ExitError, a death by a signal as a
+// shell reports it (128 + the signal); any other error stays as it is.
 func exitError(err error) error {
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
