@@ -60,11 +60,12 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint.
+lint: golangci-lint ## Run golangci-lint (with its import walls, depguard), also over the e2e-tagged tests.
 	$(GOLANGCI_LINT) run ./...
+	$(GOLANGCI_LINT) run --build-tags e2e ./test/...
 
 .PHONY: verify
-verify: generate manifests fmt vet kustomize ## Regenerate code and manifests and fail if anything changed.
+verify: generate manifests fmt vet lint kustomize ## Regenerate code and manifests, lint, and fail if anything changed.
 	$(KUSTOMIZE) build config/default >/dev/null
 	@if [ -n "$$(git status --porcelain -- api config controllers charts go.mod go.sum '*.go')" ]; then \
 		echo "make verify: generated files or formatting differ from what is committed:"; \
