@@ -36,26 +36,3 @@ func TestAddressPool_HandsOutDistinctAddressesAcrossPoolsAndReusesReleasedOnes(t
 		b.release(addr)
 	}
 }
-
-func TestPodWorker_ReleasesItsAddressOnceSoAnotherPodKeepsIt(t *testing.T) {
-	dir := t.TempDir()
-	pool, other := newAddressPool(dir), newAddressPool(dir)
-	ip, err := pool.allocate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := &podWorker{node: &Node{addresses: pool}, ip: ip}
-	done.releaseIP() // the pod reached a final phase
-	next, err := pool.allocate()
-	if err != nil || next != ip {
-		t.Fatalf("the freed address was not reused: %s, %v", next, err)
-	}
-	done.releaseIP() // ... and then it was deleted
-	got, err := other.allocate()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got == ip {
-		t.Errorf("%s was handed out again while the next pod holds it", ip)
-	}
-}

@@ -260,3 +260,64 @@ func limit(b []byte) []byte {
 	}
 	return b
 }
+
+// containerStarted marks a run as started (its startup probe passed, or it has none) and starts
+// its readiness and liveness probes, which the kubelet holds back until then.
+func (w *podWorker) containerStarted(c *container, run *containerRun) {
+	run.started = true
+	w.startProber(c, run, probeReadiness, c.spec.ReadinessProbe)
+	w.startProber(c, run, probeLiveness, c.spec.LivenessProbe)
+}
+
+func (w *podWorker) startProber(c *container, run *containerRun, kind probeKind, probe *corev1.Probe) {
+	if probe == nil {
+		return
+	}
+	// The prober runs on its own goroutine: it gets the event reference, not the worker's pod.
+	ref := w.containerRef(c)
+	p := &prober{
+		kind:      kind,
+		probe:     probe,
+		container: c.spec,
+		podIP:     w.ip,
+		clock:     w.node.cfg.Clock,
+		unhealthy: func(msg string) { w.event(ref, corev1.EventTypeWarning, eventUnhealthy, msg) },
+		report: func(success bool) bool {
+			select {
+			case <-run.probeCtx.Done():
+				return false
+			default:
+				return w.send(workerEvent{c: c, run: run, probe: kind, success: success})
+			}
+		},
+	}
+	if probe.Exec != nil {
+		// The kubelet runs exec probes as they are: no $(VAR) expansion.
+		noVars := func(string) (string, bool) { return "", false }
+		probeContainer := &corev1.Container{Name: c.spec.Name, Command: probe.Exec.Command, WorkingDir: c.spec.WorkingDir}
+		cmd, err := resolveCommand(probeContainer, run.mounts, noVars, w.podDir, w.node.resolver)
+		p.exec = &execProbe{cmd: cmd, env: run.env, err: err}
+	}
+	w.background.Go(func() { p.run(run.probeCtx) })
+}
+
+// killForProbe stops a run whose liveness or startup probe failed; its exit then restarts it
+// as the restart policy says.
+func (w *podWorker) killForProbe(c *container, run *containerRun, kind probeKind) {
+	if run.killing {
+		return
+	}
+	run.killing = true
+	w.event(w.containerRef(c), corev1.EventTypeNormal, eventKilling,
+		fmt.Sprintf("Container %s failed %s probe, will be restarted", c.spec.Name, strings.ToLower(string(kind))))
+	probe := c.spec.LivenessProbe
+	if kind == probeStartup {
+		probe = c.spec.StartupProbe
+	}
+	grace := terminationGrace(w.pod)
+	if probe.TerminationGracePeriodSeconds != nil {
+		grace = max(time.Duration(*probe.TerminationGracePeriodSeconds)*time.Second, minGracePeriod)
+	}
+	proc := run.proc
+	w.background.Go(func() { proc.stop(grace, w.node.cfg.Clock) })
+}

@@ -1,12 +1,17 @@
 package localnode
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // Condition reasons, as the kubelet writes them.
@@ -257,4 +262,74 @@ func readyCondition(spec *corev1.PodSpec, conds []corev1.PodCondition, container
 		c.Status, c.Reason, c.Message = corev1.ConditionFalse, reasonReadinessGatesNotReady, strings.Join(msgs, ", ")
 	}
 	return c
+}
+
+const (
+	// statusRetryInterval is how soon a failed status write is tried again.
+	statusRetryInterval = time.Second
+)
+
+func terminalPhase(p corev1.PodPhase) bool {
+	return p == corev1.PodSucceeded || p == corev1.PodFailed
+}
+
+func (w *podWorker) phase() corev1.PodPhase {
+	if w.failure != nil {
+		return corev1.PodFailed
+	}
+	s := w.state()
+	return podPhase(&w.pod.Spec, s.initStatuses, s.statuses, s.terminal)
+}
+
+func (w *podWorker) state() podState {
+	s := podState{podIP: w.ip, startTime: w.startTime, sandboxReady: w.sandboxReady, terminal: w.terminated, failure: w.failure}
+	for _, c := range w.initContainers {
+		s.initStatuses = append(s.initStatuses, c.apiStatus())
+	}
+	for _, c := range w.containers {
+		s.statuses = append(s.statuses, c.apiStatus())
+	}
+	return s
+}
+
+// writeStatus writes the pod's status through the status subresource when it differs from what
+// the API has, retrying on conflicts with the newest object.
+func (w *podWorker) writeStatus(ctx context.Context, now time.Time) {
+	if w.inherited {
+		return
+	}
+	state, ts := w.state(), metaTime(now)
+	if equality.Semantic.DeepEqual(w.pod.Status, podStatus(w.pod, state, ts)) {
+		w.statusRetryAt = time.Time{}
+		return
+	}
+	pods := w.node.client.CoreV1().Pods(w.pod.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod := w.pod.DeepCopy()
+		pod.Status = podStatus(w.pod, state, ts)
+		updated, err := pods.UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		if err == nil {
+			w.pod = updated
+			return nil
+		}
+		if apierrors.IsConflict(err) {
+			fresh, getErr := pods.Get(ctx, w.pod.Name, metav1.GetOptions{})
+			if getErr != nil {
+				return getErr
+			}
+			if fresh.UID != w.uid {
+				return apierrors.NewNotFound(corev1.Resource("pods"), w.pod.Name)
+			}
+			w.pod = fresh
+		}
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil && !apierrors.IsNotFound(err) {
+			w.log.Error(err, "Writing the pod status")
+		}
+		w.statusRetryAt = now.Add(statusRetryInterval)
+		return
+	}
+	w.statusRetryAt = time.Time{}
 }
