@@ -107,7 +107,7 @@ func (w *podWorker) adoptLeftover() {
 		// Nothing had started (volumes were still failing, say): carry on as with a new pod.
 	case never:
 		w.failure = &podFailure{reason: reasonNodeRestarted, message: "The local node restarted while the pod was running; its processes ended with the node and restartPolicy Never forbids starting them again"}
-		w.final = true
+		w.stage = w.stage.next(phaseFinal)
 	case w.pod.DeletionTimestamp == nil:
 		w.event(w.podRef(), corev1.EventTypeNormal, eventSandboxChanged, "The local node restarted; the pod's containers start again")
 	}

@@ -266,10 +266,11 @@ func (w *podWorker) recordExit(c *container, now time.Time) {
 	w.log.V(1).Info("Container exited", "container", c.spec.Name, "exitCode", p.exitCode)
 }
 
-// afterExit applies the restart policy and the crash-loop back-off to a container that ended.
+// afterExit applies the restart policy and the crash-loop back-off to a container that ended;
+// only an active pod restarts its containers.
 func (w *podWorker) afterExit(c *container) {
 	t := c.status.State.Terminated
-	if w.stopping || !shouldRestart(w.pod, c, t.ExitCode) {
+	if w.stage != stageActive || !shouldRestart(w.pod, c, t.ExitCode) {
 		c.startPending = false
 		return
 	}

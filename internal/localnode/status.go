@@ -282,7 +282,7 @@ func (w *podWorker) phase() corev1.PodPhase {
 }
 
 func (w *podWorker) state() podState {
-	s := podState{podIP: w.ip, startTime: w.startTime, sandboxReady: w.sandboxReady, terminal: w.terminated, failure: w.failure}
+	s := podState{podIP: w.ip, startTime: w.startTime, sandboxReady: w.sandboxReady, terminal: w.stage >= stageTerminated, failure: w.failure}
 	for _, c := range w.initContainers {
 		s.initStatuses = append(s.initStatuses, c.apiStatus())
 	}

@@ -25,13 +25,13 @@ const (
 // a new pod of the same name is never touched.
 func (w *podWorker) terminate(ctx context.Context) time.Time {
 	now := w.node.cfg.Clock.Now()
-	if !w.terminated {
+	if w.stage < stageTerminated {
 		grace := terminationGrace(w.pod)
 		if w.pod.DeletionGracePeriodSeconds != nil {
 			grace = max(time.Duration(*w.pod.DeletionGracePeriodSeconds)*time.Second, minGracePeriod)
 		}
 		w.stopContainers(grace, true)
-		w.terminated = true
+		w.stage = w.stage.next(stoppedForDeletion)
 		w.releaseIP()
 		w.removePodDir()
 		now = w.node.cfg.Clock.Now()
@@ -47,14 +47,14 @@ func (w *podWorker) terminate(ctx context.Context) time.Time {
 		}
 		return now.Add(statusRetryInterval)
 	}
-	w.deleted = true
+	w.stage = w.stage.next(objectDeleted)
 	return time.Time{}
 }
 
 // stopContainers stops every running container with SIGTERM, SIGKILL after grace, and waits for
-// all of them; none restarts afterwards.
+// all of them. None restarts afterwards: it records their exits itself, so their exit events find
+// no run to restart, and its callers leave the active stage (terminate) or end the worker.
 func (w *podWorker) stopContainers(grace time.Duration, events bool) {
-	w.stopping = true
 	var wg sync.WaitGroup
 	var stopped []*container
 	for _, c := range w.allContainers() {

@@ -65,10 +65,13 @@ type podWorker struct {
 	pod                        *corev1.Pod
 	initContainers, containers []*container
 	ip                         string
+	// stage is where the pod is in its life here; see stage for the transitions.
+	stage stage
 	// ipReleased: the address went back to the pool; w.ip stays in the status.
-	ipReleased       bool
-	startTime        *metav1.Time
-	volumeDirs       map[string]string
+	ipReleased bool
+	startTime  *metav1.Time
+	volumeDirs map[string]string
+	// sandboxReady: the pod's address and volumes were set up; later refreshes keep it.
 	sandboxReady     bool
 	volumesRefreshAt time.Time
 	// volumesStale: a Secret or ConfigMap the volumes project changed after they were written.
@@ -80,14 +83,6 @@ type podWorker struct {
 	failure        *podFailure
 	// inherited: the pod had ended before this worker saw it; its status is left alone.
 	inherited bool
-	// final: the pod reached Succeeded or Failed; nothing runs or restarts any more.
-	final bool
-	// stopping: containers are being stopped for good; exits do not restart them.
-	stopping bool
-	// terminated: the containers were stopped for deletion, so the phase is final.
-	terminated bool
-	// deleted: the API object was deleted; the worker waits for the informer to drop it.
-	deleted bool
 }
 
 func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
@@ -110,11 +105,11 @@ func newPodWorker(n *Node, pod *corev1.Pod) *podWorker {
 		w.refs[objectRef{"ConfigMap", pod.Namespace, name}] = true
 	}
 	if terminalPhase(pod.Status.Phase) {
-		w.inherited, w.final = true, true
+		w.inherited, w.stage = true, w.stage.next(phaseFinal)
 		return w
 	}
 	if f := admit(pod); f != nil {
-		w.failure, w.final = f, true
+		w.failure, w.stage = f, w.stage.next(phaseFinal)
 		return w
 	}
 	waitingMain := waitingContainerCreating
@@ -238,7 +233,7 @@ func (w *podWorker) run(ctx context.Context) {
 // sync moves the pod one step towards what its spec asks for and writes the status if it
 // changed. It returns when it wants to run again for a timer (zero: no timer).
 func (w *podWorker) sync(ctx context.Context) time.Time {
-	if w.deleted {
+	if w.stage == stageDeleted {
 		return time.Time{}
 	}
 	now := w.node.cfg.Clock.Now()
@@ -251,13 +246,13 @@ func (w *podWorker) sync(ctx context.Context) time.Time {
 	if w.failure != nil && !w.inherited && w.pod.Status.Phase != corev1.PodFailed {
 		w.event(w.podRef(), corev1.EventTypeWarning, w.failure.reason, w.failure.message)
 	}
-	if !w.final {
+	if w.stage == stageActive {
 		w.prepareSandbox(ctx, now)
 		w.startContainers(ctx, now)
 	}
 	w.writeStatus(ctx, now)
-	if !w.final && terminalPhase(w.phase()) {
-		w.final = true
+	if w.stage == stageActive && terminalPhase(w.phase()) {
+		w.stage = w.stage.next(phaseFinal)
 		w.releaseIP()
 	}
 	return w.nextWake(now)
@@ -275,7 +270,7 @@ func (w *podWorker) nextWake(now time.Time) time.Time {
 		}
 	}
 	earlier(w.statusRetryAt)
-	if w.final {
+	if w.stage != stageActive {
 		return wake
 	}
 	earlier(w.sandboxRetryAt)
