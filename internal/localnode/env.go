@@ -22,6 +22,40 @@ type podObjects struct {
 	configMaps map[string]*corev1.ConfigMap
 }
 
+// findObject looks up a Secret or ConfigMap of objs by name. A missing one is an error unless
+// the reference to it is optional; then found is false and the reference adds nothing, as with
+// the kubelet.
+func findObject[T any](objs map[string]*T, kind, name string, optional bool) (obj *T, found bool, err error) {
+	if obj, ok := objs[name]; ok {
+		return obj, true, nil
+	}
+	if optional {
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("%s %q not found", kind, name)
+}
+
+// envData is the data of the Secret or ConfigMap (kind) of that name as the environment sees it:
+// text by key, without a ConfigMap's binaryData. A missing object is findObject's.
+func (o podObjects) envData(kind, name string, optional *bool) (data map[string]string, found bool, err error) {
+	if kind == "Secret" {
+		s, found, err := findObject(o.secrets, "secret", name, isOptional(optional))
+		if !found {
+			return nil, false, err
+		}
+		data = make(map[string]string, len(s.Data))
+		for k, v := range s.Data {
+			data[k] = string(v)
+		}
+		return data, true, nil
+	}
+	cm, found, err := findObject(o.configMaps, "configmap", name, isOptional(optional))
+	if !found {
+		return nil, false, err
+	}
+	return cm.Data, true, nil
+}
+
 // hostEnv is the part of the nbkube process's own environment that containers inherit: PATH so
 // that commands resolve as they do for nbkube, HOME because many tools need one. Nothing else of
 // the host's environment (credentials, kubeconfig, tokens) reaches a pod.
@@ -74,31 +108,22 @@ func (e *envList) vars() []corev1.EnvVar {
 // references to earlier variables expanded and a valueFrom is resolved without expansion.
 func containerEnv(c *corev1.Container, ec envContext) ([]corev1.EnvVar, error) {
 	var defined envList
-	ns := ec.pod.Namespace
 	for _, from := range c.EnvFrom {
+		var (
+			data map[string]string
+			err  error
+		)
 		switch {
 		case from.ConfigMapRef != nil:
-			cm, ok := ec.objects.configMaps[from.ConfigMapRef.Name]
-			if !ok {
-				if isOptional(from.ConfigMapRef.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("configmap %q not found", from.ConfigMapRef.Name)
-			}
-			for _, k := range sortedKeys(cm.Data) {
-				defined.set(from.Prefix+k, cm.Data[k])
-			}
+			data, _, err = ec.objects.envData("ConfigMap", from.ConfigMapRef.Name, from.ConfigMapRef.Optional)
 		case from.SecretRef != nil:
-			s, ok := ec.objects.secrets[from.SecretRef.Name]
-			if !ok {
-				if isOptional(from.SecretRef.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("secret %q not found", from.SecretRef.Name)
-			}
-			for _, k := range sortedKeys(s.Data) {
-				defined.set(from.Prefix+k, string(s.Data[k]))
-			}
+			data, _, err = ec.objects.envData("Secret", from.SecretRef.Name, from.SecretRef.Optional)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range sortedKeys(data) {
+			defined.set(from.Prefix+k, data[k])
 		}
 	}
 
@@ -122,46 +147,47 @@ func containerEnv(c *corev1.Container, ec envContext) ([]corev1.EnvVar, error) {
 				return nil, fmt.Errorf("env %s: %w", ev.Name, err)
 			}
 			val = v
-		case from.ConfigMapKeyRef != nil:
-			ref := from.ConfigMapKeyRef
-			cm, ok := ec.objects.configMaps[ref.Name]
-			if !ok {
-				if isOptional(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("configmap %q not found", ref.Name)
+		case from.ConfigMapKeyRef != nil, from.SecretKeyRef != nil:
+			v, found, err := keyRefValue(from, ec.objects, ec.pod.Namespace)
+			if err != nil {
+				return nil, err
 			}
-			v, ok := cm.Data[ref.Key]
-			if !ok {
-				if isOptional(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, ns, ref.Name)
+			if !found {
+				continue
 			}
 			val = v
-		case from.SecretKeyRef != nil:
-			ref := from.SecretKeyRef
-			s, ok := ec.objects.secrets[ref.Name]
-			if !ok {
-				if isOptional(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("secret %q not found", ref.Name)
-			}
-			v, ok := s.Data[ref.Key]
-			if !ok {
-				if isOptional(ref.Optional) {
-					continue
-				}
-				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, ns, ref.Name)
-			}
-			val = string(v)
 		default:
 			return nil, fmt.Errorf("env %s: this kind of valueFrom is not supported by the local node", ev.Name)
 		}
 		defined.set(ev.Name, val)
 	}
 	return defined.vars(), nil
+}
+
+// keyRefValue resolves a configMapKeyRef or secretKeyRef. A missing object or key is an error
+// unless the reference is optional; then found is false and the variable is left out.
+func keyRefValue(from *corev1.EnvVarSource, objs podObjects, namespace string) (value string, found bool, err error) {
+	var (
+		kind, name, key string
+		optional        *bool
+	)
+	if ref := from.ConfigMapKeyRef; ref != nil {
+		kind, name, key, optional = "ConfigMap", ref.Name, ref.Key, ref.Optional
+	} else {
+		ref := from.SecretKeyRef
+		kind, name, key, optional = "Secret", ref.Name, ref.Key, ref.Optional
+	}
+	data, found, err := objs.envData(kind, name, optional)
+	if !found {
+		return "", false, err
+	}
+	if v, ok := data[key]; ok {
+		return v, true, nil
+	}
+	if isOptional(optional) {
+		return "", false, nil
+	}
+	return "", false, fmt.Errorf("couldn't find key %s in %s %s/%s", key, kind, namespace, name)
 }
 
 // processEnv is the environment a container's process gets: the host's PATH and HOME and a

@@ -352,31 +352,39 @@ func (n *Node) objectHandler() cache.ResourceEventHandlerFuncs {
 // out, for the caller to judge whether it was optional. They come from the node's cache; one
 // the cache lacks is read from the API, as it may have been created just now.
 func (n *Node) fetchObjects(ctx context.Context, namespace string, secrets, configMaps []string) (podObjects, error) {
-	objs := podObjects{secrets: map[string]*corev1.Secret{}, configMaps: map[string]*corev1.ConfigMap{}}
-	for _, name := range secrets {
-		s, err := n.secrets.Secrets(namespace).Get(name)
-		if apierrors.IsNotFound(err) {
-			s, err = n.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
-		}
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return podObjects{}, fmt.Errorf("getting secret %q: %w", name, err)
-		default:
-			objs.secrets[name] = s
-		}
+	var (
+		objs podObjects
+		err  error
+	)
+	objs.secrets, err = fetchAll(ctx, "secret", secrets, n.secrets.Secrets(namespace).Get, n.client.CoreV1().Secrets(namespace).Get)
+	if err != nil {
+		return podObjects{}, err
 	}
-	for _, name := range configMaps {
-		cm, err := n.configMaps.ConfigMaps(namespace).Get(name)
+	objs.configMaps, err = fetchAll(ctx, "configmap", configMaps, n.configMaps.ConfigMaps(namespace).Get, n.client.CoreV1().ConfigMaps(namespace).Get)
+	if err != nil {
+		return podObjects{}, err
+	}
+	return objs, nil
+}
+
+// fetchAll gets the named objects of one kind from the cache (cached), or from the API (live)
+// when the cache lacks one; those that do not exist are left out.
+func fetchAll[T any](ctx context.Context, kind string, names []string,
+	cached func(name string) (*T, error),
+	live func(ctx context.Context, name string, opts metav1.GetOptions) (*T, error),
+) (map[string]*T, error) {
+	objs := make(map[string]*T, len(names))
+	for _, name := range names {
+		obj, err := cached(name)
 		if apierrors.IsNotFound(err) {
-			cm, err = n.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+			obj, err = live(ctx, name, metav1.GetOptions{})
 		}
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return podObjects{}, fmt.Errorf("getting configmap %q: %w", name, err)
+			return nil, fmt.Errorf("getting %s %q: %w", kind, name, err)
 		default:
-			objs.configMaps[name] = cm
+			objs[name] = obj
 		}
 	}
 	return objs, nil

@@ -203,13 +203,7 @@ func initializedCondition(spec *corev1.PodSpec, initStatuses, statuses []corev1.
 			return c
 		}
 	}
-	var incomplete []string
-	for _, ic := range spec.InitContainers {
-		if s, ok := containerStatusOf(initStatuses, ic.Name); !ok || !s.Ready {
-			incomplete = append(incomplete, ic.Name)
-		}
-	}
-	if len(incomplete) > 0 {
+	if incomplete := notReady(spec.InitContainers, initStatuses); len(incomplete) > 0 {
 		c.Status, c.Reason = corev1.ConditionFalse, reasonContainersNotInitialized
 		c.Message = fmt.Sprintf("containers with incomplete status: %s", incomplete)
 	}
@@ -226,19 +220,24 @@ func containersReadyCondition(spec *corev1.PodSpec, statuses []corev1.ContainerS
 		c.Reason = reasonPodFailed
 		return c
 	}
-	var unready []string
-	for _, sc := range spec.Containers {
-		if s, ok := containerStatusOf(statuses, sc.Name); !ok || !s.Ready {
-			unready = append(unready, sc.Name)
-		}
-	}
-	if len(unready) > 0 {
+	if unready := notReady(spec.Containers, statuses); len(unready) > 0 {
 		c.Reason = reasonContainersNotReady
 		c.Message = fmt.Sprintf("containers with unready status: %s", unready)
 		return c
 	}
 	c.Status = corev1.ConditionTrue
 	return c
+}
+
+// notReady names, in spec order, the containers whose status is missing or not ready.
+func notReady(containers []corev1.Container, statuses []corev1.ContainerStatus) []string {
+	var names []string
+	for _, c := range containers {
+		if s, ok := containerStatusOf(statuses, c.Name); !ok || !s.Ready {
+			names = append(names, c.Name)
+		}
+	}
+	return names
 }
 
 // readyCondition follows ContainersReady, and then the pod's readiness gates: conditions that

@@ -136,23 +136,17 @@ func volumePayload(ctx context.Context, v *corev1.Volume, ec envContext, tokens 
 }
 
 func addSecret(p payload, objs podObjects, name string, items []corev1.KeyToPath, mode *int32, optional bool) error {
-	s, ok := objs.secrets[name]
-	if !ok {
-		if optional {
-			return nil
-		}
-		return fmt.Errorf("secret %q not found", name)
+	s, found, err := findObject(objs.secrets, "secret", name, optional)
+	if !found {
+		return err
 	}
 	return addKeys(p, "secret", s.Data, items, mode, optional)
 }
 
 func addConfigMap(p payload, objs podObjects, name string, items []corev1.KeyToPath, mode *int32, optional bool) error {
-	cm, ok := objs.configMaps[name]
-	if !ok {
-		if optional {
-			return nil
-		}
-		return fmt.Errorf("configmap %q not found", name)
+	cm, found, err := findObject(objs.configMaps, "configmap", name, optional)
+	if !found {
+		return err
 	}
 	data := make(map[string][]byte, len(cm.Data)+len(cm.BinaryData))
 	for k, v := range cm.Data {
