@@ -47,6 +47,22 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
+// endsInError checks err against a table case's wantErr and reports whether the case ends there:
+// with a wantErr, err must contain it; without, there must be no error.
+func endsInError(t *testing.T, err error, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error = %v, want one containing %q", err, wantErr)
+		}
+		return true
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return false
+}
+
 func TestContainerEnv_ResolvesSourcesAndExpandsEarlierVariables(t *testing.T) {
 	allocatable := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
 	tests := []struct {
@@ -140,14 +156,8 @@ func TestContainerEnv_ResolvesSourcesAndExpandsEarlierVariables(t *testing.T) {
 			c := &pod.Spec.Containers[0]
 			c.Env, c.EnvFrom = tt.env, tt.envFrom
 			got, err := containerEnv(c, envContext{pod: pod, podIP: "127.0.0.7", allocatable: allocatable, objects: testObjects()})
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
-				}
+			if endsInError(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)

@@ -3,33 +3,25 @@ package localnode
 import "testing"
 
 func TestStage_MovesOnlyForwardAlongItsTransitions(t *testing.T) {
-	tests := []struct {
-		from stage
-		ev   stageEvent
-		want stage
-	}{
-		{stageActive, phaseFinal, stageFinished},
-		{stageActive, stoppedForDeletion, stageTerminated},
-		{stageActive, objectDeleted, stageActive},
-
-		{stageFinished, phaseFinal, stageFinished},
-		{stageFinished, stoppedForDeletion, stageTerminated},
-		{stageFinished, objectDeleted, stageFinished},
-
-		// Stopping for deletion makes the phase final: a later phase change is no transition.
-		{stageTerminated, phaseFinal, stageTerminated},
-		{stageTerminated, stoppedForDeletion, stageTerminated},
-		{stageTerminated, objectDeleted, stageDeleted},
-
-		{stageDeleted, phaseFinal, stageDeleted},
-		{stageDeleted, stoppedForDeletion, stageDeleted},
-		{stageDeleted, objectDeleted, stageDeleted},
-	}
 	stages := map[stage]string{stageActive: "active", stageFinished: "finished", stageTerminated: "terminated", stageDeleted: "deleted"}
-	events := map[stageEvent]string{phaseFinal: "phaseFinal", stoppedForDeletion: "stoppedForDeletion", objectDeleted: "objectDeleted"}
+	events := []stageEvent{phaseFinal, stoppedForDeletion, objectDeleted}
+	eventNames := map[stageEvent]string{phaseFinal: "phaseFinal", stoppedForDeletion: "stoppedForDeletion", objectDeleted: "objectDeleted"}
+	// A row is a stage and where each event, in the order of events, takes it.
+	tests := []struct {
+		from  stage
+		after [3]stage
+	}{
+		{stageActive, [3]stage{stageFinished, stageTerminated, stageActive}},
+		{stageFinished, [3]stage{stageFinished, stageTerminated, stageFinished}},
+		// Stopping for deletion makes the phase final: a later phase change is no transition.
+		{stageTerminated, [3]stage{stageTerminated, stageTerminated, stageDeleted}},
+		{stageDeleted, [3]stage{stageDeleted, stageDeleted, stageDeleted}},
+	}
 	for _, tt := range tests {
-		if got := tt.from.next(tt.ev); got != tt.want {
-			t.Errorf("%s after %s = %s, want %s", stages[tt.from], events[tt.ev], stages[got], stages[tt.want])
+		for i, ev := range events {
+			if got, want := tt.from.next(ev), tt.after[i]; got != want {
+				t.Errorf("%s after %s = %s, want %s", stages[tt.from], eventNames[ev], stages[got], stages[want])
+			}
 		}
 	}
 }

@@ -58,6 +58,18 @@ func TestPodStatus_DerivesPhaseAndConditionsFromContainerStates(t *testing.T) {
 	const T, F = corev1.ConditionTrue, corev1.ConditionFalse
 	type conds = []condSummary
 	scheduled := condSummary{corev1.PodScheduled, T, "", ""}
+	// kubeletConds lists the conditions in the order podStatus writes them. Without readiness
+	// gates Ready says what ContainersReady says; PodScheduled stays as it was.
+	kubeletConds := func(sandbox corev1.ConditionStatus, initialized, ready condSummary) conds {
+		initialized.Type = corev1.PodInitialized
+		podReady, containersReady := ready, ready
+		podReady.Type, containersReady.Type = corev1.PodReady, corev1.ContainersReady
+		return conds{{corev1.PodReadyToStartContainers, sandbox, "", ""}, initialized, podReady, containersReady, scheduled}
+	}
+	cond := func(status corev1.ConditionStatus, reason, message string) condSummary {
+		return condSummary{Status: status, Reason: reason, Message: message}
+	}
+	met, mainUnready := cond(T, "", ""), cond(F, reasonContainersNotReady, "containers with unready status: [main]")
 	tests := []struct {
 		name       string
 		policy     corev1.RestartPolicy
@@ -71,71 +83,35 @@ func TestPodStatus_DerivesPhaseAndConditionsFromContainerStates(t *testing.T) {
 		inits:     []string{"setup"},
 		state:     podState{sandboxReady: true, initStatuses: []corev1.ContainerStatus{running("setup", false)}, statuses: []corev1.ContainerStatus{waiting("main", waitingPodInitializing)}},
 		wantPhase: corev1.PodPending,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, T, "", ""},
-			{corev1.PodInitialized, F, reasonContainersNotInitialized, "containers with incomplete status: [setup]"},
-			{corev1.PodReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			{corev1.ContainersReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			scheduled,
-		},
+		wantConds: kubeletConds(T, cond(F, reasonContainersNotInitialized, "containers with incomplete status: [setup]"), mainUnready),
 	}, {
 		name:      "running but not ready yet",
 		inits:     []string{"setup"},
 		state:     podState{sandboxReady: true, initStatuses: []corev1.ContainerStatus{initDone("setup")}, statuses: []corev1.ContainerStatus{running("main", false)}},
 		wantPhase: corev1.PodRunning,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, T, "", ""},
-			{corev1.PodInitialized, T, "", ""},
-			{corev1.PodReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			{corev1.ContainersReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			scheduled,
-		},
+		wantConds: kubeletConds(T, met, mainUnready),
 	}, {
 		name:      "running and ready",
 		state:     podState{sandboxReady: true, statuses: []corev1.ContainerStatus{running("main", true)}},
 		wantPhase: corev1.PodRunning,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, T, "", ""},
-			{corev1.PodInitialized, T, "", ""},
-			{corev1.PodReady, T, "", ""},
-			{corev1.ContainersReady, T, "", ""},
-			scheduled,
-		},
+		wantConds: kubeletConds(T, met, met),
 	}, {
 		name:      "volumes not set up yet",
 		state:     podState{statuses: []corev1.ContainerStatus{waiting("main", waitingContainerCreating)}},
 		wantPhase: corev1.PodPending,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, F, "", ""},
-			{corev1.PodInitialized, T, "", ""},
-			{corev1.PodReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			{corev1.ContainersReady, F, reasonContainersNotReady, "containers with unready status: [main]"},
-			scheduled,
-		},
+		wantConds: kubeletConds(F, met, mainUnready),
 	}, {
 		name:      "all succeeded under OnFailure",
 		policy:    corev1.RestartPolicyOnFailure,
 		state:     podState{sandboxReady: true, statuses: []corev1.ContainerStatus{terminated("main", 0)}},
 		wantPhase: corev1.PodSucceeded,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, F, "", ""},
-			{corev1.PodInitialized, T, reasonPodCompleted, ""},
-			{corev1.PodReady, F, reasonPodCompleted, ""},
-			{corev1.ContainersReady, F, reasonPodCompleted, ""},
-			scheduled,
-		},
+		wantConds: kubeletConds(F, cond(T, reasonPodCompleted, ""), cond(F, reasonPodCompleted, "")),
 	}, {
 		name:      "a failure under Never",
 		policy:    corev1.RestartPolicyNever,
 		state:     podState{sandboxReady: true, statuses: []corev1.ContainerStatus{terminated("main", 2)}},
 		wantPhase: corev1.PodFailed,
-		wantConds: conds{
-			{corev1.PodReadyToStartContainers, F, "", ""},
-			{corev1.PodInitialized, T, "", ""},
-			{corev1.PodReady, F, reasonPodFailed, ""},
-			{corev1.ContainersReady, F, reasonPodFailed, ""},
-			scheduled,
-		},
+		wantConds: kubeletConds(F, met, cond(F, reasonPodFailed, "")),
 	}, {
 		name:      "a crash loop under OnFailure keeps the pod running",
 		policy:    corev1.RestartPolicyOnFailure,
