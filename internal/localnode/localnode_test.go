@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr/testr"
 	"go.uber.org/goleak"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -22,33 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nbkube/nbkube/internal/localnode"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
-
-// pyServer is an HTTP server on the address and port of its arguments that answers every GET
-// with "hello from <address>".
-const pyServer = `
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("hello from " + sys.argv[1]).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
-http.server.HTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()
-`
-
-const serverPort = 28080
 
 // TestLocalNode runs the node against a real kube-apiserver and kube-controller-manager. One
 // control plane and one node serve every subtest, each in its own namespace.
@@ -410,198 +385,4 @@ func TestLocalNode(t *testing.T) {
 		expectEvent(t, client, pod, "Unhealthy")
 		expectEvent(t, client, pod, "Killing")
 	})
-}
-
-// startNode runs a node until the test ends or the returned function is called, which waits
-// for the node to stop.
-func startNode(t *testing.T, client kubernetes.Interface, cfg localnode.Config) (stop func()) {
-	t.Helper()
-	n, err := localnode.New(client, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(log.IntoContext(context.Background(), testr.NewWithOptions(t, testr.Options{Verbosity: 1})))
-	done := make(chan error, 1)
-	go func() { done <- n.Start(ctx) }()
-	var stopped bool
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("node %s: %v", cfg.NodeName, err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// newNamespace creates a namespace for a subtest and waits for what kube-controller-manager puts
-// in it and every pod needs: the default service account and the root CA ConfigMap.
-func newNamespace(t *testing.T, client kubernetes.Interface) string {
-	t.Helper()
-	name := strings.ToLower(t.Name()[strings.LastIndex(t.Name(), "/")+1:])
-	name = name[:min(len(name), 63)]
-	ctx := context.Background()
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "the namespace's service account and root CA", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			_, err = client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		}
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
-	})
-	return name
-}
-
-func basicPod(ns, name string, policy corev1.RestartPolicy, command ...string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: corev1.PodSpec{
-			RestartPolicy:                 policy,
-			TerminationGracePeriodSeconds: ptr.To[int64](5),
-			Containers:                    []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: command}},
-		},
-	}
-}
-
-// serverPod runs pyServer on the pod's IP, which it learns from the downward API, with a
-// readiness probe on its named port.
-func serverPod(ns, name string) *corev1.Pod {
-	p := basicPod(ns, name, corev1.RestartPolicyAlways, "python3", "-c", pyServer, "$(POD_IP)", strconv.Itoa(serverPort))
-	c := &p.Spec.Containers[0]
-	c.Image = "python:3.11-slim"
-	c.Env = []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}}
-	c.Ports = []corev1.ContainerPort{{Name: "http", ContainerPort: serverPort}}
-	c.ReadinessProbe = &corev1.Probe{
-		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromString("http")}},
-		PeriodSeconds: 1,
-	}
-	return p
-}
-
-func createPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) *corev1.Pod {
-	t.Helper()
-	created, err := client.CoreV1().Pods(pod.Namespace).Create(context.Background(), pod, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return created
-}
-
-// waitPod waits until the pod satisfies cond and returns it; it fails the test with the pod's
-// last status otherwise.
-func waitPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
-	t.Helper()
-	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		last = p
-		return cond(p), nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for pod %s/%s to be %s: %v; last status: %+v", pod.Namespace, pod.Name, what, err, last.Status)
-	}
-	return last
-}
-
-func deletePod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) {
-	t.Helper()
-	if err := client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "pod "+pod.Name+" to be gone", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
-func expectEvent(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, reason string) {
-	t.Helper()
-	waitFor(t, 10*time.Second, "a "+reason+" event", func(ctx context.Context) (bool, error) {
-		events, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.name=" + pod.Name + ",reason=" + reason,
-		})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range events.Items {
-			if e.Source.Component == "nbkube-local-node" && e.InvolvedObject.UID == pod.UID {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func podRunning(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) > 0 && p.Status.ContainerStatuses[0].State.Running != nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return p.Status.Phase == corev1.PodRunning && c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-// pidOf reads the PID of the pod's first container from its containerID.
-func pidOf(t *testing.T, pod *corev1.Pod) int {
-	t.Helper()
-	id := pod.Status.ContainerStatuses[0].ContainerID
-	pid, err := strconv.Atoi(strings.TrimPrefix(id, "nbkube-local://"))
-	if err != nil || !strings.HasPrefix(id, "nbkube-local://") {
-		t.Fatalf("container ID %q carries no PID", id)
-	}
-	return pid
-}
-
-func httpGet(t *testing.T, ip string) string {
-	t.Helper()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := client.Get(fmt.Sprintf("http://%s:%d/", ip, serverPort))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -71,7 +71,7 @@ type podWorker struct {
 	ipReleased bool
 	startTime  *metav1.Time
 	volumeDirs map[string]string
-	// sandboxReady: the pod's address and volumes were set up; later refreshes keep it.
+	// sandboxReady: the pod's address and volumes were set up once; a failed refresh keeps it.
 	sandboxReady     bool
 	volumesRefreshAt time.Time
 	// volumesStale: a Secret or ConfigMap the volumes project changed after they were written.
