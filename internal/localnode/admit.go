@@ -16,10 +16,8 @@ const (
 	reasonNodeRestarted      = "NodeRestarted"
 )
 
-const (
-	// lostContainerExitCode is what the kubelet reports for a container that vanished.
-	lostContainerExitCode = 137
-)
+// lostContainerExitCode is what the kubelet reports for a container that vanished.
+const lostContainerExitCode = 137
 
 // admit rejects, as the kubelet's admission does, a pod this node cannot run at all.
 func admit(pod *corev1.Pod) *podFailure {

@@ -23,6 +23,9 @@ const (
 	reasonReadinessGatesNotReady   = "ReadinessGatesNotReady"
 )
 
+// statusRetryInterval is how soon a failed status write is tried again.
+const statusRetryInterval = time.Second
+
 // podFailure is a failure of the whole pod rather than of a container: the pod cannot run here
 // (no command, an unsupported volume) or was lost with a node restart.
 type podFailure struct {
@@ -263,11 +266,6 @@ func readyCondition(spec *corev1.PodSpec, conds []corev1.PodCondition, container
 	return c
 }
 
-const (
-	// statusRetryInterval is how soon a failed status write is tried again.
-	statusRetryInterval = time.Second
-)
-
 func terminalPhase(p corev1.PodPhase) bool {
 	return p == corev1.PodSucceeded || p == corev1.PodFailed
 }
@@ -280,6 +278,7 @@ func (w *podWorker) phase() corev1.PodPhase {
 	return podPhase(&w.pod.Spec, s.initStatuses, s.statuses, s.terminal)
 }
 
+// state gathers what podStatus needs from the worker.
 func (w *podWorker) state() podState {
 	s := podState{podIP: w.ip, startTime: w.startTime, sandboxReady: w.sandboxReady, terminal: w.stage >= stageTerminated, failure: w.failure}
 	for _, c := range w.initContainers {
