@@ -116,9 +116,9 @@ func ParseHeader(raw json.RawMessage) (Header, error) {
 }
 
 // ParseDecodedHeader is ParseHeader for the header or parent header of a Message that a
-// decoder of this package returned, which it has checked to be one JSON object already:
-// checking again was most of what reading a header cost (and a tenth of the agent's CPU
-// while a kernel streams output). Anything else goes through ParseHeader.
+// decoder of this package returned, which it has checked to be one JSON object already: the
+// agent reads the header of every message it relays, and the check would otherwise be most
+// of that read's cost. Anything else goes through ParseHeader.
 func ParseDecodedHeader(raw json.RawMessage) (Header, error) {
 	if len(raw) == 0 {
 		return Header{}, nil

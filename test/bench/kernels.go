@@ -36,9 +36,8 @@ var floorScript []byte
 
 // The sizes of the kernel scenarios; together they take a minute or two per column.
 const (
-	// kernelStarts: a kernel's own start spreads over ±15 % here from one start to the next,
-	// and the start target's margin is a few percent; the p50 of ten moved the ratio by
-	// 0.04 from run to run.
+	// kernelStarts: a kernel's own start varies from one start to the next by more than the
+	// start target's margin, so the p50 needs this many to be stable from run to run.
 	kernelStarts      = 20
 	roundTrips        = 500
 	roundTripWarmup   = 20
@@ -160,10 +159,10 @@ func serverColumns(rep *kernelReport, servers []*server) []serverColumn {
 }
 
 // measureStarts runs scenarios 1 and 5: kernelStarts starts, each followed by its DELETE, on
-// every column in turn, each turn led by the next column. A start takes under a second, and
-// this machine's speed drifts by 15% between minutes (the floor's p50 moved from 740 to
-// 1006 ms between runs): ten starts per column, minutes apart, compared the drift as much as
-// the servers. A column's first error ends its starts.
+// every column in turn, each turn led by the next column. A start takes under a second and a
+// machine's speed drifts between minutes: columns measured one after the other, minutes
+// apart, would compare the drift as much as the servers. A column's first error ends its
+// starts.
 func measureStarts(rep *kernelReport, servers []*server, python, dir string) {
 	type column struct {
 		r   *kernelResults
@@ -778,8 +777,7 @@ func agentPIDs(root int) ([]int, error) {
 
 // waitQuiet waits (at most a minute) until every server's process is idle: after the
 // contents load, Jupyter Server goes on working through queued requests for seconds, and
-// kernel starts measured meanwhile (for either server) paid for it: nbkube's p50 start was
-// ~1.3 s with Jupyter busy beside it and ~0.9 s without.
+// kernel starts measured meanwhile (for either server) would pay for it.
 func waitQuiet(servers []*server) {
 	var pids []int
 	for _, s := range servers {
