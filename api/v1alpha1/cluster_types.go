@@ -16,9 +16,6 @@ const (
 	ClusterStopped ClusterState = "Stopped"
 )
 
-// ConditionControllerReady is True when a cluster's ipcontroller pod runs and its hub answers.
-const ConditionControllerReady = "ControllerReady"
-
 // ClusterParameters is the spec of a Cluster.
 type ClusterParameters struct {
 	// owner is the user the cluster belongs to.
@@ -86,8 +83,9 @@ type ClusterStatus struct {
 	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
 }
 
-// Cluster is a cluster of IPython parallel engines with their controller; its name is the
-// IPython profile of the cluster API.
+// Cluster is a cluster of IPython parallel engines with their controller, run as plain pods:
+// one ipcontroller pod behind a Service, and one pod per engine. Its name is the IPython
+// profile of the cluster API.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ipcluster,categories=nbkube

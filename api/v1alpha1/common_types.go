@@ -21,16 +21,6 @@ const (
 	ExecutionStateDead       ExecutionState = agentapi.ExecutionDead
 )
 
-// Condition types shared by the kinds.
-const (
-	// ConditionReady is True when the resource does what it is for: a kernel that answers, a
-	// session whose kernel answers, a cluster whose controller and engines run, a valid spec.
-	ConditionReady = "Ready"
-	// ConditionFailed is True when the resource cannot get ready without a change: the reason
-	// says why (ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...). Clients stop waiting.
-	ConditionFailed = "Failed"
-)
-
 // Labels and annotations nbkube puts on the objects it creates.
 const (
 	// LabelComponent tells kernel pods from cluster controller and engine pods.
@@ -41,7 +31,7 @@ const (
 	LabelKernel = "nbkube.io/kernel"
 	// LabelKernelSpec names the KernelSpec a kernel pod runs.
 	LabelKernelSpec = "nbkube.io/kernelspec"
-	// LabelCluster names the Cluster a pod, service or deployment belongs to.
+	// LabelCluster names the Cluster a pod, service or secret belongs to.
 	LabelCluster = "nbkube.io/cluster"
 	// LabelSession names the Session that created a Kernel.
 	LabelSession = "nbkube.io/session"

@@ -47,8 +47,8 @@ type KernelStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// conditions: Ready (the kernel pod is ready to take connections) and Failed (it cannot
-	// run; the reason says why).
+	// conditions: Ready (the kernel pod is ready to take connections), Failed (it cannot
+	// run; the reason says why) and Culled (set just before the culler deletes the kernel).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

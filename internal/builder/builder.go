@@ -1,7 +1,7 @@
-// Package builder makes the objects nbkube's controllers own (kernel pods and secrets,
-// cluster deployments, services and secrets) from the custom resources. Builders are pure:
-// no client, no clock, no randomness of their own, so they are table-tested and the
-// controllers only decide when to create or apply what they return.
+// Package builder makes the objects nbkube's controllers own (a kernel's pod and secret; a
+// cluster's ipcontroller and engine pods, service and secret) from the custom resources.
+// Builders are pure: no client, no clock, no randomness of their own, so they are
+// table-tested and the controllers only decide when to create or apply what they return.
 package builder
 
 import (

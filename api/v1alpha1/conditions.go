@@ -1,0 +1,81 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Condition types of the kinds' status.conditions. They stay plain strings, as
+// metav1.Condition.Type is: every reader passes them to the meta.*StatusCondition helpers,
+// and a named type would only add a conversion at each of those calls.
+const (
+	// ConditionReady is True when the resource does what it is for: a kernel that answers, a
+	// session whose kernel answers, a cluster whose controller and engines run, a valid spec.
+	// Every kind has it.
+	ConditionReady = "Ready"
+	// ConditionFailed is True when the resource cannot get ready without a change: the reason
+	// says why (ImagePullBackOff, CrashLoopBackOff, Unschedulable, ...). Clients stop waiting.
+	// Kernels, Sessions and Clusters have it, only while it is True.
+	ConditionFailed = "Failed"
+	// ConditionControllerReady is True when a Cluster's ipcontroller pod runs and its hub
+	// answers.
+	ConditionControllerReady = "ControllerReady"
+	// ConditionCulled is set on a Kernel just before the culler deletes it; its reason is
+	// ReasonIdleTimeout or ReasonKernelDead.
+	ConditionCulled = "Culled"
+)
+
+// ConditionReason is the reason of a condition nbkube sets: what `kubectl get -o wide` and
+// `kubectl describe` show, and what clients read when a resource fails. Its own type keeps
+// nbkube's reasons apart from other strings: a reason passed through from the kubelet (a
+// container's waiting or termination reason) is converted where it enters, visibly.
+type ConditionReason string
+
+// Reasons of a Kernel's Ready and Failed conditions, besides the container waiting and
+// termination reasons of its pod, which are passed through (ContainerCreating, ErrImagePull,
+// ImagePullBackOff, CrashLoopBackOff, OOMKilled, Evicted, ...). A Session mirrors them from
+// its Kernel.
+const (
+	ReasonKernelSpecNotFound ConditionReason = "KernelSpecNotFound"
+	ReasonKernelSpecInvalid  ConditionReason = "KernelSpecInvalid"
+	ReasonPodConflict        ConditionReason = "PodConflict"
+	ReasonPodCreating        ConditionReason = "PodCreating"
+	ReasonPodPending         ConditionReason = "PodPending"
+	ReasonPodNotReady        ConditionReason = "PodNotReady"
+	ReasonPodTerminating     ConditionReason = "PodTerminating"
+	ReasonPodFailed          ConditionReason = "PodFailed"
+	ReasonKernelExited       ConditionReason = "KernelExited"
+	ReasonUnschedulable      ConditionReason = corev1.PodReasonUnschedulable
+	ReasonAgentReady         ConditionReason = "AgentReady"
+)
+
+// Reasons of a Kernel's Culled condition.
+const (
+	ReasonIdleTimeout ConditionReason = "IdleTimeout"
+	ReasonKernelDead  ConditionReason = "KernelDead"
+)
+
+// Reasons of a Session's Ready and Failed conditions besides those mirrored from its Kernel.
+const (
+	ReasonKernelNotFound      ConditionReason = "KernelNotFound"
+	ReasonKernelOfAnotherUser ConditionReason = "KernelOfAnotherUser"
+	ReasonKernelCreating      ConditionReason = "KernelCreating"
+)
+
+// Reasons of a Cluster's ControllerReady, Ready and Failed conditions, besides the reasons of
+// a pod that cannot run, as for a Kernel (ReasonUnschedulable, ImagePullBackOff, ...).
+const (
+	ReasonClusterRunning      ConditionReason = "Running"
+	ReasonClusterStopped      ConditionReason = "Stopped"
+	ReasonControllerStarting  ConditionReason = "ControllerStarting"
+	ReasonEnginesStarting     ConditionReason = "EnginesStarting"
+	ReasonControllerReady     ConditionReason = "ControllerReady"
+	ReasonHubUnreachable      ConditionReason = "HubUnreachable"
+	ReasonControllerPodFailed ConditionReason = "ControllerPodFailed"
+	// ReasonFailedCreate: the API server refused a pod (quota, admission); retrying at once
+	// would not help.
+	ReasonFailedCreate ConditionReason = "FailedCreate"
+)
+
+// Reasons of a KernelSpec's Ready condition.
+const (
+	ReasonSpecValid   ConditionReason = "Valid"
+	ReasonSpecInvalid ConditionReason = "Invalid"
+)
