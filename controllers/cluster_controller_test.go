@@ -67,14 +67,14 @@ func (h *hubDouble) keyAsked(ip string) string {
 	return h.keys[ip]
 }
 
-func clusterCondition(t *testing.T, c *nbv1.Cluster, typ string, status metav1.ConditionStatus, reason string) {
+func clusterCondition(t *testing.T, c *nbv1.Cluster, typ string, status metav1.ConditionStatus, reason nbv1.ConditionReason) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("cluster %s condition %s=%s/%s", c.Name, typ, status, reason), func() error {
 		if err := get(c); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(c.Status.Conditions, typ)
-		if cond == nil || cond.Status != status || cond.Reason != reason {
+		if cond == nil || cond.Status != status || cond.Reason != string(reason) {
 			return fmt.Errorf("conditions %+v", c.Status.Conditions)
 		}
 		return nil
@@ -140,7 +140,7 @@ func startCluster(t *testing.T, ns, name string, n int32, ip string, mutate ...f
 		registered[p.Name] = 0
 	}
 	hub.answer(ip, registered)
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning)
 	return c, controller, engines
 }
 
@@ -177,15 +177,15 @@ func TestCluster_StartScaleStop(t *testing.T) {
 		clientFile.Interface != "tcp://c1-ipcontroller."+ns+".svc" || clientFile.Key != key {
 		t.Errorf("client file %s (%v)", secret.Data[builder.ClusterClientFile], err)
 	}
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "ControllerStarting")
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting)
 	// No engine starts before the ipcontroller answers.
 	clusterPods(t, c, builder.ComponentClusterEngine, 0)
 
 	runPod(t, controller, "10.1.0.1")
-	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionFalse, "HubUnreachable")
+	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonHubUnreachable)
 	hub.answer("10.1.0.1", nil)
-	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionTrue, "ControllerReady")
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "EnginesStarting")
+	clusterCondition(t, c, nbv1.ConditionControllerReady, metav1.ConditionTrue, nbv1.ReasonControllerReady)
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonEnginesStarting)
 	if got := hub.keyAsked("10.1.0.1"); got != key {
 		t.Errorf("hub asked with key %q, want the cluster's", got)
 	}
@@ -205,7 +205,7 @@ func TestCluster_StartScaleStop(t *testing.T) {
 	// The middle engine is busy: scaling to 1 keeps it and retires the other two.
 	busy := engines[1].Name
 	hub.answer("10.1.0.1", map[string]int{engines[0].Name: 0, busy: 1, engines[2].Name: 0})
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning)
 	eventually(t, "busy engine counted", func() error {
 		if err := get(c); err != nil || c.Status.BusyEngines != 1 || c.Status.ReadyEngines != 3 {
 			return fmt.Errorf("busy %d ready %d (%w)", c.Status.BusyEngines, c.Status.ReadyEngines, err)
@@ -217,7 +217,7 @@ func TestCluster_StartScaleStop(t *testing.T) {
 	if left := names(clusterPods(t, c, builder.ComponentClusterEngine, 1)); left[0] != busy {
 		t.Errorf("engine left %v, want the busy %s", left, busy)
 	}
-	eventually(t, "scale event", func() error { return findEvent(ns, "c1", "Cluster", "ScaledEngines") })
+	eventually(t, "scale event", func() error { return findEvent(ns, "c1", "Cluster", nbv1.EventScaledEngines) })
 	// The service keeps its cluster IP through updates of the cluster.
 	ip := svc.Spec.ClusterIP
 	if err := get(svc); err != nil || svc.Spec.ClusterIP != ip {
@@ -227,8 +227,8 @@ func TestCluster_StartScaleStop(t *testing.T) {
 	update(t, c, func(c *nbv1.Cluster) { c.Spec.State = nbv1.ClusterStopped })
 	clusterPods(t, c, builder.ComponentClusterController, 0)
 	clusterPods(t, c, builder.ComponentClusterEngine, 0)
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "Stopped")
-	eventually(t, "stop event", func() error { return findEvent(ns, "c1", "Cluster", "Stopped") })
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonClusterStopped)
+	eventually(t, "stop event", func() error { return findEvent(ns, "c1", "Cluster", nbv1.EventClusterStopped) })
 
 	// Started again, it gets a new ipcontroller and new engines, with the same key.
 	update(t, c, func(c *nbv1.Cluster) { c.Spec.State = nbv1.ClusterRunning; c.Spec.Engines = 2 })
@@ -271,8 +271,8 @@ func TestCluster_FailedControllerIsReplacedWithItsEngines(t *testing.T) {
 		}
 		return nil
 	})
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, "ControllerStarting")
-	eventually(t, "replacement event", func() error { return findEvent(ns, "c1", "Cluster", "ControllerReplaced") })
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting)
+	eventually(t, "replacement event", func() error { return findEvent(ns, "c1", "Cluster", nbv1.EventControllerReplaced) })
 
 	runPod(t, replacement, "10.2.0.2")
 	hub.answer("10.2.0.2", nil)
@@ -285,7 +285,7 @@ func TestCluster_FailedControllerIsReplacedWithItsEngines(t *testing.T) {
 		registered[p.Name] = 0
 	}
 	hub.answer("10.2.0.2", registered)
-	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, "Running")
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning)
 }
 
 func TestCluster_RefusedPodsAreReported(t *testing.T) {
@@ -306,7 +306,7 @@ func TestCluster_RefusedPodsAreReported(t *testing.T) {
 	})
 	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 2}}
 	create(t, c)
-	clusterCondition(t, c, nbv1.ConditionFailed, metav1.ConditionTrue, "FailedCreate")
+	clusterCondition(t, c, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonFailedCreate)
 }
 
 func TestCluster_StopsAfterIdleTimeout(t *testing.T) {
@@ -324,6 +324,6 @@ func TestCluster_StopsAfterIdleTimeout(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, "idle event", func() error { return findEvent(ns, "c1", "Cluster", "IdleStopped") })
+	eventually(t, "idle event", func() error { return findEvent(ns, "c1", "Cluster", nbv1.EventIdleStopped) })
 	clusterPods(t, c, builder.ComponentClusterController, 0)
 }

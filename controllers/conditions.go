@@ -9,13 +9,23 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
+
+// problem is why a resource cannot be ready.
+type problem struct {
+	reason  nbv1.ConditionReason
+	message string
+	// fatal problems need a change before the resource can run: the Failed condition says so.
+	fatal bool
+}
 
 // setCondition sets a condition stamped with now; the transition time only moves when the
 // status does (meta.SetStatusCondition keeps it otherwise).
-func setCondition(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, message string, generation int64, now metav1.Time) {
+func setCondition(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason nbv1.ConditionReason, message string, generation int64, now metav1.Time) {
 	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: truncate(message, 1024),
+		Type: typ, Status: status, Reason: string(reason), Message: truncate(message, 1024),
 		ObservedGeneration: generation, LastTransitionTime: now,
 	})
 }
@@ -29,20 +39,37 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// writeStatus writes desired as obj's status unless that is what obj already has, and says
-// whether it wrote. A conflict is not an error: the write that won brings the object back
-// through the watch. Nor is an object deleted meanwhile: it has no status left to write.
-func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (bool, error) {
+// statusWrite is what writeStatus did.
+type statusWrite int
+
+const (
+	// statusUnchanged: the object already had the status.
+	statusUnchanged statusWrite = iota
+	// statusWritten: the status was written.
+	statusWritten
+	// statusLost: the status differed, but the write lost to a newer version of the object
+	// (or the object is gone).
+	statusLost
+)
+
+// writeStatus writes desired as obj's status unless that is what obj already has. A write
+// lost to a newer version of the object (a conflict) is no error: writeStatus says so
+// (statusLost) and the caller decides. The Session, Cluster and KernelSpec controllers watch
+// their kinds' status updates, so the newer version brings the object back to be
+// reconciled again. The Kernel controller does not (see KernelReconciler.SetupWithManager):
+// it writes the same observations onto the live Kernel at once. An object deleted
+// meanwhile is no error either: it has no status left to write.
+func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (statusWrite, error) {
 	if equality.Semantic.DeepEqual(*status(obj), desired) {
-		return false, nil
+		return statusUnchanged, nil
 	}
 	obj = obj.DeepCopyObject().(T)
 	*status(obj) = desired
 	if err := c.Status().Update(ctx, obj); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return false, nil
+			return statusLost, nil
 		}
-		return false, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
+		return statusUnchanged, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
 	}
-	return true, nil
+	return statusWritten, nil
 }

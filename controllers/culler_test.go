@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
@@ -91,7 +90,7 @@ func cullEvent(ns, kernel string) (*eventsv1.Event, error) {
 		return nil, err
 	}
 	for i, e := range evs.Items {
-		if e.Regarding.Kind == "Kernel" && e.Regarding.Name == kernel && e.Reason == "Culled" {
+		if e.Regarding.Kind == "Kernel" && e.Regarding.Name == kernel && e.Reason == string(nbv1.EventCulled) {
 			return &evs.Items[i], nil
 		}
 	}
@@ -145,19 +144,23 @@ func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
 	})
 	kernelCondition(t, failed, nbv1.ConditionFailed, metav1.ConditionTrue, "OOMKilled")
 
-	for _, want := range []struct{ name, reason, eventType, inNote string }{
-		{"idle", controllers.ReasonIdleTimeout, corev1.EventTypeNormal,
+	for _, want := range []struct {
+		name              string
+		reason            nbv1.ConditionReason
+		eventType, inNote string
+	}{
+		{"idle", nbv1.ReasonIdleTimeout, corev1.EventTypeNormal,
 			"longer than its idle timeout of 30m0s (last activity " + now.Add(-time.Hour).UTC().Format(time.RFC3339) + "; idle, 0 connections)"},
-		{"dead", controllers.ReasonKernelDead, corev1.EventTypeWarning, "reports it dead"},
-		{"failed", controllers.ReasonKernelDead, corev1.EventTypeWarning, "OOMKilled"},
+		{"dead", nbv1.ReasonKernelDead, corev1.EventTypeWarning, "reports it dead"},
+		{"failed", nbv1.ReasonKernelDead, corev1.EventTypeWarning, "OOMKilled"},
 	} {
 		cullUntil(t, want.name+" culled", func() error {
 			k, ok := deleted(want.name)
 			if !ok {
 				return fmt.Errorf("kernel %s not deleted", want.name)
 			}
-			c := meta.FindStatusCondition(k.Status.Conditions, controllers.ConditionCulled)
-			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != want.reason || !strings.Contains(c.Message, want.inNote) {
+			c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionCulled)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(want.reason) || !strings.Contains(c.Message, want.inNote) {
 				return fmt.Errorf("Culled condition %+v, want %s saying %q", c, want.reason, want.inNote)
 			}
 			return nil

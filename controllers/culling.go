@@ -24,16 +24,6 @@ import (
 // Jupyter Server's cull_interval.
 const DefaultCullInterval = 300 * time.Second
 
-// ConditionCulled is set on a Kernel just before the culler deletes it; its reason is
-// ReasonIdleTimeout or ReasonKernelDead.
-const ConditionCulled = "Culled"
-
-// Reasons of the Culled condition.
-const (
-	ReasonIdleTimeout = "IdleTimeout"
-	ReasonKernelDead  = "KernelDead"
-)
-
 // cullConcurrency bounds the agents asked at once during a cull pass.
 const cullConcurrency = 8
 
@@ -150,7 +140,7 @@ func (c *Culler) cullIfIdle(ctx context.Context, k *nbv1.Kernel, o CullingOption
 		s, err := c.agentStatus(ctx, k)
 		if err != nil {
 			// Not knowing is no reason to cull; the next pass asks again.
-			log.FromContext(ctx).V(1).Info("Kernel agent did not answer", "kernel", klog.KObj(k), "err", err.Error())
+			log.FromContext(ctx).V(1).Info("Kernel agent did not answer", "kernel", klog.KObj(k), "error", err.Error())
 			return
 		}
 		st = &s
@@ -177,7 +167,8 @@ func kernelFailed(k *nbv1.Kernel) bool {
 
 // verdict is why a kernel is culled.
 type verdict struct {
-	reason, message string
+	reason  nbv1.ConditionReason
+	message string
 }
 
 // cullVerdict decides, as Jupyter Server's cull_kernel_if_idle does, whether a kernel is
@@ -189,14 +180,14 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 		return verdict{}, false
 	}
 	if f := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); f != nil && f.Status == metav1.ConditionTrue {
-		return verdict{ReasonKernelDead, fmt.Sprintf("the kernel is dead (%s: %s)", f.Reason, f.Message)}, true
+		return verdict{nbv1.ReasonKernelDead, fmt.Sprintf("the kernel is dead (%s: %s)", f.Reason, f.Message)}, true
 	}
 	if st == nil {
 		return verdict{}, false
 	}
 	state := nbv1.ExecutionState(st.ExecutionState)
 	if state == nbv1.ExecutionStateDead {
-		return verdict{ReasonKernelDead, "the kernel's agent reports it dead"}, true
+		return verdict{nbv1.ReasonKernelDead, "the kernel's agent reports it dead"}, true
 	}
 	// An agent always reports a last activity; a missing one is not taken as "long ago".
 	last := st.LastActivity
@@ -207,7 +198,7 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 	if idle <= o.IdleTimeout || (state == nbv1.ExecutionStateBusy && !o.CullBusy) || (st.Connections > 0 && !o.CullConnected) {
 		return verdict{}, false
 	}
-	return verdict{ReasonIdleTimeout, fmt.Sprintf("the kernel was inactive for %s, longer than its idle timeout of %s (last activity %s; %s, %d connections)",
+	return verdict{nbv1.ReasonIdleTimeout, fmt.Sprintf("the kernel was inactive for %s, longer than its idle timeout of %s (last activity %s; %s, %d connections)",
 		idle.Round(time.Second), o.IdleTimeout, last.UTC().Format(time.RFC3339), state, st.Connections)}, true
 }
 
@@ -217,7 +208,7 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 func (c *Culler) cull(ctx context.Context, k *nbv1.Kernel, v verdict, now time.Time) {
 	logger := log.FromContext(ctx).WithValues("kernel", klog.KObj(k))
 	culled := k.DeepCopy()
-	setCondition(&culled.Status.Conditions, ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
+	setCondition(&culled.Status.Conditions, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
 	if err := c.Client.Status().Patch(ctx, culled, client.MergeFrom(k)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return
@@ -226,10 +217,10 @@ func (c *Culler) cull(ctx context.Context, k *nbv1.Kernel, v verdict, now time.T
 		logger.Error(err, "Set the Culled condition")
 	}
 	eventType := corev1.EventTypeNormal
-	if v.reason == ReasonKernelDead {
+	if v.reason == nbv1.ReasonKernelDead {
 		eventType = corev1.EventTypeWarning
 	}
-	c.Recorder.Eventf(k, nil, eventType, "Culled", "Cull", "Culled kernel: %s", v.message)
+	recordEvent(c.Recorder, k, nil, eventType, nbv1.EventCulled, "Cull", "Culled kernel: %s", v.message)
 	err := c.Client.Delete(ctx, k, client.Preconditions{UID: &k.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	if client.IgnoreNotFound(err) != nil {
 		logger.Error(err, "Delete culled kernel")

@@ -27,29 +27,29 @@ func TestCullVerdict(t *testing.T) {
 		conditions []metav1.Condition
 		created    *metav1.Time
 		report     *agentapi.Status
-		wantReason string // "" when the kernel stays
+		wantReason nbv1.ConditionReason // "" when the kernel stays
 		wantInMsg  string
 	}{
 		{name: "idle past the timeout", opts: on, report: report("idle", 2*time.Hour, 0),
-			wantReason: ReasonIdleTimeout, wantInMsg: "inactive for 2h0m0s, longer than its idle timeout of 1h0m0s (last activity 2026-03-04T10:00:00Z; idle, 0 connections)"},
+			wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "inactive for 2h0m0s, longer than its idle timeout of 1h0m0s (last activity 2026-03-04T10:00:00Z; idle, 0 connections)"},
 		{name: "idle exactly the timeout stays", opts: on, report: report("idle", time.Hour, 0)},
 		{name: "recently active stays", opts: on, report: report("idle", 59*time.Minute, 0)},
 		{name: "culling off", opts: CullingOptions{}, report: report("idle", 48*time.Hour, 0)},
 		{name: "culling off spares the dead too", opts: CullingOptions{}, conditions: failed},
 		{name: "busy stays", opts: on, report: report("busy", 2*time.Hour, 0)},
 		{name: "busy culled with cullBusy", opts: CullingOptions{IdleTimeout: time.Hour, CullBusy: true}, report: report("busy", 2*time.Hour, 0),
-			wantReason: ReasonIdleTimeout, wantInMsg: "busy, 0 connections"},
+			wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "busy, 0 connections"},
 		{name: "connected stays", opts: on, report: report("idle", 2*time.Hour, 1)},
 		{name: "connected culled with cullConnected", opts: CullingOptions{IdleTimeout: time.Hour, CullConnected: true}, report: report("idle", 2*time.Hour, 3),
-			wantReason: ReasonIdleTimeout, wantInMsg: "idle, 3 connections"},
+			wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "idle, 3 connections"},
 		{name: "busy and connected needs both", opts: CullingOptions{IdleTimeout: time.Hour, CullBusy: true}, report: report("busy", 2*time.Hour, 1)},
-		{name: "dead agent", opts: on, report: report("dead", 0, 2), wantReason: ReasonKernelDead, wantInMsg: "reports it dead"},
-		{name: "failed kernel without a report", opts: on, conditions: failed, wantReason: ReasonKernelDead, wantInMsg: "dead (OOMKilled: container kernel exited with code 137)"},
+		{name: "dead agent", opts: on, report: report("dead", 0, 2), wantReason: nbv1.ReasonKernelDead, wantInMsg: "reports it dead"},
+		{name: "failed kernel without a report", opts: on, conditions: failed, wantReason: nbv1.ReasonKernelDead, wantInMsg: "dead (OOMKilled: container kernel exited with code 137)"},
 		{name: "no report, nothing known", opts: on},
 		{name: "no last activity counts from creation", opts: on, created: ptr.To(metav1.NewTime(now.Add(-30 * time.Minute))),
 			report: &agentapi.Status{ExecutionState: "idle"}},
 		{name: "no last activity, created long ago", opts: on, created: ptr.To(metav1.NewTime(now.Add(-90 * time.Minute))),
-			report: &agentapi.Status{ExecutionState: "idle"}, wantReason: ReasonIdleTimeout, wantInMsg: "inactive for 1h30m0s"},
+			report: &agentapi.Status{ExecutionState: "idle"}, wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "inactive for 1h30m0s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

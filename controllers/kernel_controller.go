@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,7 +132,7 @@ func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *
 	spec := &nbv1.KernelSpec{}
 	err := r.Get(ctx, types.NamespacedName{Namespace: k.Namespace, Name: k.Spec.KernelSpec}, spec)
 	if apierrors.IsNotFound(err) {
-		obs.problem = &problem{reason: ReasonKernelSpecNotFound, fatal: true,
+		obs.problem = &problem{reason: nbv1.ReasonKernelSpecNotFound, fatal: true,
 			message: fmt.Sprintf("kernel spec %q does not exist in namespace %s", k.Spec.KernelSpec, k.Namespace)}
 		return nil
 	}
@@ -143,7 +142,7 @@ func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *
 	// Validated here rather than read from the spec's Ready condition, which the KernelSpec
 	// controller may not have written yet when a kernel follows its spec closely.
 	if problems := validateKernelSpec(&spec.Spec, r.Options.DefaultKernelImage); len(problems) > 0 {
-		obs.problem = &problem{reason: ReasonKernelSpecInvalid, fatal: true,
+		obs.problem = &problem{reason: nbv1.ReasonKernelSpecInvalid, fatal: true,
 			message: fmt.Sprintf("kernel spec %q is invalid: %s", spec.Name, strings.Join(problems, "; "))}
 		return nil
 	}
@@ -181,7 +180,7 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	switch {
 	case err == nil:
 		if !metav1.IsControlledBy(pod, k) {
-			obs.problem = &problem{reason: ReasonPodConflict, fatal: true,
+			obs.problem = &problem{reason: nbv1.ReasonPodConflict, fatal: true,
 				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
 			return nil
 		}
@@ -203,7 +202,7 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 			return fmt.Errorf("get kernel pod: %w", err)
 		}
 		if !metav1.IsControlledBy(existing, k) {
-			obs.problem = &problem{reason: ReasonPodConflict, fatal: true,
+			obs.problem = &problem{reason: nbv1.ReasonPodConflict, fatal: true,
 				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
 			return nil
 		}
@@ -212,7 +211,7 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 		return nil
 	}
 	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
-	r.Recorder.Eventf(k, pod, corev1.EventTypeNormal, "CreatedPod", "Create", "Created pod %s", pod.Name)
+	recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s", pod.Name)
 	obs.pod = pod
 	return nil
 }
@@ -230,7 +229,7 @@ func (r *KernelReconciler) reconcileAgent(ctx context.Context, _ *nbv1.Kernel, o
 	}
 	st, err := askAgent(ctx, r.Agents, agentEndpoint(obs.pod.Status.PodIP, obs.secret))
 	if err != nil {
-		log.FromContext(ctx).V(1).Info("Kernel agent did not answer", "pod", klog.KObj(obs.pod), "err", err.Error())
+		log.FromContext(ctx).V(1).Info("Kernel agent did not answer", "pod", klog.KObj(obs.pod), "error", err.Error())
 		return nil
 	}
 	obs.agent = &st
@@ -253,16 +252,19 @@ func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (
 // bring the kernel back (see SetupWithManager), so the caller tries again.
 func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus) (lost bool, err error) {
 	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
-	changed := !equality.Semantic.DeepEqual(k.Status, st)
-	written, err := writeStatus(ctx, r.Client, k, func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }, st)
+	res, err := writeStatus(ctx, r.Client, k, kernelStatusOf, st)
 	if err != nil {
 		return false, err
 	}
-	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); written && after != nil && (before == nil || before.Reason != after.Reason) {
-		r.Recorder.Eventf(k, nil, corev1.EventTypeWarning, after.Reason, "Start", "%s", after.Message)
+	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); res == statusWritten && after != nil && (before == nil || before.Reason != after.Reason) {
+		// The failure is an event too, with the condition's reason, so that an admin
+		// watching events sees it.
+		recordEvent(r.Recorder, k, nil, corev1.EventTypeWarning, nbv1.EventReason(after.Reason), "Start", "%s", after.Message)
 	}
-	return changed && !written, nil
+	return res == statusLost, nil
 }
+
+func kernelStatusOf(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
 
 // SetupWithManager watches Kernels, their Pods and Secrets, and the KernelSpecs they run.
 // Updates of a Kernel's status alone are not watched: a running kernel's status changes

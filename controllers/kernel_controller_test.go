@@ -42,14 +42,14 @@ func kernel(ns, name, spec string) *nbv1.Kernel {
 }
 
 // kernelCondition waits until the kernel's condition has the status and reason.
-func kernelCondition(t *testing.T, k *nbv1.Kernel, typ string, status metav1.ConditionStatus, reason string) {
+func kernelCondition(t *testing.T, k *nbv1.Kernel, typ string, status metav1.ConditionStatus, reason nbv1.ConditionReason) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("kernel %s condition %s=%s/%s", k.Name, typ, status, reason), func() error {
 		if err := get(k); err != nil {
 			return err
 		}
 		c := meta.FindStatusCondition(k.Status.Conditions, typ)
-		if c == nil || c.Status != status || c.Reason != reason {
+		if c == nil || c.Status != status || c.Reason != string(reason) {
 			return fmt.Errorf("conditions %+v", k.Status.Conditions)
 		}
 		if k.Status.ObservedGeneration != k.Generation {
@@ -102,7 +102,7 @@ func TestKernel_CreatesSecretAndPodAndReportsReadiness(t *testing.T) {
 	if got := pod.Spec.Volumes[len(pod.Spec.Volumes)-1].PersistentVolumeClaim.ClaimName; got != "contents" {
 		t.Errorf("contents claim %s", got)
 	}
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonPodPending)
 	if k.Status.ExecutionState != nbv1.ExecutionStateStarting {
 		t.Errorf("execution state %q while pending, want starting", k.Status.ExecutionState)
 	}
@@ -112,7 +112,7 @@ func TestKernel_CreatesSecretAndPodAndReportsReadiness(t *testing.T) {
 		s.PodIP = "10.1.2.3"
 		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
 	if k.Status.PodIP != "10.1.2.3" || k.Status.ExecutionState != nbv1.ExecutionStateIdle {
 		t.Errorf("pod IP %q state %q", k.Status.PodIP, k.Status.ExecutionState)
 	}
@@ -126,7 +126,7 @@ func TestKernel_FailsFastOnPodProblems(t *testing.T) {
 		name       string
 		status     func(*corev1.PodStatus)
 		nodeName   bool
-		wantReason string
+		wantReason nbv1.ConditionReason
 		wantInMsg  string
 	}{
 		{
@@ -151,7 +151,7 @@ func TestKernel_FailsFastOnPodProblems(t *testing.T) {
 				s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
 					Reason: corev1.PodReasonUnschedulable, Message: "0/3 nodes have enough memory"}}
 			},
-			wantReason: "Unschedulable", wantInMsg: "enough memory",
+			wantReason: nbv1.ReasonUnschedulable, wantInMsg: "enough memory",
 		},
 		{
 			name: "kernel process failed",
@@ -160,7 +160,7 @@ func TestKernel_FailsFastOnPodProblems(t *testing.T) {
 				s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
 					Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "No module named ipykernel"}}}}
 			},
-			nodeName: true, wantReason: "PodFailed", wantInMsg: "exited with code 2: No module named ipykernel",
+			nodeName: true, wantReason: nbv1.ReasonPodFailed, wantInMsg: "exited with code 2: No module named ipykernel",
 		},
 		{
 			name: "out of memory",
@@ -199,20 +199,20 @@ func TestKernel_FailsFastOnPodProblems(t *testing.T) {
 			}
 			// The failure is told where an admin looks: an event on the Kernel.
 			eventually(t, "warning event on the kernel", func() error {
-				return findEvent(ns, k.Name, "Kernel", tc.wantReason)
+				return findEvent(ns, k.Name, "Kernel", nbv1.EventReason(tc.wantReason))
 			})
 		})
 	}
 }
 
-func findEvent(ns, regarding, kind, reason string) error {
+func findEvent(ns, regarding, kind string, reason nbv1.EventReason) error {
 	var evs eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {
 		return err
 	}
 	var seen []string
 	for _, e := range evs.Items {
-		if e.Regarding.Name == regarding && e.Regarding.Kind == kind && e.Reason == reason {
+		if e.Regarding.Name == regarding && e.Regarding.Kind == kind && e.Reason == string(reason) {
 			return nil
 		}
 		seen = append(seen, e.Regarding.Kind+"/"+e.Regarding.Name+":"+e.Reason)
@@ -224,13 +224,13 @@ func TestKernel_WaitsForItsKernelSpec(t *testing.T) {
 	ns := namespace(t)
 	k := kernel(ns, "k1", "later")
 	create(t, k)
-	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelSpecNotFound")
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecNotFound)
 	if err := get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k1"}}); err == nil {
 		t.Error("a pod was made without a kernel spec")
 	}
 	create(t, kernelSpec(ns, "later"))
 	kernelPod(t, k)
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonPodPending)
 	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); c != nil {
 		t.Errorf("Failed condition stays after the spec appeared: %v", c)
 	}
@@ -243,7 +243,7 @@ func TestKernel_RefusesInvalidSpecAndForeignPod(t *testing.T) {
 	create(t, bad)
 	k := kernel(ns, "k1", "bad")
 	create(t, k)
-	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelSpecInvalid")
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecInvalid)
 	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); !strings.Contains(c.Message, "1NOT-A-NAME") {
 		t.Errorf("message %q does not say what is wrong", c.Message)
 	}
@@ -254,7 +254,7 @@ func TestKernel_RefusesInvalidSpecAndForeignPod(t *testing.T) {
 	create(t, foreign)
 	k2 := kernel(ns, "k2", "python3")
 	create(t, k2)
-	kernelCondition(t, k2, nbv1.ConditionFailed, metav1.ConditionTrue, "PodConflict")
+	kernelCondition(t, k2, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonPodConflict)
 }
 
 func TestKernel_KeepsRunningWhenItsSpecIsDeleted(t *testing.T) {
@@ -266,13 +266,13 @@ func TestKernel_KeepsRunningWhenItsSpecIsDeleted(t *testing.T) {
 	setPodStatus(t, pod, func(s *corev1.PodStatus) {
 		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
 	if err := k8sClient.Delete(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
 	// Touch the kernel so that it is reconciled after the deletion.
 	update(t, k, func(k *nbv1.Kernel) { k.Labels = map[string]string{"touched": "yes"} })
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
 }
 
 func TestKernel_PodEventsAreReemittedOnTheKernel(t *testing.T) {
@@ -365,7 +365,7 @@ func runningKernel(t *testing.T, k *nbv1.Kernel, ip string) {
 		s.PodIP = ip
 		s.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
 }
 
 func TestKernel_StatusFollowsTheAgent(t *testing.T) {
@@ -445,7 +445,7 @@ func TestKernel_StatusWriteLostToAStaleCacheIsWrittenOntoTheLiveKernelAtOnce(t *
 	ns := namespace(t)
 	k := kernel(ns, "k1", "python3")
 	create(t, kernelSpec(ns, "python3"), k)
-	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonPodPending)
 	stale := k.DeepCopy()
 	// The suite's controller moves the kernel on (Ready, pod IP) past the stale copy.
 	const ip = "10.20.0.9"

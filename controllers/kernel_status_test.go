@@ -1,18 +1,13 @@
 package controllers
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -31,12 +26,12 @@ func TestKernelStatus_FromPodStates(t *testing.T) {
 		prior      nbv1.ExecutionState
 		pod        *corev1.Pod
 		wantReady  metav1.ConditionStatus
-		wantReason string
+		wantReason nbv1.ConditionReason
 		wantFailed bool
 		wantState  nbv1.ExecutionState
 	}{
-		{"no pod yet", "", nil, metav1.ConditionFalse, ReasonPodCreating, false, nbv1.ExecutionStateStarting},
-		{"unbound", "", &corev1.Pod{}, metav1.ConditionFalse, ReasonPodPending, false, nbv1.ExecutionStateStarting},
+		{"no pod yet", "", nil, metav1.ConditionFalse, nbv1.ReasonPodCreating, false, nbv1.ExecutionStateStarting},
+		{"unbound", "", &corev1.Pod{}, metav1.ConditionFalse, nbv1.ReasonPodPending, false, nbv1.ExecutionStateStarting},
 		{"container creating", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{ContainerStatuses: waiting("ContainerCreating")}},
 			metav1.ConditionFalse, "ContainerCreating", false, nbv1.ExecutionStateStarting},
 		{"transient pull error waits", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{ContainerStatuses: waiting("ErrImagePull")}},
@@ -54,24 +49,24 @@ func TestKernelStatus_FromPodStates(t *testing.T) {
 		{"pull back-off fails", "", &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waiting("ImagePullBackOff")}},
 			metav1.ConditionFalse, "ImagePullBackOff", true, nbv1.ExecutionStateDead},
 		{"running, not ready", "", &corev1.Pod{Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}},
-			metav1.ConditionFalse, ReasonPodNotReady, false, nbv1.ExecutionStateStarting},
+			metav1.ConditionFalse, nbv1.ReasonPodNotReady, false, nbv1.ExecutionStateStarting},
 		{"ready", "", &corev1.Pod{Status: corev1.PodStatus{Conditions: ready, PodIP: "1.2.3.4"}},
-			metav1.ConditionTrue, ReasonAgentReady, false, nbv1.ExecutionStateIdle},
+			metav1.ConditionTrue, nbv1.ReasonAgentReady, false, nbv1.ExecutionStateIdle},
 		{"ready keeps a busy kernel busy", nbv1.ExecutionStateBusy, &corev1.Pod{Status: corev1.PodStatus{Conditions: ready}},
-			metav1.ConditionTrue, ReasonAgentReady, false, nbv1.ExecutionStateBusy},
+			metav1.ConditionTrue, nbv1.ReasonAgentReady, false, nbv1.ExecutionStateBusy},
 		{"exited", nbv1.ExecutionStateIdle, &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
-			metav1.ConditionFalse, ReasonKernelExited, true, nbv1.ExecutionStateDead},
+			metav1.ConditionFalse, nbv1.ReasonKernelExited, true, nbv1.ExecutionStateDead},
 		{"evicted", nbv1.ExecutionStateIdle, &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: "Evicted", Message: "low on memory"}},
 			metav1.ConditionFalse, "Evicted", true, nbv1.ExecutionStateDead},
 		{"terminating", nbv1.ExecutionStateIdle, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleting}, Status: corev1.PodStatus{Conditions: ready}},
-			metav1.ConditionFalse, ReasonPodTerminating, false, nbv1.ExecutionStateDead},
+			metav1.ConditionFalse, nbv1.ReasonPodTerminating, false, nbv1.ExecutionStateDead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Generation: 3}, Status: nbv1.KernelStatus{ExecutionState: tc.prior}}
 			st := kernelStatus(k, kernelObservation{pod: tc.pod}, now)
 			r := meta.FindStatusCondition(st.Conditions, nbv1.ConditionReady)
-			if r.Status != tc.wantReady || r.Reason != tc.wantReason || r.ObservedGeneration != 3 || !r.LastTransitionTime.Equal(&now) {
+			if r.Status != tc.wantReady || r.Reason != string(tc.wantReason) || r.ObservedGeneration != 3 || !r.LastTransitionTime.Equal(&now) {
 				t.Errorf("Ready = %+v, want %s/%s", r, tc.wantReady, tc.wantReason)
 			}
 			f := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed)
@@ -93,50 +88,6 @@ func TestKernelStatus_TransitionTimeMovesOnlyWithTheStatus(t *testing.T) {
 	k.Status = kernelStatus(k, kernelObservation{pod: &corev1.Pod{}}, t1)
 	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady); !c.LastTransitionTime.Equal(&t0) {
 		t.Errorf("Ready stayed False but its transition time moved to %v", c.LastTransitionTime)
-	}
-}
-
-func TestValidateKernelSpec(t *testing.T) {
-	valid := nbv1.KernelSpecSpec{DisplayName: "P", Language: "python", Argv: []string{"python3", "-f", "{connection_file}"}}
-	tests := []struct {
-		name   string
-		mod    func(*nbv1.KernelSpecSpec)
-		defImg string
-		want   []string // substrings, one per problem
-	}{
-		{"valid with default image", func(*nbv1.KernelSpecSpec) {}, "img:1", nil},
-		{"no image anywhere", func(*nbv1.KernelSpecSpec) {}, "", []string{"no image"}},
-		{"bad image", func(s *nbv1.KernelSpecSpec) { s.Image = "example.com/UPPER:1" }, "", []string{`image "example.com/UPPER:1"`}},
-		{"empty program", func(s *nbv1.KernelSpecSpec) { s.Argv[0] = " " }, "img:1", []string{"argv[0]"}},
-		{"bad env name", func(s *nbv1.KernelSpecSpec) { s.Env = map[string]string{"A=B": "x", "OK": "y"} }, "img:1", []string{`env "A=B"`}},
-		{"request above limit", func(s *nbv1.KernelSpecSpec) {
-			s.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
-			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
-		}, "img:1", []string{"memory request 2Gi exceeds its limit 1Gi"}},
-		{"png logo that is not", func(s *nbv1.KernelSpecSpec) {
-			s.Logo = &nbv1.KernelLogo{FileName: "logo-64x64.png", Data: []byte("<svg/>")}
-		}, "img:1", []string{"not a PNG"}},
-		{"svg logo", func(s *nbv1.KernelSpecSpec) {
-			s.Logo = &nbv1.KernelLogo{FileName: "logo-svg.svg", Data: []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`)}
-		}, "img:1", nil},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			s := *valid.DeepCopy()
-			tc.mod(&s)
-			got := validateKernelSpec(&s, tc.defImg)
-			if len(got) != len(tc.want) {
-				t.Fatalf("problems %q, want %d like %q", got, len(tc.want), tc.want)
-			}
-			for i := range got {
-				if !strings.Contains(got[i], tc.want[i]) {
-					t.Errorf("problem %q lacks %q", got[i], tc.want[i])
-				}
-			}
-		})
-	}
-	if d := cmp.Diff([]string(nil), validateKernelSpec(&valid, "docker.io/library/python:3.12")); d != "" {
-		t.Error(d)
 	}
 }
 
@@ -180,29 +131,5 @@ func TestKernelStatus_AgentReport(t *testing.T) {
 				t.Error(d)
 			}
 		})
-	}
-}
-
-// A kernel deleted while its reconcile ran has no status left to write: that is no error
-// (which the controller would log and retry), and nothing is written.
-func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := nbv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
-	ctx := context.Background()
-	status := func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
-	st := nbv1.KernelStatus{PodIP: "10.0.0.9"}
-	if written, err := writeStatus(ctx, c, k.DeepCopy(), status, st); err != nil || !written {
-		t.Fatalf("writeStatus of a live kernel: written %v, error %v", written, err)
-	}
-	if err := c.Delete(ctx, k); err != nil {
-		t.Fatal(err)
-	}
-	st.PodIP = "10.0.0.10"
-	if written, err := writeStatus(ctx, c, k, status, st); err != nil || written {
-		t.Errorf("writeStatus of a deleted kernel: written %v, error %v", written, err)
 	}
 }

@@ -18,12 +18,6 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// Reasons of the KernelSpec Ready condition.
-const (
-	ReasonSpecValid   = "Valid"
-	ReasonSpecInvalid = "Invalid"
-)
-
 // KernelSpecReconciler checks what the CRD's schema cannot (image references, environment
 // variable names, resource bounds, logo contents) and reports it in the Ready condition.
 type KernelSpecReconciler struct {
@@ -42,16 +36,24 @@ func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, ks); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	st := kernelSpecStatus(ks, validateKernelSpec(&ks.Spec, r.DefaultImage), metav1.NewTime(r.Clock.Now()))
+	_, err := writeStatus(ctx, r.Client, ks, kernelSpecStatusOf, st)
+	return ctrl.Result{}, err
+}
+
+func kernelSpecStatusOf(ks *nbv1.KernelSpec) *nbv1.KernelSpecStatus { return &ks.Status }
+
+// kernelSpecStatus is the verdict on a spec with the given problems. Validation has no step
+// that can fail, so there is no reconcile error to report.
+func kernelSpecStatus(ks *nbv1.KernelSpec, problems []string, now metav1.Time) nbv1.KernelSpecStatus {
 	st := *ks.Status.DeepCopy()
 	st.ObservedGeneration = ks.Generation
-	now := metav1.NewTime(r.Clock.Now())
-	if problems := validateKernelSpec(&ks.Spec, r.DefaultImage); len(problems) > 0 {
-		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, ReasonSpecInvalid, strings.Join(problems, "; "), ks.Generation, now)
+	if len(problems) > 0 {
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonSpecInvalid, strings.Join(problems, "; "), ks.Generation, now)
 	} else {
-		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, ReasonSpecValid, "the kernel spec can start kernels", ks.Generation, now)
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonSpecValid, "the kernel spec can start kernels", ks.Generation, now)
 	}
-	_, err := writeStatus(ctx, r.Client, ks, func(ks *nbv1.KernelSpec) *nbv1.KernelSpecStatus { return &ks.Status }, st)
-	return ctrl.Result{}, err
+	return st
 }
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")

@@ -68,7 +68,8 @@ func (r *PodEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if owner.GetUID() != ref.UID {
 		return ctrl.Result{}, nil
 	}
-	r.Recorder.Eventf(owner, pod, ev.Type, ev.Reason, "PodEvent", "pod %s: %s", pod.Name, truncate(ev.Message, 900))
+	// The pod's reason is kept, so that `kubectl get events` reads the same on the owner.
+	recordEvent(r.Recorder, owner, pod, ev.Type, nbv1.EventReason(ev.Reason), "PodEvent", "pod %s: %s", pod.Name, truncate(ev.Message, 900))
 	return ctrl.Result{}, nil
 }
 

@@ -21,15 +21,6 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// Reasons of the Session conditions besides those mirrored from its kernel.
-const (
-	ReasonKernelNotFound      = "KernelNotFound"
-	ReasonKernelOfAnotherUser = "KernelOfAnotherUser"
-	ReasonKernelCreating      = "KernelCreating"
-	// ReasonKernelGone is the event of a session deleted because its kernel is gone.
-	ReasonKernelGone = "KernelGone"
-)
-
 // SessionReconciler ties each Session to its Kernel: it starts the kernel when the spec names
 // a kernel spec, owns it (deleting the session deletes the kernel), lets go of kernels the
 // session no longer uses, and mirrors the kernel's state. A session whose kernel is gone
@@ -54,20 +45,24 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if s.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	obs, err := r.reconcileKernel(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if obs.gone {
-		return ctrl.Result{}, r.deleteSession(ctx, s)
-	}
-	if err := r.releaseOldKernels(ctx, s, sessionKernelName(s)); err != nil {
-		return ctrl.Result{}, err
+	var obs sessionObservation
+	for _, step := range []func(context.Context, *nbv1.Session, *sessionObservation) error{
+		r.reconcileKernel,
+		r.releaseOldKernels,
+	} {
+		if err := step(ctx, s, &obs); err != nil {
+			return ctrl.Result{}, err
+		}
+		if obs.gone {
+			return ctrl.Result{}, r.deleteSession(ctx, s)
+		}
 	}
 	st := sessionStatus(s, obs, metav1.NewTime(r.Clock.Now()))
-	_, err = writeStatus(ctx, r.Client, s, func(s *nbv1.Session) *nbv1.SessionStatus { return &s.Status }, st)
+	_, err := writeStatus(ctx, r.Client, s, sessionStatusOf, st)
 	return ctrl.Result{}, err
 }
+
+func sessionStatusOf(s *nbv1.Session) *nbv1.SessionStatus { return &s.Status }
 
 // sessionKernelName is the kernel the session uses: the one its spec names, or one named
 // after the session.
@@ -78,8 +73,8 @@ func sessionKernelName(s *nbv1.Session) string {
 	return s.Name
 }
 
-// sessionKernelObservation is what reconcileKernel found.
-type sessionKernelObservation struct {
+// sessionObservation is what the reconcile steps found.
+type sessionObservation struct {
 	// kernel is the session's kernel, nil with a problem.
 	kernel *nbv1.Kernel
 	// seen: kernel was read from the cache, not just created. Only a kernel seen there can
@@ -93,34 +88,37 @@ type sessionKernelObservation struct {
 // reconcileKernel finds or creates the session's kernel and makes the session one of its
 // owners. A kernel of another user is never adopted, and a kernel that is gone is not
 // started again.
-func (r *SessionReconciler) reconcileKernel(ctx context.Context, s *nbv1.Session) (sessionKernelObservation, error) {
+func (r *SessionReconciler) reconcileKernel(ctx context.Context, s *nbv1.Session, obs *sessionObservation) error {
 	name := sessionKernelName(s)
 	kernel := &nbv1.Kernel{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: name}, kernel)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return sessionKernelObservation{}, fmt.Errorf("get kernel: %w", err)
+		return fmt.Errorf("get kernel: %w", err)
 	}
 	if kernelGone(s, name, kernel, err) {
-		return sessionKernelObservation{gone: true}, nil
+		obs.gone = true
+		return nil
 	}
 	if err != nil {
-		return r.createKernel(ctx, s, name)
+		return r.createKernel(ctx, s, name, obs)
 	}
 	if kernel.Spec.Owner != s.Spec.Owner {
-		return sessionKernelObservation{problem: &problem{reason: ReasonKernelOfAnotherUser, fatal: true,
-			message: fmt.Sprintf("kernel %q belongs to another user", name)}}, nil
+		obs.problem = &problem{reason: nbv1.ReasonKernelOfAnotherUser, fatal: true,
+			message: fmt.Sprintf("kernel %q belongs to another user", name)}
+		return nil
 	}
 	if !hasOwnerRef(kernel, s) {
 		// A session that takes up an existing kernel shares it: the kernel lives as long as
 		// any of its sessions (garbage collection waits for all owners).
 		if err := controllerutil.SetOwnerReference(s, kernel, r.Scheme()); err != nil {
-			return sessionKernelObservation{}, err
+			return err
 		}
 		if err := r.Update(ctx, kernel); err != nil {
-			return sessionKernelObservation{}, fmt.Errorf("add session as owner of kernel: %w", err)
+			return fmt.Errorf("add session as owner of kernel: %w", err)
 		}
 	}
-	return sessionKernelObservation{kernel: kernel, seen: true}, nil
+	obs.kernel, obs.seen = kernel, true
+	return nil
 }
 
 // kernelGone says whether the kernel the session was seen using is gone: missing (getErr is
@@ -132,24 +130,27 @@ func kernelGone(s *nbv1.Session, name string, kernel *nbv1.Kernel, getErr error)
 	return getErr != nil || kernel.UID != s.Status.KernelUID || kernel.DeletionTimestamp != nil
 }
 
-func (r *SessionReconciler) createKernel(ctx context.Context, s *nbv1.Session, name string) (sessionKernelObservation, error) {
+func (r *SessionReconciler) createKernel(ctx context.Context, s *nbv1.Session, name string, obs *sessionObservation) error {
 	if s.Spec.Kernel.KernelSpec == "" {
-		return sessionKernelObservation{problem: &problem{reason: ReasonKernelNotFound, fatal: true,
-			message: fmt.Sprintf("kernel %q does not exist and the session names no kernel spec to start one", name)}}, nil
+		obs.problem = &problem{reason: nbv1.ReasonKernelNotFound, fatal: true,
+			message: fmt.Sprintf("kernel %q does not exist and the session names no kernel spec to start one", name)}
+		return nil
 	}
 	kernel := newSessionKernel(s, name)
 	if err := controllerutil.SetControllerReference(s, kernel, r.Scheme()); err != nil {
-		return sessionKernelObservation{}, err
+		return err
 	}
 	if err := r.Create(ctx, kernel); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			return sessionKernelObservation{problem: &problem{reason: ReasonKernelCreating, message: "the kernel is being created"}}, nil
+			obs.problem = &problem{reason: nbv1.ReasonKernelCreating, message: "the kernel is being created"}
+			return nil
 		}
-		return sessionKernelObservation{}, fmt.Errorf("create kernel: %w", err)
+		return fmt.Errorf("create kernel: %w", err)
 	}
 	log.FromContext(ctx).Info("Created kernel for session", "kernel", klog.KObj(kernel))
-	r.Recorder.Eventf(s, kernel, corev1.EventTypeNormal, "CreatedKernel", "Create", "Created kernel %s", name)
-	return sessionKernelObservation{kernel: kernel}, nil
+	recordEvent(r.Recorder, s, kernel, corev1.EventTypeNormal, nbv1.EventCreatedKernel, "Create", "Created kernel %s", name)
+	obs.kernel = kernel
+	return nil
 }
 
 // deleteSession drops a session whose kernel is gone, as Jupyter does; the event tells an
@@ -164,7 +165,7 @@ func (r *SessionReconciler) deleteSession(ctx context.Context, s *nbv1.Session) 
 		return fmt.Errorf("delete session whose kernel is gone: %w", err)
 	}
 	log.FromContext(ctx).Info("Deleted session whose kernel is gone", "kernel", s.Status.KernelName)
-	r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, ReasonKernelGone, "Delete", "Deleted session: its kernel %s is gone", s.Status.KernelName)
+	recordEvent(r.Recorder, s, nil, corev1.EventTypeNormal, nbv1.EventKernelGone, "Delete", "Deleted session: its kernel %s is gone", s.Status.KernelName)
 	return nil
 }
 
@@ -191,7 +192,8 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 // releaseOldKernels lets go of kernels the session no longer uses after its kernel changed:
 // the ones it started are deleted (Jupyter shuts the old kernel down), shared ones lose the
 // session as an owner.
-func (r *SessionReconciler) releaseOldKernels(ctx context.Context, s *nbv1.Session, current string) error {
+func (r *SessionReconciler) releaseOldKernels(ctx context.Context, s *nbv1.Session, _ *sessionObservation) error {
+	current := sessionKernelName(s)
 	var kernels nbv1.KernelList
 	if err := r.List(ctx, &kernels, client.InNamespace(s.Namespace), client.MatchingFields{ownerUIDIndex: string(s.UID)}); err != nil {
 		return fmt.Errorf("list kernels: %w", err)
@@ -205,7 +207,7 @@ func (r *SessionReconciler) releaseOldKernels(ctx context.Context, s *nbv1.Sessi
 			if err := r.Delete(ctx, k, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 				return fmt.Errorf("delete old kernel %s: %w", k.Name, err)
 			}
-			r.Recorder.Eventf(s, k, corev1.EventTypeNormal, "DeletedKernel", "Delete", "Deleted kernel %s the session no longer uses", k.Name)
+			recordEvent(r.Recorder, s, k, corev1.EventTypeNormal, nbv1.EventDeletedKernel, "Delete", "Deleted kernel %s the session no longer uses", k.Name)
 			continue
 		}
 		if err := controllerutil.RemoveOwnerReference(s, k, r.Scheme()); err != nil {
@@ -229,7 +231,7 @@ func hasOwnerRef(o metav1.Object, owner metav1.Object) bool {
 
 // sessionStatus mirrors the kernel's conditions and state onto the session, and records
 // the kernel's UID once it was seen.
-func sessionStatus(s *nbv1.Session, obs sessionKernelObservation, now metav1.Time) nbv1.SessionStatus {
+func sessionStatus(s *nbv1.Session, obs sessionObservation, now metav1.Time) nbv1.SessionStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
 	if name := sessionKernelName(s); st.KernelName != name {
@@ -259,9 +261,9 @@ func sessionStatus(s *nbv1.Session, obs sessionKernelObservation, now metav1.Tim
 		c := meta.FindStatusCondition(kernel.Status.Conditions, typ)
 		switch {
 		case c != nil:
-			setCondition(&st.Conditions, typ, c.Status, c.Reason, c.Message, s.Generation, now)
+			setCondition(&st.Conditions, typ, c.Status, nbv1.ConditionReason(c.Reason), c.Message, s.Generation, now)
 		case typ == nbv1.ConditionReady:
-			setCondition(&st.Conditions, typ, metav1.ConditionFalse, ReasonKernelCreating, "the kernel is starting", s.Generation, now)
+			setCondition(&st.Conditions, typ, metav1.ConditionFalse, nbv1.ReasonKernelCreating, "the kernel is starting", s.Generation, now)
 		default:
 			meta.RemoveStatusCondition(&st.Conditions, typ)
 		}

@@ -21,27 +21,33 @@ func session(ns, name string, k nbv1.SessionKernel) *nbv1.Session {
 	}
 }
 
-func sessionCondition(t *testing.T, s *nbv1.Session, typ string, status metav1.ConditionStatus, reason string) {
+func sessionCondition(t *testing.T, s *nbv1.Session, typ string, status metav1.ConditionStatus, reason nbv1.ConditionReason) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("session %s condition %s=%s/%s", s.Name, typ, status, reason), func() error {
 		if err := get(s); err != nil {
 			return err
 		}
 		c := meta.FindStatusCondition(s.Status.Conditions, typ)
-		if c == nil || c.Status != status || c.Reason != reason {
+		if c == nil || c.Status != status || c.Reason != string(reason) {
 			return fmt.Errorf("conditions %+v", s.Status.Conditions)
 		}
 		return nil
 	})
 }
 
-func TestSession_StartsItsKernelAndMirrorsIt(t *testing.T) {
+// sessionStartingItsKernel makes a namespace with a python3 kernel spec and a session s1
+// that starts its kernel. It returns the namespace, the session and its kernel, to be read.
+func sessionStartingItsKernel(t *testing.T) (string, *nbv1.Session, *nbv1.Kernel) {
+	t.Helper()
 	ns := namespace(t)
 	create(t, kernelSpec(ns, "python3"))
 	s := session(ns, "s1", nbv1.SessionKernel{KernelSpec: "python3"})
 	create(t, s)
+	return ns, s, &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+}
 
-	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+func TestSession_StartsItsKernelAndMirrorsIt(t *testing.T) {
+	_, s, k := sessionStartingItsKernel(t)
 	eventually(t, "kernel of the session", func() error { return get(k) })
 	if !metav1.IsControlledBy(k, s) {
 		t.Errorf("kernel owner references %v", k.OwnerReferences)
@@ -49,7 +55,7 @@ func TestSession_StartsItsKernelAndMirrorsIt(t *testing.T) {
 	if k.Spec.Owner != "alice" || k.Spec.KernelSpec != "python3" || k.Spec.Path != "projects" {
 		t.Errorf("kernel spec %+v: want alice's python3 kernel in the notebook's directory", k.Spec)
 	}
-	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionFalse, "PodPending")
+	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonPodPending)
 	if s.Status.KernelName != "s1" || s.Status.ExecutionState != nbv1.ExecutionStateStarting {
 		t.Errorf("status %+v", s.Status)
 	}
@@ -58,7 +64,7 @@ func TestSession_StartsItsKernelAndMirrorsIt(t *testing.T) {
 	setPodStatus(t, pod, func(st *corev1.PodStatus) {
 		st.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	})
-	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionTrue, "AgentReady")
+	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
 	if s.Status.ExecutionState != nbv1.ExecutionStateIdle {
 		t.Errorf("execution state %q, want idle", s.Status.ExecutionState)
 	}
@@ -129,11 +135,7 @@ func goneOrGoing(o client.Object) error {
 }
 
 func TestSession_IsDeletedWhenItsKernelIsGone(t *testing.T) {
-	ns := namespace(t)
-	create(t, kernelSpec(ns, "python3"))
-	started := session(ns, "s1", nbv1.SessionKernel{KernelSpec: "python3"})
-	create(t, started)
-	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s1"}}
+	ns, started, k := sessionStartingItsKernel(t)
 	kernelUIDRecorded(t, started, k)
 
 	shared := kernel(ns, "shared", "python3")
@@ -150,7 +152,7 @@ func TestSession_IsDeletedWhenItsKernelIsGone(t *testing.T) {
 	}
 	for _, s := range []*nbv1.Session{started, adopter} {
 		eventually(t, "session "+s.Name+" deleted", func() error { return goneOrGoing(s) })
-		eventually(t, "KernelGone event", func() error { return findEvent(ns, s.Name, "Session", "KernelGone") })
+		eventually(t, "KernelGone event", func() error { return findEvent(ns, s.Name, "Session", nbv1.EventKernelGone) })
 	}
 	// envtest has no garbage collector: a kernel started again would still be there.
 	if err := get(k); !apierrors.IsNotFound(err) {
@@ -198,7 +200,7 @@ func TestSession_SharesAnExistingKernelOfTheSameUserOnly(t *testing.T) {
 	create(t, bobs)
 	theft := session(ns, "s2", nbv1.SessionKernel{Name: "bobs"})
 	create(t, theft)
-	sessionCondition(t, theft, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelOfAnotherUser")
+	sessionCondition(t, theft, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelOfAnotherUser)
 	if err := get(bobs); err != nil || len(bobs.OwnerReferences) != 0 {
 		t.Errorf("bob's kernel was adopted: %v %v", bobs.OwnerReferences, err)
 	}
@@ -208,7 +210,7 @@ func TestSession_MissingKernelWithoutSpecFails(t *testing.T) {
 	ns := namespace(t)
 	s := session(ns, "s1", nbv1.SessionKernel{Name: "nowhere"})
 	create(t, s)
-	sessionCondition(t, s, nbv1.ConditionFailed, metav1.ConditionTrue, "KernelNotFound")
+	sessionCondition(t, s, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelNotFound)
 
 	empty := session(ns, "s2", nbv1.SessionKernel{})
 	if err := k8sClient.Create(context.Background(), empty); err == nil {

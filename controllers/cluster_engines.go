@@ -1,0 +1,145 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/ipcluster"
+)
+
+// reconcileEngines runs spec.engines engine pods for the current ipcontroller: it replaces
+// engines of an earlier one and failed engines, and when there are too many it deletes the
+// engines that are not registered, then idle ones, then the least busy.
+func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluster, obs *clusterObservation) error {
+	live, finished, err := r.clusterPods(ctx, c, builder.ComponentClusterEngine)
+	if err != nil {
+		return err
+	}
+	now := r.Clock.Now()
+	// Failed engines wait a little before they are replaced, and count as engines meanwhile.
+	waiting := 0
+	for _, p := range finished {
+		if wait := clusterReplaceDelay - now.Sub(finishedAt(p)); running(c) && wait > 0 {
+			obs.requeueAfter(wait)
+			waiting++
+			continue
+		}
+		if err := deletePod(ctx, r.Client, p); err != nil {
+			return err
+		}
+		if running(c) {
+			reason, msg := terminatedReason(p)
+			recordEvent(r.Recorder, c, p, corev1.EventTypeWarning, nbv1.EventEngineReplaced, "Replace", "Replacing engine pod %s (%s: %s)", p.Name, reason, msg)
+		}
+	}
+	var current []*corev1.Pod
+	for _, p := range live {
+		if running(c) && obs.controller != nil && p.Annotations[builder.AnnotationControllerPod] == string(obs.controller.UID) {
+			current = append(current, p)
+			continue
+		}
+		// Engines of a stopped cluster, or of an ipcontroller that is gone: they never
+		// register with a new one.
+		if err := deletePod(ctx, r.Client, p); err != nil {
+			return err
+		}
+	}
+	obs.engines = current
+	if !running(c) || obs.controller == nil {
+		return nil
+	}
+	if obs.hub == nil {
+		// Engines start once the ipcontroller answers, so that they register at the first try,
+		// and none is removed while the hub cannot say which are busy.
+		obs.requeueAfter(clusterStartingPoll)
+		return nil
+	}
+	want := int(c.Spec.Engines)
+	if pending := want - len(current) - waiting; pending > 0 {
+		for range pending {
+			p := builder.ClusterEnginePod(c, r.Options, string(obs.controller.UID))
+			if err := r.createPod(ctx, p, obs); err != nil {
+				return err
+			}
+			if obs.refused != nil {
+				break
+			}
+			obs.engines = append(obs.engines, p)
+		}
+		if obs.refused == nil {
+			recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Started %d engines (%d wanted)", pending, want)
+		}
+	}
+	if len(current) > want {
+		victims := retirementOrder(current, obs.hub)[:len(current)-want]
+		for _, p := range victims {
+			if err := deletePod(ctx, r.Client, p); err != nil {
+				return err
+			}
+		}
+		obs.engines = slices.DeleteFunc(obs.engines, func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
+		recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Stopped %d engines (%d wanted)", len(victims), want)
+	}
+	registered := 0
+	for _, p := range obs.engines {
+		if _, ok := engineOf(obs.hub, p.Name); ok {
+			registered++
+		}
+	}
+	if registered < len(obs.engines) {
+		obs.requeueAfter(clusterStartingPoll)
+	}
+	obs.requeueAfter(r.pollInterval())
+	return nil
+}
+
+// retirementOrder sorts engine pods in the order they should go when there are too many:
+// those not registered with the hub (starting, or lost) first, newest first; then registered
+// ones by outstanding tasks, fewest first, so that idle engines go before busy ones.
+func retirementOrder(pods []*corev1.Pod, hub *ipcluster.HubStatus) []*corev1.Pod {
+	type ranked struct {
+		pod        *corev1.Pod
+		registered bool
+		load       int
+	}
+	rs := make([]ranked, len(pods))
+	for i, p := range pods {
+		e, ok := engineOf(hub, p.Name)
+		rs[i] = ranked{pod: p, registered: ok, load: e.Queue + e.Tasks}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int {
+		if a.registered != b.registered {
+			if !a.registered {
+				return -1
+			}
+			return 1
+		}
+		if !a.registered {
+			return b.pod.CreationTimestamp.Compare(a.pod.CreationTimestamp.Time)
+		}
+		return cmp.Compare(a.load, b.load)
+	})
+	out := make([]*corev1.Pod, len(rs))
+	for i, r := range rs {
+		out[i] = r.pod
+	}
+	return out
+}
+
+// engineOf is the hub's record of the engine that registered under a pod's name.
+func engineOf(hub *ipcluster.HubStatus, pod string) (ipcluster.Engine, bool) {
+	if hub == nil {
+		return ipcluster.Engine{}, false
+	}
+	for _, e := range hub.Engines {
+		if e.UUID == pod {
+			return e, true
+		}
+	}
+	return ipcluster.Engine{}, false
+}

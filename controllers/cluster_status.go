@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/ipcluster"
+)
+
+// clusterObservation is what the reconcile steps found and did.
+type clusterObservation struct {
+	key        []byte
+	controller *corev1.Pod   // the live ipcontroller pod, if any
+	engines    []*corev1.Pod // live engine pods of the current controller
+	failed     *corev1.Pod   // a controller pod that failed and awaits replacement
+	hub        *ipcluster.HubStatus
+	hubErr     error
+	// refused is a pod creation the API server refused (quota, admission): it does not get
+	// better by retrying at once, and the status says why.
+	refused error
+	requeue time.Duration
+}
+
+// requeueAfter asks for the cluster to be looked at again within d.
+func (o *clusterObservation) requeueAfter(d time.Duration) {
+	if o.requeue == 0 || d < o.requeue {
+		o.requeue = d
+	}
+}
+
+// clusterStatus computes the status from the cluster's pods and its hub's answer. It is pure
+// so that every combination can be table-tested; the reconciler writes it only when it
+// differs.
+func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv1.ClusterStatus {
+	st := *c.Status.DeepCopy()
+	st.ObservedGeneration = c.Generation
+	gen := c.Generation
+	wasReady := meta.IsStatusConditionTrue(st.Conditions, nbv1.ConditionControllerReady)
+	stopped := !running(c)
+	controllerReady := !stopped && obs.hub != nil
+
+	st.ReadyEngines, st.BusyEngines = 0, 0
+	completed := int64(0)
+	if obs.hub != nil {
+		for _, p := range obs.engines {
+			if e, ok := engineOf(obs.hub, p.Name); ok {
+				st.ReadyEngines++
+				if e.Queue+e.Tasks > 0 {
+					st.BusyEngines++
+				}
+			}
+		}
+		for _, e := range obs.hub.Engines {
+			completed += int64(e.Completed)
+		}
+		if st.BusyEngines > 0 || completed != st.CompletedTasks || (controllerReady && !wasReady) || st.LastActivity == nil {
+			st.LastActivity = &now
+		}
+		st.CompletedTasks = completed
+	}
+
+	switch {
+	case stopped:
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonClusterStopped, "the cluster is stopped", gen, now)
+	case controllerReady:
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionTrue, nbv1.ReasonControllerReady, "ipcontroller answers", gen, now)
+	case obs.hubErr != nil:
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonHubUnreachable, "ipcontroller does not answer: "+obs.hubErr.Error(), gen, now)
+	default:
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, "ipcontroller is starting", gen, now)
+	}
+	switch {
+	case stopped:
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonClusterStopped, "the cluster is stopped", gen, now)
+	case !controllerReady:
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, "ipcontroller is starting", gen, now)
+	case st.ReadyEngines < c.Spec.Engines:
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonEnginesStarting,
+			fmt.Sprintf("%d of %d engines registered", st.ReadyEngines, c.Spec.Engines), gen, now)
+	default:
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning,
+			fmt.Sprintf("ipcontroller and %d engines ready", st.ReadyEngines), gen, now)
+	}
+	if reason, msg, failed := clusterFailure(obs); failed && !stopped {
+		setCondition(&st.Conditions, nbv1.ConditionFailed, metav1.ConditionTrue, reason, msg, gen, now)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, nbv1.ConditionFailed)
+	}
+	return st
+}
+
+// clusterFailure reports what keeps the cluster's pods from running without a change: a
+// failed ipcontroller, or a pod that cannot be scheduled or whose image cannot be pulled.
+func clusterFailure(obs clusterObservation) (nbv1.ConditionReason, string, bool) {
+	if obs.refused != nil {
+		return nbv1.ReasonFailedCreate, "creating a pod: " + obs.refused.Error(), true
+	}
+	if obs.failed != nil {
+		reason, msg := terminatedReason(obs.failed)
+		return nbv1.ReasonControllerPodFailed, fmt.Sprintf("ipcontroller pod %s: %s: %s", obs.failed.Name, reason, msg), true
+	}
+	for _, p := range append([]*corev1.Pod{obs.controller}, obs.engines...) {
+		if p == nil {
+			continue
+		}
+		if prob, _ := podState(p); prob != nil && prob.fatal {
+			return prob.reason, fmt.Sprintf("pod %s: %s", p.Name, prob.message), true
+		}
+	}
+	return "", "", false
+}

@@ -1,0 +1,131 @@
+package controllers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/ipcluster"
+)
+
+// conditionIs checks one condition of conds: absent when reason is "".
+func conditionIs(t *testing.T, conds []metav1.Condition, typ string, status metav1.ConditionStatus, reason nbv1.ConditionReason, inMsg string) {
+	t.Helper()
+	c := meta.FindStatusCondition(conds, typ)
+	if reason == "" {
+		if c != nil {
+			t.Errorf("%s = %+v, want none", typ, c)
+		}
+		return
+	}
+	if c == nil || c.Status != status || c.Reason != string(reason) || !strings.Contains(c.Message, inMsg) {
+		t.Errorf("%s = %+v, want %s/%s saying %q", typ, c, status, reason, inMsg)
+	}
+}
+
+func TestClusterStatus_FromPodsAndHub(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	pod := func(name string) *corev1.Pod { return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	controller := pod("c1-ipcontroller-a")
+	e1, e2 := pod("c1-ipengine-a"), pod("c1-ipengine-b")
+	hub := func(engines ...ipcluster.Engine) *ipcluster.HubStatus { return &ipcluster.HubStatus{Engines: engines} }
+	unschedulable := pod("c1-ipengine-c")
+	unschedulable.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: corev1.PodReasonUnschedulable, Message: "0/1 nodes have enough cpu"}}
+	oom := pod("c1-ipcontroller-b")
+	oom.Status.Phase = corev1.PodFailed
+	oom.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "ipcontroller", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
+
+	type cond struct {
+		status metav1.ConditionStatus
+		reason nbv1.ConditionReason
+		inMsg  string
+	}
+	tests := []struct {
+		name                string
+		stopped             bool
+		obs                 clusterObservation
+		wantControllerReady cond
+		wantReady           cond
+		wantFailed          cond // reason "" when absent
+		wantReadyEngines    int32
+		wantBusy            int32
+	}{
+		{name: "stopped", stopped: true, obs: clusterObservation{refused: errors.New("quota")},
+			wantControllerReady: cond{metav1.ConditionFalse, nbv1.ReasonClusterStopped, "stopped"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonClusterStopped, "stopped"}},
+		{name: "controller pod starting", obs: clusterObservation{controller: controller},
+			wantControllerReady: cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"}},
+		{name: "hub unreachable", obs: clusterObservation{controller: controller, hubErr: errors.New("connection refused")},
+			wantControllerReady: cond{metav1.ConditionFalse, nbv1.ReasonHubUnreachable, "connection refused"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"}},
+		{name: "engines registering", obs: clusterObservation{controller: controller, engines: []*corev1.Pod{e1, e2}, hub: hub(ipcluster.Engine{UUID: e1.Name})},
+			wantControllerReady: cond{metav1.ConditionTrue, nbv1.ReasonControllerReady, "answers"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonEnginesStarting, "1 of 2 engines registered"},
+			wantReadyEngines:    1},
+		{name: "running, one engine busy", obs: clusterObservation{controller: controller, engines: []*corev1.Pod{e1, e2},
+			hub: hub(ipcluster.Engine{UUID: e1.Name, Tasks: 1}, ipcluster.Engine{UUID: e2.Name})},
+			wantControllerReady: cond{metav1.ConditionTrue, nbv1.ReasonControllerReady, "answers"},
+			wantReady:           cond{metav1.ConditionTrue, nbv1.ReasonClusterRunning, "2 engines ready"},
+			wantReadyEngines:    2, wantBusy: 1},
+		{name: "pod refused", obs: clusterObservation{refused: errors.New(`pods "x" is forbidden: exceeded quota`)},
+			wantControllerReady: cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"},
+			wantFailed:          cond{metav1.ConditionTrue, nbv1.ReasonFailedCreate, "exceeded quota"}},
+		{name: "controller failed, awaiting its replacement", obs: clusterObservation{failed: oom},
+			wantControllerReady: cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonControllerStarting, "starting"},
+			wantFailed:          cond{metav1.ConditionTrue, nbv1.ReasonControllerPodFailed, "OOMKilled: container ipcontroller exited with code 137"}},
+		{name: "engine cannot be scheduled", obs: clusterObservation{controller: controller, engines: []*corev1.Pod{unschedulable}, hub: hub()},
+			wantControllerReady: cond{metav1.ConditionTrue, nbv1.ReasonControllerReady, "answers"},
+			wantReady:           cond{metav1.ConditionFalse, nbv1.ReasonEnginesStarting, "0 of 2"},
+			wantFailed:          cond{metav1.ConditionTrue, nbv1.ReasonUnschedulable, "enough cpu"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Generation: 4}, Spec: nbv1.ClusterParameters{Engines: 2, State: nbv1.ClusterRunning}}
+			if tc.stopped {
+				c.Spec.State = nbv1.ClusterStopped
+			}
+			st := clusterStatus(c, tc.obs, now)
+			conditionIs(t, st.Conditions, nbv1.ConditionControllerReady, tc.wantControllerReady.status, tc.wantControllerReady.reason, tc.wantControllerReady.inMsg)
+			conditionIs(t, st.Conditions, nbv1.ConditionReady, tc.wantReady.status, tc.wantReady.reason, tc.wantReady.inMsg)
+			conditionIs(t, st.Conditions, nbv1.ConditionFailed, tc.wantFailed.status, tc.wantFailed.reason, tc.wantFailed.inMsg)
+			if st.ReadyEngines != tc.wantReadyEngines || st.BusyEngines != tc.wantBusy || st.ObservedGeneration != 4 {
+				t.Errorf("ready %d busy %d generation %d, want %d %d 4", st.ReadyEngines, st.BusyEngines, st.ObservedGeneration, tc.wantReadyEngines, tc.wantBusy)
+			}
+		})
+	}
+}
+
+func TestClusterStatus_LastActivityMovesWithTasks(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	t2 := metav1.NewTime(t1.Add(time.Minute))
+	engine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c1-ipengine-a"}}
+	obs := func(e ipcluster.Engine) clusterObservation {
+		e.UUID = engine.Name
+		return clusterObservation{controller: &corev1.Pod{}, engines: []*corev1.Pod{engine}, hub: &ipcluster.HubStatus{Engines: []ipcluster.Engine{e}}}
+	}
+	c := &nbv1.Cluster{Spec: nbv1.ClusterParameters{Engines: 1}}
+	c.Status = clusterStatus(c, obs(ipcluster.Engine{}), t0)
+	if c.Status.LastActivity == nil || !c.Status.LastActivity.Equal(&t0) {
+		t.Fatalf("lastActivity %v once the controller answers, want %v", c.Status.LastActivity, t0)
+	}
+	c.Status = clusterStatus(c, obs(ipcluster.Engine{}), t1)
+	if !c.Status.LastActivity.Equal(&t0) {
+		t.Errorf("an idle cluster's lastActivity moved to %v", c.Status.LastActivity)
+	}
+	c.Status = clusterStatus(c, obs(ipcluster.Engine{Completed: 3}), t2)
+	if !c.Status.LastActivity.Equal(&t2) || c.Status.CompletedTasks != 3 {
+		t.Errorf("lastActivity %v completed %d after three tasks completed, want %v 3", c.Status.LastActivity, c.Status.CompletedTasks, t2)
+	}
+}

@@ -1,0 +1,56 @@
+package controllers
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+func TestValidateKernelSpec(t *testing.T) {
+	valid := nbv1.KernelSpecSpec{DisplayName: "P", Language: "python", Argv: []string{"python3", "-f", "{connection_file}"}}
+	tests := []struct {
+		name   string
+		mod    func(*nbv1.KernelSpecSpec)
+		defImg string
+		want   []string // substrings, one per problem
+	}{
+		{"valid with default image", func(*nbv1.KernelSpecSpec) {}, "img:1", nil},
+		{"no image anywhere", func(*nbv1.KernelSpecSpec) {}, "", []string{"no image"}},
+		{"bad image", func(s *nbv1.KernelSpecSpec) { s.Image = "example.com/UPPER:1" }, "", []string{`image "example.com/UPPER:1"`}},
+		{"empty program", func(s *nbv1.KernelSpecSpec) { s.Argv[0] = " " }, "img:1", []string{"argv[0]"}},
+		{"bad env name", func(s *nbv1.KernelSpecSpec) { s.Env = map[string]string{"A=B": "x", "OK": "y"} }, "img:1", []string{`env "A=B"`}},
+		{"request above limit", func(s *nbv1.KernelSpecSpec) {
+			s.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
+			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, "img:1", []string{"memory request 2Gi exceeds its limit 1Gi"}},
+		{"png logo that is not", func(s *nbv1.KernelSpecSpec) {
+			s.Logo = &nbv1.KernelLogo{FileName: "logo-64x64.png", Data: []byte("<svg/>")}
+		}, "img:1", []string{"not a PNG"}},
+		{"svg logo", func(s *nbv1.KernelSpecSpec) {
+			s.Logo = &nbv1.KernelLogo{FileName: "logo-svg.svg", Data: []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`)}
+		}, "img:1", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := *valid.DeepCopy()
+			tc.mod(&s)
+			got := validateKernelSpec(&s, tc.defImg)
+			if len(got) != len(tc.want) {
+				t.Fatalf("problems %q, want %d like %q", got, len(tc.want), tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %q lacks %q", got[i], tc.want[i])
+				}
+			}
+		})
+	}
+	if d := cmp.Diff([]string(nil), validateKernelSpec(&valid, "docker.io/library/python:3.12")); d != "" {
+		t.Error(d)
+	}
+}
