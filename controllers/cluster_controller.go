@@ -95,13 +95,16 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.queryHub,
 		r.reconcileEngines,
 	} {
-		if err := step(ctx, c, &obs); err != nil {
-			return ctrl.Result{}, err
+		if obs.stepErr = step(ctx, c, &obs); obs.stepErr != nil {
+			break
 		}
 	}
 	st := clusterStatus(c, obs, metav1.NewTime(r.Clock.Now()))
 	if _, err := writeStatus(ctx, r.Client, c, clusterStatusOf, st); err != nil {
 		return ctrl.Result{}, err
+	}
+	if obs.stepErr != nil {
+		return ctrl.Result{}, obs.stepErr
 	}
 	if err := r.stopIfIdle(ctx, c, st); err != nil {
 		return ctrl.Result{}, err

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -290,23 +290,37 @@ func TestCluster_FailedControllerIsReplacedWithItsEngines(t *testing.T) {
 
 func TestCluster_RefusedPodsAreReported(t *testing.T) {
 	ns := namespace(t)
-	create(t, &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
-	})
-	// envtest runs no quota controller: the quota's usage is what admission counts against.
-	eventually(t, "quota status", func() error {
-		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"}}
-		if err := get(q); err != nil {
-			return err
-		}
-		q.Status.Hard = q.Spec.Hard
-		q.Status.Used = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
-		return k8sClient.Status().Update(context.Background(), q)
-	})
+	exhaustQuota(t, ns, corev1.ResourcePods)
 	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 2}}
 	create(t, c)
 	clusterCondition(t, c, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonFailedCreate)
+}
+
+// A step that fails (here: the cluster's Service name is taken by a Service nbkube did not
+// make) is told in the status, and the cluster goes on once the cause is gone.
+func TestCluster_AFailedStepIsReportedInItsStatus(t *testing.T) {
+	ns := namespace(t)
+	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-ipcontroller"},
+		Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
+	create(t, foreign)
+	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 1}}
+	create(t, c)
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonReconcileError)
+	if r := meta.FindStatusCondition(c.Status.Conditions, nbv1.ConditionReady); !strings.Contains(r.Message, "c1-ipcontroller") || !strings.Contains(r.Message, "already exists") {
+		t.Errorf("Ready message %q does not say which step failed and why", r.Message)
+	}
+	if c.Status.ObservedGeneration != c.Generation {
+		t.Errorf("observedGeneration %d, generation %d", c.Status.ObservedGeneration, c.Generation)
+	}
+
+	if err := k8sClient.Delete(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	clusterCondition(t, c, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-ipcontroller"}}
+	if err := get(svc); err != nil || !metav1.IsControlledBy(svc, c) {
+		t.Errorf("the cluster's own Service: %v, owners %v", err, svc.OwnerReferences)
+	}
 }
 
 func TestCluster_StopsAfterIdleTimeout(t *testing.T) {

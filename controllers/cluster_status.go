@@ -23,6 +23,8 @@ type clusterObservation struct {
 	// refused is a pod creation the API server refused (quota, admission): it does not get
 	// better by retrying at once, and the status says why.
 	refused error
+	// stepErr is the error of the step that failed; the steps after it did not run.
+	stepErr error
 	requeue time.Duration
 }
 
@@ -40,6 +42,10 @@ func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv
 	st := *c.Status.DeepCopy()
 	st.ObservedGeneration = c.Generation
 	gen := c.Generation
+	if obs.stepErr != nil {
+		setReconcileError(&st.Conditions, obs.stepErr, gen, now)
+		return st
+	}
 	wasReady := meta.IsStatusConditionTrue(st.Conditions, nbv1.ConditionControllerReady)
 	stopped := !running(c)
 	controllerReady := !stopped && obs.hub != nil

@@ -129,3 +129,26 @@ func TestClusterStatus_LastActivityMovesWithTasks(t *testing.T) {
 		t.Errorf("lastActivity %v completed %d after three tasks completed, want %v 3", c.Status.LastActivity, c.Status.CompletedTasks, t2)
 	}
 }
+
+// A failed step is told in Ready, and nothing else changes: the steps after it did not run,
+// so the hub's answer and the engines are unknown rather than gone.
+func TestClusterStatus_AFailedStepSaysSoAndKeepsTheRest(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	engine := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "c1-ipengine-a"}}
+	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: nbv1.ClusterParameters{Engines: 1}}
+	c.Status = clusterStatus(c, clusterObservation{controller: &corev1.Pod{}, engines: []*corev1.Pod{engine},
+		hub: &ipcluster.HubStatus{Engines: []ipcluster.Engine{{UUID: engine.Name}}}}, t0)
+	before := c.Status.DeepCopy()
+
+	c.Generation = 3
+	st := clusterStatus(c, clusterObservation{stepErr: errors.New(`create service c1-ipcontroller: services "c1-ipcontroller" already exists`)}, t1)
+	conditionIs(t, st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonReconcileError, "already exists")
+	if r := meta.FindStatusCondition(st.Conditions, nbv1.ConditionReady); r.ObservedGeneration != 3 || !r.LastTransitionTime.Equal(&t1) {
+		t.Errorf("Ready %+v, want generation 3 since %v", r, t1)
+	}
+	conditionIs(t, st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionTrue, nbv1.ReasonControllerReady, "answers")
+	if st.ReadyEngines != before.ReadyEngines || !st.LastActivity.Equal(before.LastActivity) || st.ObservedGeneration != 3 {
+		t.Errorf("status %+v, want the engines and activity of %+v at generation 3", st, before)
+	}
+}

@@ -30,6 +30,14 @@ func setCondition(conds *[]metav1.Condition, typ string, status metav1.Condition
 	})
 }
 
+// setReconcileError is what a failed step does to a status: Ready is False with
+// ReasonReconcileError and the error as its message. Nothing else changes: what the failed
+// step and the ones after it would have observed is unknown, and a status made up without it
+// would claim a state (a running kernel "starting", a cluster's engines gone).
+func setReconcileError(conds *[]metav1.Condition, err error, generation int64, now metav1.Time) {
+	setCondition(conds, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonReconcileError, err.Error(), generation, now)
+}
+
 // truncate keeps condition messages within what the API accepts (32 KiB) and what a
 // `kubectl describe` reader wants.
 func truncate(s string, n int) string {

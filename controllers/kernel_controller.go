@@ -80,19 +80,14 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, nil
 	}
 	var obs kernelObservation
-	var err error
 	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
 		r.reconcileSecret,
 		r.reconcilePod,
 		r.reconcileAgent,
 	} {
-		if err = step(ctx, kernel, &obs); err != nil || obs.problem != nil {
+		if obs.stepErr = step(ctx, kernel, &obs); obs.stepErr != nil || obs.problem != nil {
 			break
 		}
-	}
-	if err != nil && obs.problem == nil && obs.pod == nil {
-		// A failed step leaves the status as it was rather than claiming a state.
-		return ctrl.Result{}, err
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	lost, werr := r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, now))
@@ -115,8 +110,8 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	switch {
 	case werr != nil:
 		return ctrl.Result{}, werr
-	case err != nil:
-		return ctrl.Result{}, err
+	case obs.stepErr != nil:
+		return ctrl.Result{}, obs.stepErr
 	case lost:
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case obs.running:

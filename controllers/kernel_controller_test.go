@@ -257,6 +257,22 @@ func TestKernel_RefusesInvalidSpecAndForeignPod(t *testing.T) {
 	kernelCondition(t, k2, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonPodConflict)
 }
 
+// A step that fails (here: the pod is refused by a quota) is told in the status. It is no
+// failure of the kernel: the refusal may pass, and the controller tries again.
+func TestKernel_AFailedStepIsReportedInItsStatus(t *testing.T) {
+	ns := namespace(t)
+	exhaustQuota(t, ns, corev1.ResourcePods)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonReconcileError)
+	if r := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady); !strings.Contains(r.Message, "exceeded quota") {
+		t.Errorf("Ready message %q does not say why", r.Message)
+	}
+	if f := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); f != nil {
+		t.Errorf("a refused pod made the kernel Failed: %+v", f)
+	}
+}
+
 func TestKernel_KeepsRunningWhenItsSpecIsDeleted(t *testing.T) {
 	ns := namespace(t)
 	spec := kernelSpec(ns, "python3")

@@ -24,6 +24,8 @@ type kernelObservation struct {
 	// agent is what the kernel's agent reported just now; nil when it was not asked or did
 	// not answer.
 	agent *agentapi.Status
+	// stepErr is the error of the step that failed; the steps after it did not run.
+	stepErr error
 }
 
 // kernelStatus computes the status for what was observed. It is pure so that every pod state
@@ -31,6 +33,10 @@ type kernelObservation struct {
 func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.KernelStatus {
 	st := *k.Status.DeepCopy()
 	st.ObservedGeneration = k.Generation
+	if obs.stepErr != nil {
+		setReconcileError(&st.Conditions, obs.stepErr, k.Generation, now)
+		return st
+	}
 	p := obs.problem
 	ready := false
 	if p == nil {

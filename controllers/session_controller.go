@@ -50,16 +50,18 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.reconcileKernel,
 		r.releaseOldKernels,
 	} {
-		if err := step(ctx, s, &obs); err != nil {
-			return ctrl.Result{}, err
-		}
-		if obs.gone {
-			return ctrl.Result{}, r.deleteSession(ctx, s)
+		if obs.stepErr = step(ctx, s, &obs); obs.stepErr != nil || obs.gone {
+			break
 		}
 	}
+	if obs.gone {
+		return ctrl.Result{}, r.deleteSession(ctx, s)
+	}
 	st := sessionStatus(s, obs, metav1.NewTime(r.Clock.Now()))
-	_, err := writeStatus(ctx, r.Client, s, sessionStatusOf, st)
-	return ctrl.Result{}, err
+	if _, err := writeStatus(ctx, r.Client, s, sessionStatusOf, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, obs.stepErr
 }
 
 func sessionStatusOf(s *nbv1.Session) *nbv1.SessionStatus { return &s.Status }
@@ -83,6 +85,8 @@ type sessionObservation struct {
 	problem *problem
 	// gone: the kernel the session was seen using no longer exists.
 	gone bool
+	// stepErr is the error of the step that failed; the steps after it did not run.
+	stepErr error
 }
 
 // reconcileKernel finds or creates the session's kernel and makes the session one of its
@@ -234,6 +238,10 @@ func hasOwnerRef(o metav1.Object, owner metav1.Object) bool {
 func sessionStatus(s *nbv1.Session, obs sessionObservation, now metav1.Time) nbv1.SessionStatus {
 	st := *s.Status.DeepCopy()
 	st.ObservedGeneration = s.Generation
+	if obs.stepErr != nil {
+		setReconcileError(&st.Conditions, obs.stepErr, s.Generation, now)
+		return st
+	}
 	if name := sessionKernelName(s); st.KernelName != name {
 		// The UID belonged to the kernel the session used before.
 		st.KernelName, st.KernelUID = name, ""

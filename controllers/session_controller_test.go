@@ -3,6 +3,7 @@ package controllers_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -215,5 +216,18 @@ func TestSession_MissingKernelWithoutSpecFails(t *testing.T) {
 	empty := session(ns, "s2", nbv1.SessionKernel{})
 	if err := k8sClient.Create(context.Background(), empty); err == nil {
 		t.Error("a session with neither a kernel name nor a kernel spec was accepted")
+	}
+}
+
+// A step that fails (here: the session's kernel is refused by a quota) is told in the
+// status.
+func TestSession_AFailedStepIsReportedInItsStatus(t *testing.T) {
+	ns := namespace(t)
+	exhaustQuota(t, ns, "count/kernels.nbkube.io")
+	s := session(ns, "s1", nbv1.SessionKernel{KernelSpec: "python3"})
+	create(t, s)
+	sessionCondition(t, s, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonReconcileError)
+	if r := meta.FindStatusCondition(s.Status.Conditions, nbv1.ConditionReady); !strings.Contains(r.Message, "create kernel") || !strings.Contains(r.Message, "exceeded quota") {
+		t.Errorf("Ready message %q does not say which step failed and why", r.Message)
 	}
 }

@@ -1,7 +1,12 @@
 // Package controllers holds nbkube's reconcilers: Kernel, Session, Cluster and KernelSpec,
-// plus the re-emission of kernel pod events onto their Kernels and the culler of idle
-// kernels. Each reconciler is a short orchestrator over ordered steps; owned objects come
-// from internal/builder.
+// plus the re-emission of pod events onto their Kernels and Clusters and the culler of idle
+// kernels. Owned objects come from internal/builder.
+//
+// Each reconciler is a short orchestrator with one rule for its status: fetch the object,
+// leave one being deleted alone, run the steps in order (a step that fails stops the ones
+// after it), compute the status on a copy as a pure function of what the steps observed and
+// of the failed step's error (setReconcileError), write it only if it differs (writeStatus),
+// and return the step's error last, so that the request is retried with back-off.
 package controllers
 
 import (

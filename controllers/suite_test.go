@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -202,4 +204,24 @@ func (a *agentDouble) lastAsked(ip string) (agentclient.Endpoint, int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.asked[ip], a.calls[ip]
+}
+
+// exhaustQuota gives ns a quota of one of resource, all used, so that admission refuses the
+// next one. envtest runs no quota controller: the quota's status is what admission counts
+// against, and the test writes it.
+func exhaustQuota(t *testing.T, ns string, resource corev1.ResourceName) {
+	t.Helper()
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exhausted"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{resource: apiresource.MustParse("1")}},
+	}
+	create(t, q)
+	eventually(t, "quota status", func() error {
+		if err := get(q); err != nil {
+			return err
+		}
+		q.Status.Hard = q.Spec.Hard
+		q.Status.Used = q.Spec.Hard
+		return k8sClient.Status().Update(context.Background(), q)
+	})
 }

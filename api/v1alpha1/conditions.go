@@ -28,10 +28,15 @@ const (
 // container's waiting or termination reason) is converted where it enters, visibly.
 type ConditionReason string
 
-// Reasons of a Kernel's Ready and Failed conditions, besides the container waiting and
-// termination reasons of its pod, which are passed through (ContainerCreating, ErrImagePull,
-// ImagePullBackOff, CrashLoopBackOff, OOMKilled, Evicted, ...). A Session mirrors them from
-// its Kernel.
+// ReasonReconcileError is the reason of the Ready condition of a Kernel, Session or Cluster
+// whose reconcile failed at a step (an API request refused or failed): the message is the
+// error. The controller retries with back-off; the rest of the status stays as last observed.
+const ReasonReconcileError ConditionReason = "ReconcileError"
+
+// Reasons of a Kernel's Ready and Failed conditions, besides ReasonReconcileError and the
+// container waiting and termination reasons of its pod, which are passed through
+// (ContainerCreating, ErrImagePull, ImagePullBackOff, CrashLoopBackOff, OOMKilled, Evicted,
+// ...). A Session mirrors them from its Kernel.
 const (
 	ReasonKernelSpecNotFound ConditionReason = "KernelSpecNotFound"
 	ReasonKernelSpecInvalid  ConditionReason = "KernelSpecInvalid"
@@ -52,15 +57,17 @@ const (
 	ReasonKernelDead  ConditionReason = "KernelDead"
 )
 
-// Reasons of a Session's Ready and Failed conditions besides those mirrored from its Kernel.
+// Reasons of a Session's Ready and Failed conditions besides those mirrored from its Kernel
+// and ReasonReconcileError.
 const (
 	ReasonKernelNotFound      ConditionReason = "KernelNotFound"
 	ReasonKernelOfAnotherUser ConditionReason = "KernelOfAnotherUser"
 	ReasonKernelCreating      ConditionReason = "KernelCreating"
 )
 
-// Reasons of a Cluster's ControllerReady, Ready and Failed conditions, besides the reasons of
-// a pod that cannot run, as for a Kernel (ReasonUnschedulable, ImagePullBackOff, ...).
+// Reasons of a Cluster's ControllerReady, Ready and Failed conditions, besides
+// ReasonReconcileError and the reasons of a pod that cannot run, as for a Kernel
+// (ReasonUnschedulable, ImagePullBackOff, ...).
 const (
 	ReasonClusterRunning      ConditionReason = "Running"
 	ReasonClusterStopped      ConditionReason = "Stopped"
