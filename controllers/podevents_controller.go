@@ -87,8 +87,8 @@ func eventTime(ev *corev1.Event) *metav1.Time {
 
 // routine tells the normal events every pod has (scheduled, each container created and
 // started) from those worth a Kernel's own event: pulls, probe failures, kills, warnings.
-// The Kernel's status says as much as the routine ones, and copying them made up a third of
-// the API writes of a kernel start.
+// The Kernel's status says as much as the routine ones, and copying them would add several
+// API writes to every kernel start.
 func routine(ev *corev1.Event) bool {
 	if ev.Type != corev1.EventTypeNormal {
 		return false

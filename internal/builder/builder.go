@@ -22,8 +22,9 @@ type Options struct {
 	AgentBinary string
 	// AgentHostDir, when set, is a directory of the node that holds nbkube-agent: kernel pods
 	// mount it read-only (hostPath) instead of copying the agent out of AgentImage with an init
-	// container. Only `nbkube local` sets it, where pods are processes of this host anyway;
-	// the copy's process, its status update and its event were a twentieth of a kernel start.
+	// container. Only `nbkube local` sets it, where pods are processes of this host anyway
+	// and the copy would only add a process, a status update and an event to every kernel
+	// start.
 	AgentHostDir string
 	// DefaultKernelImage runs kernels whose KernelSpec names no image.
 	DefaultKernelImage string
