@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -32,5 +33,30 @@ func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
 	st.PodIP = "10.0.0.10"
 	if res, err := writeStatus(ctx, c, k, status, st); err != nil || res == statusWritten {
 		t.Errorf("writeStatus of a deleted kernel: %v, error %v", res, err)
+	}
+}
+
+// A write against a version of the object that is no longer the newest is lost, not an error:
+// the caller decides what to do (see writeStatus). An unchanged status is not written at all.
+func TestWriteStatus_SaysWhetherItWroteOrLost(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := nbv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
+	ctx := context.Background()
+	stale := &nbv1.Kernel{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(k), stale); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := writeStatus(ctx, c, stale.DeepCopy(), kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.1"}); err != nil || res != statusWritten {
+		t.Fatalf("first write: %v, error %v", res, err)
+	}
+	if res, err := writeStatus(ctx, c, stale, kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.2"}); err != nil || res != statusLost {
+		t.Errorf("write onto a stale copy: %v, error %v; want lost", res, err)
+	}
+	if res, err := writeStatus(ctx, c, stale, kernelStatusOf, stale.Status); err != nil || res != statusUnchanged {
+		t.Errorf("write of the status the object has: %v, error %v; want unchanged", res, err)
 	}
 }

@@ -209,6 +209,9 @@ func (c *Culler) cull(ctx context.Context, k *nbv1.Kernel, v verdict, now time.T
 	logger := log.FromContext(ctx).WithValues("kernel", klog.KObj(k))
 	culled := k.DeepCopy()
 	setCondition(&culled.Status.Conditions, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
+	// A patch without a resource version rather than writeStatus: the culler is not the
+	// Kernel's reconciler and has nothing to retry, so the condition must not be lost to the
+	// Kernel controller's status write of the same moment.
 	if err := c.Client.Status().Patch(ctx, culled, client.MergeFrom(k)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return
