@@ -12,15 +12,22 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// A kernel deleted while its reconcile ran has no status left to write: that is no error
-// (which the controller would log and retry), and nothing is written.
-func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
+// fakeClientWith is an in-memory client holding k, with the status subresource. (The
+// envtest suite is the real API; these tests need only writeStatus's view of conflicts.)
+func fakeClientWith(t *testing.T, k *nbv1.Kernel) client.Client {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := nbv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
+}
+
+// A kernel deleted while its reconcile ran has no status left to write: that is no error
+// (which the controller would log and retry), and nothing is written.
+func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
 	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
+	c := fakeClientWith(t, k)
 	ctx := context.Background()
 	status := func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
 	st := nbv1.KernelStatus{PodIP: "10.0.0.9"}
@@ -39,12 +46,8 @@ func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
 // A write against a version of the object that is no longer the newest is lost, not an error:
 // the caller decides what to do (see writeStatus). An unchanged status is not written at all.
 func TestWriteStatus_SaysWhetherItWroteOrLost(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := nbv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
+	c := fakeClientWith(t, k)
 	ctx := context.Background()
 	stale := &nbv1.Kernel{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(k), stale); err != nil {
