@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/scheme"
 )
 
 // runCleanup deletes the sessions, kernels, clusters and kernel specs of one namespace and
@@ -28,7 +29,7 @@ func runCleanup(ctx context.Context, args []string) error {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	log := ctrl.Log.WithName("cleanup")
-	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: newScheme()})
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}

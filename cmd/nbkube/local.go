@@ -21,6 +21,7 @@ import (
 	"github.com/nbkube/nbkube/internal/crds"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/localnode"
+	"github.com/nbkube/nbkube/internal/scheme"
 )
 
 // runLocal is the embedded default: a real control plane, the controllers and a local node
@@ -84,8 +85,8 @@ func runLocal(ctx context.Context, args []string) error {
 	}()
 	cfg := cp.RESTConfig()
 
-	scheme := newScheme()
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	kinds := scheme.New()
+	c, err := client.New(cfg, client.Options{Scheme: kinds})
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func runLocal(ctx context.Context, args []string) error {
 	// Kernel pods run the nbkube-agent beside this binary where it lies, without copying it.
 	opts.AgentHostDir = filepath.Dir(self)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 kinds,
 		Cache:                  controllers.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"os"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -18,18 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/scheme"
 )
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(nbv1.AddToScheme(s))
-	return s
-}
 
 // runManager runs the controllers, and the Jupyter API server too when --listen is given (one
 // process for small installs).
@@ -115,7 +105,7 @@ func (f *operatorFlags) newManager(tune func(*ctrl.Options)) (manager.Manager, e
 	// Only the one namespace is watched, so a namespaced Role is all the RBAC either needs.
 	cacheOpts.DefaultNamespaces = map[string]cache.Config{f.namespace: {}}
 	o := ctrl.Options{
-		Scheme: newScheme(),
+		Scheme: scheme.New(),
 		Cache:  cacheOpts,
 		Metrics: metricsserver.Options{
 			BindAddress:    f.metricsAddr,

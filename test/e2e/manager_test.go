@@ -15,13 +15,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/crds"
+	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -77,10 +75,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 		})
 	}
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nbv1.AddToScheme(scheme))
-	c, err := client.New(cp.RESTConfig(), client.Options{Scheme: scheme})
+	c, err := client.New(cp.RESTConfig(), client.Options{Scheme: scheme.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
