@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 const python = "/usr/bin/python3"
@@ -88,7 +90,7 @@ func startController(t *testing.T) cluster {
 	// No --ports: ipcontroller's internal ports stay random (docs/ipyparallel.md §2).
 	began := time.Now()
 	c.pid = start(t, c.dir, "-m", "ipyparallel.controller", "--reuse", "--ip="+c.ip, "--profile-dir="+filepath.Join(c.dir, "profile"))
-	eventually(t, 30*time.Second, "the hub answers", func() error {
+	testenv.Eventually(t, "the hub answers", 30*time.Second, func() error {
 		_, err := QueryHub(t.Context(), c.addr(), []byte(c.key))
 		return err
 	})
@@ -124,21 +126,6 @@ func leakCheck(t *testing.T) func() {
 	}
 }
 
-func eventually(t *testing.T, within time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, within, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // byUUID returns the engines of st by UUID.
 func byUUID(st HubStatus) map[string]Engine {
 	m := map[string]Engine{}
@@ -157,7 +144,7 @@ func TestQueryHub_ReportsEnginesByIdentTheirLoadAndOnlyThoseRegistered(t *testin
 	c.startEngine(t, "engine-b")
 
 	var st HubStatus
-	eventually(t, 60*time.Second, "both engines registered", func() error {
+	testenv.Eventually(t, "both engines registered", 60*time.Second, func() error {
 		var err error
 		if st, err = QueryHub(t.Context(), c.addr(), []byte(c.key)); err != nil {
 			return err
@@ -198,7 +185,7 @@ rc = ipp.Client(%q, timeout=30)
 rc[%d].apply_async(time.sleep, 5).get(timeout=60)
 `, c.clientFile, b.ID)
 	start(t, c.dir, "-c", client)
-	eventually(t, 30*time.Second, "engine-b busy, engine-a idle", func() error {
+	testenv.Eventually(t, "engine-b busy, engine-a idle", 30*time.Second, func() error {
 		st, err := QueryHub(t.Context(), c.addr(), []byte(c.key))
 		if err != nil {
 			return err
@@ -208,7 +195,7 @@ rc[%d].apply_async(time.sleep, 5).get(timeout=60)
 		}
 		return nil
 	})
-	eventually(t, 30*time.Second, "the task completed", func() error {
+	testenv.Eventually(t, "the task completed", 30*time.Second, func() error {
 		st, err := QueryHub(t.Context(), c.addr(), []byte(c.key))
 		if err != nil {
 			return err
@@ -224,7 +211,7 @@ rc[%d].apply_async(time.sleep, 5).get(timeout=60)
 	if err := syscall.Kill(pidA, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "engine-a gone", func() error {
+	testenv.Eventually(t, "engine-a gone", 30*time.Second, func() error {
 		st, err := QueryHub(t.Context(), c.addr(), []byte(c.key))
 		if err != nil {
 			return err

@@ -16,7 +16,7 @@ func Eventually(t testing.TB, what string, timeout time.Duration, cond func() er
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
+			t.Fatalf("%s: not within %s: %v", what, timeout, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
