@@ -36,7 +36,7 @@ type clusterModel struct {
 func TestClusters_ThroughLocal(t *testing.T) {
 	inst := startLocal(t, t.TempDir(), t.TempDir())
 	t.Cleanup(func() { inst.stop(t) })
-	api := newJupyterAPI(t, inst.apiURL)
+	api := inst.api(t)
 
 	// The admin's part: a cluster for the user, stopped until the user starts it.
 	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "par"},

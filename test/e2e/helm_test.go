@@ -161,8 +161,7 @@ func (e *helmEnv) api(t *testing.T) *jupyterAPI {
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube"}, svc); err != nil {
 		t.Fatal(err)
 	}
-	api := &jupyterAPI{base: fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port),
-		token: string(secret.Data["token"]), hc: &http.Client{Timeout: 5 * time.Minute}}
+	api := newJupyterAPI(fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), string(secret.Data["token"]), 5*time.Minute)
 	waitAPI(t, api)
 	return api
 }
@@ -199,18 +198,7 @@ func (e *helmEnv) waitAPIServers(t *testing.T, n int, old map[types.UID]bool) {
 func waitAPI(t *testing.T, api *jupyterAPI) {
 	t.Helper()
 	api.hc.CloseIdleConnections()
-	hc := &http.Client{Timeout: 2 * time.Second}
-	testenv.Eventually(t, "the API server answers through its Service", 2*time.Minute, func() error {
-		resp, err := hc.Do(api.request(t, http.MethodGet, "api/status", nil))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("HTTP %d", resp.StatusCode)
-		}
-		return nil
-	})
+	testenv.Eventually(t, "the API server answers through its Service", 2*time.Minute, func() error { return api.answers(t) })
 }
 
 func testHelmContents(t *testing.T, env *helmEnv, api *jupyterAPI) {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,13 +29,8 @@ func TestJupyterLabServices(t *testing.T) {
 	// One instance for all the files: each start costs about ten seconds, and every test file
 	// cleans up what it started.
 	inst := startLocal(t, t.TempDir(), t.TempDir())
-	u, err := url.Parse(inst.apiURL)
-	if err != nil || inst.apiURL == "" {
-		t.Fatalf("nbkube local printed no API URL: %q", inst.apiURL)
-	}
-	token := u.Query().Get("token")
-	u.RawQuery = ""
-	env := []string{"NBKUBE_URL=" + u.String(), "NBKUBE_TOKEN=" + token}
+	api := inst.api(t)
+	env := []string{"NBKUBE_URL=" + api.base, "NBKUBE_TOKEN=" + api.token}
 
 	t.Run("Contents", func(t *testing.T) {
 		runNodeTest(t, jsDir, "contents.test.mjs", 1, env...)

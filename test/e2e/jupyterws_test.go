@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,9 +18,11 @@ import (
 )
 
 // jupyterWS is a client of a kernel's channels WebSocket in Jupyter Server's JSON protocol, as
-// JupyterLab speaks it, or of one channel of the older IPython interface. It encodes and
-// decodes with encoding/json rather than nbkube's own codec, so that it checks nbkube's
-// frames the way a third-party client reads them. One goroutine reads; the test writes.
+// JupyterLab speaks it, or of one channel of the older IPython interface; it serves for
+// nbkube's channels and for Jupyter Server's alike. It encodes and decodes with encoding/json
+// rather than nbkube's own codec, so that it checks nbkube's frames the way a third-party
+// client reads them. One goroutine reads, so that a wait can time out without a read
+// deadline (which would break the connection); the test's goroutine is the only writer.
 type jupyterWS struct {
 	t    testing.TB
 	conn *websocket.Conn
@@ -29,9 +33,14 @@ type jupyterWS struct {
 	only string
 	// in carries the messages read; it is closed when the connection ends.
 	in chan *jupyterMsg
+	// readErr is why reading stopped; it is set before in is closed.
+	readErr error
 	// seen is every message taken from in, in order.
 	seen []*jupyterMsg
-	done chan struct{}
+	// closing is closed by close: a reader waiting on a full in stops.
+	closing   chan struct{}
+	closeOnce sync.Once
+	done      chan struct{}
 }
 
 // jupyterMsg is one message of the JSON protocol.
@@ -60,11 +69,10 @@ const maxFrameBytes = 16 << 20
 // JupyterLab does, so that the agent can replay what the client misses while away.
 func dialJupyterWS(t testing.TB, api *jupyterAPI, route, sessionID string) *jupyterWS {
 	t.Helper()
-	u, err := url.Parse(api.base + route)
+	u, err := url.Parse(api.wsURL(route))
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Scheme = "ws"
 	session := sessionID
 	if sessionID != "" {
 		u.RawQuery = url.Values{"session_id": {sessionID}}.Encode()
@@ -81,7 +89,8 @@ func dialJupyterWS(t testing.TB, api *jupyterAPI, route, sessionID string) *jupy
 		t.Fatalf("dial %s: %v (HTTP %d)", u.Redacted(), err, status)
 	}
 	conn.SetReadLimit(maxFrameBytes)
-	ws := &jupyterWS{t: t, conn: conn, session: session, in: make(chan *jupyterMsg, 1024), done: make(chan struct{})}
+	ws := &jupyterWS{t: t, conn: conn, session: session, in: make(chan *jupyterMsg, 1024),
+		closing: make(chan struct{}), done: make(chan struct{})}
 	if strings.HasPrefix(route, "kernels/") {
 		// kernels/<id>/shell, iopub or stdin.
 		ws.only = path.Base(route)
@@ -97,6 +106,7 @@ func (ws *jupyterWS) readLoop() {
 	for {
 		typ, data, err := ws.conn.ReadMessage()
 		if err != nil {
+			ws.readErr = err
 			return
 		}
 		if typ != websocket.TextMessage {
@@ -111,27 +121,42 @@ func (ws *jupyterWS) readLoop() {
 		if m.Channel == "" {
 			m.Channel = ws.only
 		}
-		ws.in <- m
+		select {
+		case ws.in <- m:
+		default:
+			// Only a full buffer waits on closing too: what arrived before a close stays
+			// for drain.
+			select {
+			case ws.in <- m:
+			case <-ws.closing:
+				return
+			}
+		}
 	}
 }
 
-// close ends the connection with a close frame and waits for the reader.
+// close ends the connection with a close frame and waits for the reader; it may be called
+// again.
 func (ws *jupyterWS) close() {
-	_ = ws.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
-	// Wait for the server's close frame before closing the socket: a socket closed with
-	// unread data resets the connection, and the reset can discard what this client sent
-	// last before the server has read it.
-	select {
-	case <-ws.done:
-	case <-time.After(5 * time.Second):
-	}
-	_ = ws.conn.Close()
+	ws.closeOnce.Do(func() {
+		close(ws.closing)
+		_ = ws.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+		// Wait for the server's close frame before closing the socket: a socket closed with
+		// unread data resets the connection, and the reset can discard what this client sent
+		// last before the server has read it.
+		select {
+		case <-ws.done:
+		case <-time.After(5 * time.Second):
+		}
+		_ = ws.conn.Close()
+	})
 	<-ws.done
 }
 
 // sendRaw writes one text frame as is.
 func (ws *jupyterWS) sendRaw(text string) {
 	ws.t.Helper()
+	_ = ws.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if err := ws.conn.WriteMessage(websocket.TextMessage, []byte(text)); err != nil {
 		ws.t.Fatalf("send: %v", err)
 	}
@@ -191,6 +216,9 @@ type execution struct {
 	stdout, stderr strings.Builder
 	// result is the text/plain of its execute_result; ename the name of its iopub error.
 	result, ename string
+	// iopub are the types of the request's iopub messages in order, a status with its
+	// state ("status:busy").
+	iopub []string
 }
 
 func newExecution(msgID string) *execution { return &execution{msgID: msgID} }
@@ -234,6 +262,11 @@ func (e *execution) add(t testing.TB, m *jupyterMsg) {
 	case "shell", "control":
 		e.reply, e.replyType = content, m.Header.MsgType
 	case "iopub":
+		kind := m.Header.MsgType
+		if kind == "status" {
+			kind += ":" + fmt.Sprint(content["execution_state"])
+		}
+		e.iopub = append(e.iopub, kind)
 		switch m.Header.MsgType {
 		case "status":
 			if content["execution_state"] == "idle" {
@@ -255,45 +288,82 @@ func (e *execution) add(t testing.TB, m *jupyterMsg) {
 	}
 }
 
+// next waits up to d for the next message and records it in seen. It returns nil when none
+// came in time; ended says that the connection ended first.
+func (ws *jupyterWS) next(d time.Duration) (m *jupyterMsg, ended bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case m, ok := <-ws.in:
+		if !ok {
+			return nil, true
+		}
+		ws.seen = append(ws.seen, m)
+		return m, false
+	case <-timer.C:
+		return nil, false
+	}
+}
+
 // await reads messages into e until done(e), failing the test after timeout or when the
 // connection ends first.
 func (ws *jupyterWS) await(e *execution, timeout time.Duration, what string, done func(*execution) bool) {
 	ws.t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	deadline := time.Now().Add(timeout)
 	for !done(e) {
-		select {
-		case m, ok := <-ws.in:
-			if !ok {
-				ws.t.Fatalf("%s: the connection ended first (stdout so far %q)", what, e.stdout.String())
-			}
-			ws.seen = append(ws.seen, m)
-			e.add(ws.t, m)
-		case <-timer.C:
-			ws.t.Fatalf("%s: not done within %s (reply %v, idle %t, stdout %q)", what, timeout, e.reply, e.idle, e.stdout.String())
+		m, ended := ws.next(time.Until(deadline))
+		if ended {
+			ws.t.Fatalf("%s: the connection ended first (%v): %s", what, ws.readErr, e)
 		}
+		if m == nil {
+			ws.t.Fatalf("%s: not done within %s: %s (idle %t)", what, timeout, e, e.idle)
+		}
+		e.add(ws.t, m)
 	}
 }
 
 // drain reads what is left into e (if not nil) until the connection ends.
 func (ws *jupyterWS) drain(e *execution, timeout time.Duration) {
 	ws.t.Helper()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
+	deadline := time.Now().Add(timeout)
 	for {
-		select {
-		case m, ok := <-ws.in:
-			if !ok {
-				return
-			}
-			ws.seen = append(ws.seen, m)
-			if e != nil {
-				e.add(ws.t, m)
-			}
-		case <-timer.C:
+		m, ended := ws.next(time.Until(deadline))
+		if ended {
+			return
+		}
+		if m == nil {
 			ws.t.Fatalf("the connection did not end within %s", timeout)
 		}
+		if e != nil {
+			e.add(ws.t, m)
+		}
 	}
+}
+
+// awaitKernelInfo asks for kernel_info until the kernel answers: on a new connection and
+// after a restart a request may get no answer (Jupyter Server's gateway relay may drop a new
+// connection's first messages; a kernel process being replaced answers nothing).
+func (ws *jupyterWS) awaitKernelInfo(within time.Duration) error {
+	ws.t.Helper()
+	deadline := time.Now().Add(within)
+	asked := map[string]bool{}
+	for time.Now().Before(deadline) {
+		asked[ws.send("shell", "kernel_info_request", map[string]any{})] = true
+		retry := time.Now().Add(3 * time.Second)
+		for {
+			m, ended := ws.next(time.Until(retry))
+			if ended {
+				ws.t.Fatalf("kernel_info: the connection ended (%v)", ws.readErr)
+			}
+			if m == nil {
+				break
+			}
+			if m.Header.MsgType == "kernel_info_reply" && asked[m.ParentHeader.MsgID] {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no kernel_info_reply within %s", within)
 }
 
 // replyTo is the reply to msgID among the messages read so far, if any.
@@ -306,6 +376,17 @@ func (ws *jupyterWS) replyTo(msgID string) *jupyterMsg {
 	return nil
 }
 
+// kernelPID is the kernel's process id, as the kernel itself tells.
+func kernelPID(t testing.TB, ws *jupyterWS) int {
+	t.Helper()
+	e := ws.run("import os; os.getpid()")
+	pid, err := strconv.Atoi(e.result)
+	if err != nil {
+		t.Fatalf("os.getpid(): %s", e)
+	}
+	return pid
+}
+
 func randomID() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -314,5 +395,5 @@ func randomID() string {
 
 // String shows an execution in failure messages.
 func (e *execution) String() string {
-	return fmt.Sprintf("%s %v, result %q, error %q, stdout %q, stderr %q", e.replyType, e.reply, e.result, e.ename, e.stdout.String(), e.stderr.String())
+	return fmt.Sprintf("%s %v, result %q, error %q, stdout %q, stderr %q, iopub %v", e.replyType, e.reply, e.result, e.ename, e.stdout.String(), e.stderr.String(), e.iopub)
 }

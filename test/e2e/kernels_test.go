@@ -1,26 +1,18 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -47,19 +39,19 @@ func TestKernels_ThroughLocal(t *testing.T) {
 	inst := startLocal(t, t.TempDir(), t.TempDir())
 	// Cleanups run last first: this one, after every case, before startLocal's.
 	t.Cleanup(func() { inst.stop(t) })
-	api := newJupyterAPI(t, inst.apiURL)
+	api := inst.api(t)
 
 	cases := []struct {
 		name string
 		run  func(t *testing.T)
 	}{
-		{"RoutesRunInterruptRestartAndDeleteAKernel", func(t *testing.T) { testKernelLifecycle(t, inst, api) }},
-		{"SessionsKeepOneKernelPerPathAndSwapKernels", func(t *testing.T) { testSessions(t, inst, api) }},
-		{"TwoClientsShareOutputButNotReplies", func(t *testing.T) { testTwoClients(t, api) }},
-		{"ReconnectingClientGetsWhatItMissed", func(t *testing.T) { testReplay(t, api) }},
-		{"KernelsOutliveARestartOfTheAPIServer", func(t *testing.T) { testAPIServerRestart(t, inst) }},
-		{"KernelCommandThatFailsIsAClearErrorQuickly", func(t *testing.T) { testFailingKernel(t, inst, api) }},
-		{"OlderIPythonInterface", func(t *testing.T) { testLegacyKernels(t, api) }},
+		{name: "RoutesRunInterruptRestartAndDeleteAKernel", run: func(t *testing.T) { testKernelLifecycle(t, inst, api) }},
+		{name: "SessionsKeepOneKernelPerPathAndSwapKernels", run: func(t *testing.T) { testSessions(t, inst, api) }},
+		{name: "TwoClientsShareOutputButNotReplies", run: func(t *testing.T) { testTwoClients(t, api) }},
+		{name: "ReconnectingClientGetsWhatItMissed", run: func(t *testing.T) { testReplay(t, api) }},
+		{name: "KernelsOutliveARestartOfTheAPIServer", run: func(t *testing.T) { testAPIServerRestart(t, inst) }},
+		{name: "KernelCommandThatFailsIsAClearErrorQuickly", run: func(t *testing.T) { testFailingKernel(t, inst, api) }},
+		{name: "OlderIPythonInterface", run: func(t *testing.T) { testLegacyKernels(t, api) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,18 +176,6 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 	anonymous := api.request(t, http.MethodGet, "api/kernels", nil)
 	anonymous.Header.Del("Authorization")
 	api.do(t, anonymous).want(t, http.StatusForbidden).jupyterError(t)
-}
-
-// sessionModel is the part of Jupyter's session model the tests read.
-type sessionModel struct {
-	ID     string `json:"id"`
-	Path   string `json:"path"`
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Kernel *struct {
-		ID   string `json:"id"`
-		Name string `json:"name"`
-	} `json:"kernel"`
 }
 
 func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
@@ -361,54 +341,24 @@ func testAPIServerRestart(t *testing.T, inst *instance) {
 	if err := inst.client.Create(t.Context(), lease); err != nil {
 		t.Fatal(err)
 	}
-	api := &jupyterAPI{base: "http://" + freeAddr(t) + "/", token: "e2e-manager-" + randomID(), hc: &http.Client{Timeout: 2 * time.Minute}}
+	api := newJupyterAPI("http://"+freeAddr(t)+"/", "e2e-manager-"+randomID(), 2*time.Minute)
 	args := []string{"manager", "--listen", strings.TrimSuffix(strings.TrimPrefix(api.base, "http://"), "/"),
 		"--token", api.token, "--cookie-secret-file", filepath.Join(t.TempDir(), "cookie_secret"),
 		"--root", inst.root, "--namespace", "default",
 		"--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
-	logs := t.TempDir()
 	start := func(n int) (*exec.Cmd, <-chan struct{}) {
 		cmd := exec.Command(nbkubeBin, args...)
 		// ctrl.GetConfigOrDie reads $KUBECONFIG (manager has no --kubeconfig flag).
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(inst.dataDir, "kubeconfig"))
-		logFile, err := os.Create(filepath.Join(logs, fmt.Sprintf("manager-%d.log", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() {
-			_ = cmd.Wait()
-			close(exited)
-		}()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-			logFile.Close()
-			if t.Failed() {
-				log, _ := os.ReadFile(logFile.Name())
-				t.Logf("manager %d log:\n%s", n, tail(log))
-			}
-		})
+		exited := startServer(t, fmt.Sprintf("manager-%d", n), cmd, nil)
 		testenv.Eventually(t, "the manager's API answers", 60*time.Second, func() error {
 			select {
 			case <-exited:
 				return fmt.Errorf("the manager exited: %v", cmd.ProcessState)
 			default:
 			}
-			resp, err := api.hc.Do(api.request(t, http.MethodGet, "api/status", nil))
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("GET /api/status: %d", resp.StatusCode)
-			}
-			return nil
+			return api.answers(t)
 		})
 		return cmd, exited
 	}
@@ -499,12 +449,6 @@ type legacyKernel struct {
 	KernelID string `json:"kernel_id"`
 }
 
-type legacyNotebook struct {
-	NotebookID string  `json:"notebook_id"`
-	Name       string  `json:"name"`
-	KernelID   *string `json:"kernel_id"`
-}
-
 func testLegacyKernels(t *testing.T, api *jupyterAPI) {
 	var notebookID string
 	api.call(t, http.MethodPost, "notebooks", nil).want(t, http.StatusCreated).decode(t, &notebookID)
@@ -582,242 +526,4 @@ func testLegacyKernels(t *testing.T, api *jupyterAPI) {
 	if nb := api.legacyNotebook(t, notebookID); nb.KernelID != nil {
 		t.Errorf("GET /notebooks after kill: kernel_id %s, want null", *nb.KernelID)
 	}
-}
-
-// jupyterAPI calls a Jupyter API with its token.
-type jupyterAPI struct {
-	// base is the server's base URL, ending in "/".
-	base, token string
-	hc          *http.Client
-}
-
-// newJupyterAPI is the API at the URL nbkube printed (with ?token=).
-func newJupyterAPI(t testing.TB, printed string) *jupyterAPI {
-	t.Helper()
-	u, err := url.Parse(printed)
-	if err != nil || printed == "" {
-		t.Fatalf("API URL %q: %v", printed, err)
-	}
-	token := u.Query().Get("token")
-	u.RawQuery = ""
-	// Starting a kernel answers once the kernel does.
-	return &jupyterAPI{base: u.String(), token: token, hc: &http.Client{Timeout: 2 * time.Minute}}
-}
-
-// apiResponse is an answer read in full.
-type apiResponse struct {
-	status int
-	header http.Header
-	body   []byte
-}
-
-// maxAnswerBytes bounds the answers read: the tests' models are small.
-const maxAnswerBytes = 16 << 20
-
-func (a *jupyterAPI) request(t testing.TB, method, route string, body any) *http.Request {
-	t.Helper()
-	var r io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r = bytes.NewReader(data)
-	}
-	// Not t.Context(): cleanups make requests too, after it is done.
-	req, err := http.NewRequestWithContext(context.Background(), method, a.base+route, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+a.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return req
-}
-
-func (a *jupyterAPI) do(t testing.TB, req *http.Request) apiResponse {
-	t.Helper()
-	return doRequest(t, a.hc, req)
-}
-
-func doRequest(t testing.TB, hc *http.Client, req *http.Request) apiResponse {
-	t.Helper()
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		t.Fatalf("%s %s: read the body: %v", req.Method, req.URL.Path, err)
-	}
-	return apiResponse{status: resp.StatusCode, header: resp.Header, body: body}
-}
-
-// call makes a request with the token and a JSON body (none when nil).
-func (a *jupyterAPI) call(t testing.TB, method, route string, body any) apiResponse {
-	t.Helper()
-	return a.do(t, a.request(t, method, route, body))
-}
-
-// want fails the test unless the status is status.
-func (r apiResponse) want(t testing.TB, status int) apiResponse {
-	t.Helper()
-	if r.status != status {
-		t.Fatalf("HTTP %d, want %d: %s", r.status, status, r.body)
-	}
-	return r
-}
-
-func (r apiResponse) decode(t testing.TB, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.body, v); err != nil {
-		t.Fatalf("decode %s: %v", r.body, err)
-	}
-}
-
-// jupyterError checks that the answer is Jupyter's JSON error and returns it.
-func (r apiResponse) jupyterError(t testing.TB) jupyterErrorBody {
-	t.Helper()
-	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("error Content-Type %q, want JSON", ct)
-	}
-	var fields map[string]json.RawMessage
-	r.decode(t, &fields)
-	if _, ok := fields["reason"]; !ok {
-		t.Errorf("error %s has no reason", r.body)
-	}
-	var e jupyterErrorBody
-	r.decode(t, &e)
-	if e.Message == "" {
-		t.Errorf("error %s has no message", r.body)
-	}
-	return e
-}
-
-type jupyterErrorBody struct {
-	Message string  `json:"message"`
-	Reason  *string `json:"reason"`
-}
-
-func (a *jupyterAPI) kernelIDs(t testing.TB) []string {
-	t.Helper()
-	var list []struct {
-		ID string `json:"id"`
-	}
-	a.call(t, http.MethodGet, "api/kernels", nil).want(t, http.StatusOK).decode(t, &list)
-	ids := make([]string, 0, len(list))
-	for _, k := range list {
-		ids = append(ids, k.ID)
-	}
-	return ids
-}
-
-func (a *jupyterAPI) sessionsAt(t testing.TB, path string) []sessionModel {
-	t.Helper()
-	var list, out []sessionModel
-	a.call(t, http.MethodGet, "api/sessions", nil).want(t, http.StatusOK).decode(t, &list)
-	for _, s := range list {
-		if s.Path == path {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// startKernel starts a python3 kernel, deleted when the test ends.
-func (a *jupyterAPI) startKernel(t testing.TB) string {
-	t.Helper()
-	var k struct {
-		ID string `json:"id"`
-	}
-	a.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &k)
-	t.Cleanup(func() { a.deleteQuietly("api/kernels/" + k.ID) })
-	return k.ID
-}
-
-// deleteQuietly deletes what a test leaves behind; the test has its outcome already.
-func (a *jupyterAPI) deleteQuietly(route string) {
-	req, err := http.NewRequest(http.MethodDelete, a.base+route, nil)
-	if err != nil {
-		return
-	}
-	req.Header.Set("Authorization", "token "+a.token)
-	if resp, err := a.hc.Do(req); err == nil {
-		resp.Body.Close()
-	}
-}
-
-func (a *jupyterAPI) legacyNotebook(t testing.TB, id string) legacyNotebook {
-	t.Helper()
-	var list []legacyNotebook
-	a.call(t, http.MethodGet, "notebooks", nil).want(t, http.StatusOK).decode(t, &list)
-	for _, nb := range list {
-		if nb.NotebookID == id {
-			return nb
-		}
-	}
-	t.Fatalf("GET /notebooks %+v lacks %s", list, id)
-	return legacyNotebook{}
-}
-
-// cookieClient is a client logged in by cookie, as a browser is after opening the printed URL.
-type cookieClient struct {
-	base string
-	hc   *http.Client
-}
-
-func (a *jupyterAPI) loggedInBrowser(t testing.TB) *cookieClient {
-	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &cookieClient{base: a.base, hc: &http.Client{Jar: jar, Timeout: 2 * time.Minute}}
-	b.get(t, "api/status?token="+url.QueryEscape(a.token)).want(t, http.StatusOK)
-	return b
-}
-
-func (b *cookieClient) get(t testing.TB, route string) apiResponse {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.base+route, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doRequest(t, b.hc, req)
-}
-
-// kernelPID is the kernel's process id, as the kernel itself tells.
-func kernelPID(t testing.TB, ws *jupyterWS) int {
-	t.Helper()
-	e := ws.run("import os; os.getpid()")
-	pid, err := strconv.Atoi(e.result)
-	if err != nil {
-		t.Fatalf("os.getpid(): %s", e)
-	}
-	return pid
-}
-
-// waitGone waits until the named resource no longer exists.
-func waitGone(t testing.TB, inst *instance, obj client.Object, name string) {
-	t.Helper()
-	testenv.Eventually(t, fmt.Sprintf("%T %s gone", obj, name), goneTimeout, func() error {
-		err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, obj)
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("still there (deletion %v, finalizers %v)", obj.GetDeletionTimestamp(), obj.GetFinalizers())
-	})
-}
-
-// localUserName is who `nbkube local` makes the token's user: the machine's user.
-func localUserName() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "nbkube"
 }

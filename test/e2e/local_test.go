@@ -6,12 +6,11 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -156,30 +155,17 @@ func (i *instance) kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// apiStatus is GET /api/status of the instance's Jupyter API.
-func (i *instance) apiStatus(t *testing.T) map[string]any {
+// api is a client of the instance's Jupyter API, at the URL it printed with its token.
+func (i *instance) api(t testing.TB) *jupyterAPI {
 	t.Helper()
 	u, err := url.Parse(i.apiURL)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || i.apiURL == "" {
+		t.Fatalf("nbkube local printed no API URL: %q (%v)", i.apiURL, err)
 	}
 	token := u.Query().Get("token")
 	u.RawQuery = ""
-	req, err := http.NewRequest(http.MethodGet, u.String()+"api/status", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	return st
+	// Starting a kernel answers once the kernel does.
+	return newJupyterAPI(u.String(), token, 2*time.Minute)
 }
 
 func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
@@ -258,7 +244,9 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 		t.Errorf("session kernel cwd %q, want %s", cwd, filepath.Join(root, "projects"))
 	}
 	// The API server counts the kernels of the cluster.
-	if n := inst.apiStatus(t)["kernels"]; n != float64(3) {
+	var status map[string]any
+	inst.api(t).getJSON(t, "api/status", &status)
+	if n := status["kernels"]; n != float64(3) {
 		t.Errorf("/api/status kernels = %v, want 3", n)
 	}
 	if err := inst.client.Delete(ctx, s); err != nil {
@@ -355,6 +343,29 @@ func TestLocal_TwoInstancesSideBySide(t *testing.T) {
 	}
 	a.stop(t)
 	b.stop(t)
+}
+
+// waitGone waits until the named resource no longer exists.
+func waitGone(t testing.TB, inst *instance, obj client.Object, name string) {
+	t.Helper()
+	testenv.Eventually(t, fmt.Sprintf("%T %s gone", obj, name), goneTimeout, func() error {
+		err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there (deletion %v, finalizers %v)", obj.GetDeletionTimestamp(), obj.GetFinalizers())
+	})
+}
+
+// localUserName is who `nbkube local` makes the token's user: the machine's user.
+func localUserName() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "nbkube"
 }
 
 func tail(b []byte) string {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,15 +47,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 		cmd := exec.Command(nbkubeBin, "manager", "--leader-elect", "--leader-election-namespace=default",
 			"--health-probe-bind-address="+r.probes, "--metrics-bind-address="+r.metrics)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath())
-		logFile, err := os.Create(filepath.Join(t.TempDir(), fmt.Sprintf("manager-%d.log", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); logFile.Close() })
+		startServer(t, fmt.Sprintf("manager-%d", i), cmd, nil)
 		replicas = append(replicas, r)
 	}
 
