@@ -239,8 +239,8 @@ func TestQueryHub_ErrorsEndWithinTheContext(t *testing.T) {
 		defer q.close()
 		// The hub answers these with hub_error, which carries the Python exception.
 		for _, req := range []struct{ msgType, content, want string }{
-			{"engine_count_request", `{}`, "KeyError: \"Bad Message Type"},
-			{"queue_request", `{"targets":[99],"verbose":false}`, "IndexError: No Such Engine"},
+			{msgType: "engine_count_request", content: `{}`, want: "KeyError: \"Bad Message Type"},
+			{msgType: "queue_request", content: `{"targets":[99],"verbose":false}`, want: "IndexError: No Such Engine"},
 		} {
 			_, err := q.ask(ctx, req.msgType, req.content, "queue_reply")
 			if !errors.Is(err, ErrHub) || !strings.Contains(err.Error(), "hub_error") || !strings.Contains(err.Error(), req.want) {
