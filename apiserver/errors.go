@@ -29,66 +29,89 @@ func notFound(format string, args ...any) error {
 	return &apiError{status: http.StatusNotFound, message: fmt.Sprintf(format, args...)}
 }
 
-// statusOf maps the domain errors of the stores and repositories to HTTP, the one place
-// where that happens.
-func statusOf(err error) int {
-	var api *apiError
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &api):
-		return api.status
-	case errors.Is(err, repository.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.As(err, &tooLarge), errors.Is(err, contents.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, contents.ErrNotFound), errors.Is(err, repository.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, contents.ErrExists), errors.Is(err, repository.ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, contents.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, contents.ErrForbidden):
-		return http.StatusForbidden
-	default:
-		return http.StatusInternalServerError
-	}
+// domainErrors are the kinds of error of the contents store and the repositories, with the
+// status each is answered with.
+var domainErrors = []struct {
+	kind   error
+	status int
+}{
+	{contents.ErrNotFound, http.StatusNotFound},
+	{contents.ErrExists, http.StatusConflict},
+	{contents.ErrInvalid, http.StatusBadRequest},
+	{contents.ErrForbidden, http.StatusForbidden},
+	{contents.ErrTooLarge, http.StatusRequestEntityTooLarge},
+	{repository.ErrNotFound, http.StatusNotFound},
+	{repository.ErrInvalid, http.StatusBadRequest},
+	{repository.ErrConflict, http.StatusConflict},
+	// As Jupyter answers a kernel that fails to start; the reason says why.
+	{repository.ErrStartFailed, http.StatusInternalServerError},
 }
 
-// abortErr answers with the Jupyter error body for err. Unexpected errors are logged and
-// answered without their details, which may name server paths.
-func (s *Server) abortErr(c *gin.Context, err error) {
-	status := statusOf(err)
-	msg := err.Error()
-	var reason *string
-	var ce *contents.Error
-	var se *repository.StartError
-	var ae *agentclient.Error
+// answerTo decides how the API answers err: the status and Jupyter's error body. It is the one
+// place where the errors of the handlers, the contents store, the repositories and the kernel
+// agents become HTTP. An error of none of theirs is a failure of the server: failed is true,
+// and the body says no more than "Unhandled error", since the error may name server paths.
+func answerTo(err error) (status int, body jupyter.Error, failed bool) {
+	var (
+		api      *apiError
+		tooLarge *http.MaxBytesError
+		agent    *agentclient.Error
+	)
 	switch {
-	case errors.As(err, &ce) && ce.Reason != "":
-		reason = &ce.Reason
-	case errors.As(err, &se):
-		// Jupyter answers a kernel that fails to start with 500; the reason says why.
-		reason = &se.Reason
-		abortJSON(c, http.StatusInternalServerError, se.Message, reason)
-		return
-	case errors.As(err, &ae):
-		status := ae.Status
+	case errors.As(err, &api):
+		return api.status, jupyter.Error{Message: err.Error()}, false
+	case errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge, jupyter.Error{Message: fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)}, false
+	case errors.As(err, &agent):
+		status := agent.Status
 		if status < 400 || status == http.StatusForbidden {
 			// The agent refusing the API server's token is a server fault, not the user's.
 			status = http.StatusBadGateway
 		}
-		abortJSON(c, status, ae.Message, nil)
-		return
+		return status, jupyter.Error{Message: agent.Message}, false
+	case errors.Is(err, agentclient.ErrUnreachable):
+		// The dial's error names the pod's address, of no use to the client.
+		return http.StatusServiceUnavailable, jupyter.Error{Message: "the kernel is not reachable"}, false
 	}
-	var tooLarge *http.MaxBytesError
+	for _, d := range domainErrors {
+		if errors.Is(err, d.kind) {
+			return d.status, jupyter.Error{Message: err.Error(), Reason: reasonOf(err)}, false
+		}
+	}
+	return http.StatusInternalServerError, jupyter.Error{Message: "Unhandled error"}, true
+}
+
+// reasonOf is the short reason a domain error gives; nil (null) when it gives none.
+func reasonOf(err error) *string {
+	var (
+		repo   *repository.Error
+		store  *contents.Error
+		reason string
+	)
 	switch {
-	case errors.As(err, &tooLarge):
-		msg = fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)
-	case status == http.StatusInternalServerError:
-		s.opts.Log.Error(err, "Request failed", "method", c.Request.Method, "path", c.Request.URL.Path)
-		msg = "Unhandled error"
+	case errors.As(err, &repo):
+		reason = repo.Reason
+	case errors.As(err, &store):
+		reason = store.Reason
 	}
-	abortJSON(c, status, msg, reason)
+	if reason == "" {
+		return nil
+	}
+	return &reason
+}
+
+// abortErr answers with the Jupyter error body for err. Failures of the server are logged;
+// other errors the server answers with 5xx (a kernel that did not start, an agent that did
+// not answer) at V(1), since they are the user's kernel's, not the server's.
+func (s *Server) abortErr(c *gin.Context, err error) {
+	status, body, failed := answerTo(err)
+	switch {
+	case failed:
+		s.opts.Log.Error(err, "Request failed", "method", c.Request.Method, "path", c.Request.URL.Path)
+	case status >= http.StatusInternalServerError:
+		s.opts.Log.V(1).Info("Request refused", "method", c.Request.Method, "path", c.Request.URL.Path, "status", status, "error", err.Error())
+	}
+	c.AbortWithStatusJSON(status, body)
 }
 
 // abortJSON answers with {"message": ..., "reason": ...}.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"path"
 	"strings"
@@ -13,28 +12,29 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // KernelSpecLister reads the kernel specs users can start.
 type KernelSpecLister interface {
-	// ListKernelSpecs returns every kernel spec, sorted by name.
-	ListKernelSpecs(ctx context.Context) ([]nbv1.KernelSpec, error)
+	// ListKernelSpecs returns every kernel spec, sorted by name. A model's Resources map each
+	// resource to its file name.
+	ListKernelSpecs(ctx context.Context) ([]jupyter.KernelSpec, error)
 	// GetKernelSpec returns the spec called name, matched case-insensitively; an error
 	// matching repository.ErrNotFound when there is none.
-	GetKernelSpec(ctx context.Context, name string) (*nbv1.KernelSpec, error)
+	GetKernelSpec(ctx context.Context, name string) (jupyter.KernelSpec, error)
+	// GetKernelSpecResource returns a file of the spec called name; an error matching
+	// repository.ErrNotFound when there is no such spec or file.
+	GetKernelSpecResource(ctx context.Context, name, file string) (repository.KernelSpecResource, error)
 }
 
 // defaultKernelSpec is Jupyter's default kernel name (jupyter_client's NATIVE_KERNEL_NAME).
 const defaultKernelSpec = "python3"
 
-// logoTypes are the Content-Types of the logo files the KernelSpec CRD admits.
-var logoTypes = map[string]string{".png": "image/png", ".svg": "image/svg+xml"}
-
 // getKernelSpecs is GET /api/kernelspecs.
 func (s *Server) getKernelSpecs(c *gin.Context) {
-	var specs []nbv1.KernelSpec
+	var specs []jupyter.KernelSpec
 	if s.opts.KernelSpecs != nil {
 		var err error
 		if specs, err = s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context()); err != nil {
@@ -43,15 +43,15 @@ func (s *Server) getKernelSpecs(c *gin.Context) {
 		}
 	}
 	model := jupyter.KernelSpecs{Default: s.defaultKernelSpec(specs), KernelSpecs: make(map[string]jupyter.KernelSpec, len(specs))}
-	for i := range specs {
-		model.KernelSpecs[specs[i].Name] = s.kernelSpecModel(specs[i].Name, &specs[i])
+	for _, ks := range specs {
+		model.KernelSpecs[ks.Name] = s.servedKernelSpec(ks.Name, ks)
 	}
 	c.JSON(http.StatusOK, model)
 }
 
 // defaultKernelSpec is the configured default when it is among specs (sorted by name), else
 // the first of them: a default that cannot start would leave clients without a kernel.
-func (s *Server) defaultKernelSpec(specs []nbv1.KernelSpec) string {
+func (s *Server) defaultKernelSpec(specs []jupyter.KernelSpec) string {
 	want := strings.ToLower(s.opts.DefaultKernelSpec)
 	if want == "" {
 		want = defaultKernelSpec
@@ -71,72 +71,50 @@ func (s *Server) defaultKernelSpec(specs []nbv1.KernelSpec) string {
 // its case, as Jupyter Server's does.
 func (s *Server) getKernelSpec(c *gin.Context) {
 	name := c.Param("name")
-	ks, err := s.kernelSpec(c.Request.Context(), name)
+	if s.opts.KernelSpecs == nil {
+		s.abortErr(c, notFound("Kernel spec %s not found", name))
+		return
+	}
+	ks, err := s.opts.KernelSpecs.GetKernelSpec(c.Request.Context(), name)
 	if err != nil {
 		s.abortErr(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, s.kernelSpecModel(name, ks))
+	c.JSON(http.StatusOK, s.servedKernelSpec(name, ks))
 }
 
-// getKernelSpecResource serves /kernelspecs/<name>/<file>: the spec's logo, and nothing
-// else (Jupyter serves any file of the spec's directory; nbkube has only the logo).
+// servedKernelSpec is the model of a spec as served under name: Jupyter Server's
+// kernelspec_model, whose resources are URLs under the base URL.
+func (s *Server) servedKernelSpec(name string, ks jupyter.KernelSpec) jupyter.KernelSpec {
+	resources := make(map[string]string, len(ks.Resources))
+	for resource, file := range ks.Resources {
+		resources[resource] = s.opts.BaseURL + "kernelspecs/" + escapePath(name, false) + "/" + file
+	}
+	ks.Name, ks.Resources = name, resources
+	return ks
+}
+
+// getKernelSpecResource serves /kernelspecs/<name>/<file>.
 func (s *Server) getKernelSpecResource(c *gin.Context) {
-	ks, err := s.kernelSpec(c.Request.Context(), c.Param("name"))
+	name := c.Param("name")
+	if s.opts.KernelSpecs == nil {
+		s.abortErr(c, notFound("Kernel spec %s not found", name))
+		return
+	}
+	res, err := s.opts.KernelSpecs.GetKernelSpecResource(c.Request.Context(), name, strings.TrimPrefix(c.Param("file"), "/"))
 	if err != nil {
 		s.abortErr(c, err)
 		return
 	}
-	logo := ks.Spec.Logo
-	if logo == nil || strings.TrimPrefix(c.Param("file"), "/") != logo.FileName {
-		abortJSON(c, http.StatusNotFound, "Not Found", nil)
-		return
-	}
-	ext := path.Ext(logo.FileName)
 	h := c.Writer.Header()
-	h.Set("Content-Type", logoTypes[ext])
+	h.Set("Content-Type", res.ContentType)
 	// An SVG opened on its own is a page of this origin: it must not run scripts.
 	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox")
-	if ext == ".png" {
+	if path.Ext(res.FileName) == ".png" {
 		// Jupyter's month for logos.
 		h.Set("Cache-Control", "max-age=2592000")
 	}
-	sum := sha256.Sum256(logo.Data)
+	sum := sha256.Sum256(res.Data)
 	h.Set("Etag", `"`+hex.EncodeToString(sum[:])+`"`)
-	http.ServeContent(c.Writer, c.Request, logo.FileName, time.Time{}, bytes.NewReader(logo.Data))
-}
-
-func (s *Server) kernelSpec(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
-	if s.opts.KernelSpecs == nil {
-		return nil, notFound("Kernel spec %s not found", name)
-	}
-	return s.opts.KernelSpecs.GetKernelSpec(ctx, name)
-}
-
-// kernelSpecModel is Jupyter Server's kernelspec_model of ks under name.
-func (s *Server) kernelSpecModel(name string, ks *nbv1.KernelSpec) jupyter.KernelSpec {
-	spec := &ks.Spec
-	file := jupyter.KernelSpecFile{
-		Argv:          spec.Argv,
-		Env:           spec.Env,
-		DisplayName:   spec.DisplayName,
-		Language:      spec.Language,
-		InterruptMode: string(spec.InterruptMode),
-		Metadata:      json.RawMessage(`{}`),
-	}
-	if file.Env == nil {
-		file.Env = map[string]string{}
-	}
-	if file.InterruptMode == "" {
-		file.InterruptMode = string(nbv1.InterruptModeSignal)
-	}
-	if spec.Metadata != nil && len(spec.Metadata.Raw) > 0 {
-		file.Metadata = spec.Metadata.Raw
-	}
-	resources := map[string]string{}
-	if logo := spec.Logo; logo != nil {
-		resources[strings.TrimSuffix(logo.FileName, path.Ext(logo.FileName))] =
-			s.opts.BaseURL + "kernelspecs/" + escapePath(name, false) + "/" + logo.FileName
-	}
-	return jupyter.KernelSpec{Name: name, Spec: file, Resources: resources}
+	http.ServeContent(c.Writer, c.Request, res.FileName, time.Time{}, bytes.NewReader(res.Data))
 }

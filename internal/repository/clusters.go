@@ -29,21 +29,15 @@ type Clusters struct {
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
 
-func clusterMissing(id string) error {
-	return &notFoundError{message: "profile not found: " + id}
-}
-
 // ListClusters lists the user's clusters (every cluster for an admin).
 func (r *Clusters) ListClusters(ctx context.Context, u identity.User) ([]jupyter.Cluster, error) {
-	var list nbv1.ClusterList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
-		return nil, fmt.Errorf("list clusters: %w", err)
+	list, err := ownedClusters.list(ctx, r.Reader, r.Namespace, u)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]jupyter.Cluster, 0, len(list.Items))
-	for i := range list.Items {
-		if c := &list.Items[i]; u.Owns(string(c.Spec.Owner)) && c.DeletionTimestamp == nil {
-			out = append(out, ClusterModel(c))
-		}
+	out := make([]jupyter.Cluster, 0, len(list))
+	for _, c := range list {
+		out = append(out, ClusterModel(c))
 	}
 	return out, nil
 }
@@ -61,11 +55,11 @@ func (r *Clusters) GetCluster(ctx context.Context, u identity.User, id string) (
 // conflict, as IPython answered.
 func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string, n *int32) (jupyter.Cluster, error) {
 	if n != nil && (*n < 0 || *n > MaxClusterEngines) {
-		return jupyter.Cluster{}, &invalidError{message: fmt.Sprintf("n must be between 0 and %d", MaxClusterEngines)}
+		return jupyter.Cluster{}, invalid(fmt.Sprintf("n must be between 0 and %d", MaxClusterEngines))
 	}
 	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State != nbv1.ClusterStopped {
-			return &conflictError{message: fmt.Sprintf("Cluster already running with profile: %s", id)}
+			return conflict("Cluster already running with profile: " + id)
 		}
 		c.Spec.State = nbv1.ClusterRunning
 		if n != nil {
@@ -79,7 +73,7 @@ func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string,
 func (r *Clusters) StopCluster(ctx context.Context, u identity.User, id string) (jupyter.Cluster, error) {
 	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State == nbv1.ClusterStopped {
-			return &conflictError{message: fmt.Sprintf("Cluster not running with profile: %s", id)}
+			return conflict("Cluster not running with profile: " + id)
 		}
 		c.Spec.State = nbv1.ClusterStopped
 		return nil
@@ -103,7 +97,7 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 	})
 	switch {
 	case apierrors.IsInvalid(err):
-		return jupyter.Cluster{}, &invalidError{message: err.Error()}
+		return jupyter.Cluster{}, invalid(err.Error())
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict):
 		return jupyter.Cluster{}, err
 	case err != nil:
@@ -114,25 +108,13 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 }
 
 func (r *Clusters) get(ctx context.Context, u identity.User, id string) (*nbv1.Cluster, error) {
-	if !validName(id) {
-		return nil, clusterMissing(id)
-	}
-	c := &nbv1.Cluster{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: id}, c)
-	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(c.Spec.Owner)) || c.DeletionTimestamp != nil)) {
-		return nil, clusterMissing(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get cluster: %w", err)
-	}
-	return c, nil
+	return ownedClusters.get(ctx, r.Reader, r.Namespace, u, id)
 }
 
 // checkCluster tells whether the user may attach a kernel to the cluster named id.
 func checkCluster(ctx context.Context, reader client.Reader, namespace string, u identity.User, id string) error {
-	r := Clusters{Reader: reader, Namespace: namespace}
-	if _, err := r.get(ctx, u, id); errors.Is(err, ErrNotFound) {
-		return &invalidError{message: "No such cluster: " + id}
+	if _, err := ownedClusters.get(ctx, reader, namespace, u, id); errors.Is(err, ErrNotFound) {
+		return invalid("No such cluster: " + id)
 	} else if err != nil {
 		return err
 	}

@@ -1,12 +1,9 @@
-// Package repository reads and writes nbkube's custom resources for the API server, scoped to
-// the requesting user, and returns domain errors.
 package repository
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,15 +43,6 @@ type Kernels struct {
 	StartTimeout time.Duration
 }
 
-// StartError is a kernel that could not start; Reason is the Kernel's condition reason
-// (ImagePullBackOff, Unschedulable, KernelExited, ...).
-type StartError struct {
-	Reason  string
-	Message string
-}
-
-func (e *StartError) Error() string { return e.Message }
-
 // CountKernels is the number of the user's kernels and of the clients connected to them.
 func (k *Kernels) CountKernels(ctx context.Context, u identity.User) (int, int, error) {
 	list, err := k.list(ctx, u)
@@ -68,19 +56,13 @@ func (k *Kernels) CountKernels(ctx context.Context, u identity.User) (int, int, 
 	return len(list), connections, nil
 }
 
-func (k *Kernels) list(ctx context.Context, u identity.User) ([]nbv1.Kernel, error) {
-	var list nbv1.KernelList
-	if err := k.Reader.List(ctx, &list, client.InNamespace(k.Namespace)); err != nil {
-		return nil, fmt.Errorf("list kernels: %w", err)
-	}
-	out := list.Items[:0]
-	for _, kn := range list.Items {
-		if u.Owns(string(kn.Spec.Owner)) && kn.DeletionTimestamp == nil {
-			out = append(out, kn)
-		}
-	}
-	slices.SortFunc(out, func(a, b nbv1.Kernel) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	return out, nil
+func (k *Kernels) list(ctx context.Context, u identity.User) ([]*nbv1.Kernel, error) {
+	return ownedKernels.list(ctx, k.Reader, k.Namespace, u)
+}
+
+// get finds the user's kernel.
+func (k *Kernels) get(ctx context.Context, u identity.User, id string) (*nbv1.Kernel, error) {
+	return ownedKernels.get(ctx, k.Reader, k.Namespace, u, id)
 }
 
 // ListKernels lists the user's kernels as the resources tell.
@@ -90,8 +72,8 @@ func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.K
 		return nil, err
 	}
 	out := make([]jupyter.Kernel, 0, len(list))
-	for i := range list {
-		out = append(out, KernelModel(&list[i]))
+	for _, kn := range list {
+		out = append(out, KernelModel(kn))
 	}
 	return out, nil
 }
@@ -109,26 +91,6 @@ func KernelModel(kn *nbv1.Kernel) jupyter.Kernel {
 		m.ExecutionState = string(nbv1.ExecutionStateStarting)
 	}
 	return m
-}
-
-func kernelMissing(id string) error {
-	return &notFoundError{message: "Kernel does not exist: " + id}
-}
-
-// get finds the user's kernel; another user's kernel is as missing as one that is not.
-func (k *Kernels) get(ctx context.Context, u identity.User, id string) (*nbv1.Kernel, error) {
-	kn := &nbv1.Kernel{}
-	if !validName(id) {
-		return nil, kernelMissing(id)
-	}
-	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: id}, kn)
-	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(kn.Spec.Owner)) || kn.DeletionTimestamp != nil)) {
-		return nil, kernelMissing(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get kernel: %w", err)
-	}
-	return kn, nil
 }
 
 // GetKernel is the kernel's model with its live state from the agent when it answers.
@@ -171,7 +133,7 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, spec, path s
 		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(u.Name), KernelSpec: spec, Path: strings.Trim(path, "/")},
 	}
 	if kn.Spec.Path != "" && !validPath(kn.Spec.Path) {
-		return jupyter.Kernel{}, &invalidError{message: fmt.Sprintf("path %q must stay inside the contents root", path)}
+		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", path))
 	}
 	if err := k.Writer.Create(ctx, kn); err != nil {
 		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
@@ -193,12 +155,12 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 	agentDone := make(chan error, 1)
 	agentAsked := false
 	// A pod has its address before its agent listens: a refused ask is retried after a pause
-	// that grows, rather than at once (which spun on refused connections).
+	// that grows, rather than at once, which would spin on the refused connections.
 	var askAgain time.Time
 	askPause := 10 * time.Millisecond
-	// The cache is cheap to read, but twenty starts at once read it 200 times a second each at
-	// 5 ms; readiness itself comes from the agent at once, the poll only looks for an address
-	// or a failure. Once the agent holds the question, only a failure is left to see.
+	// Readiness itself comes from the agent at once: the poll of the cache only looks for an
+	// address or a failure, and need not be fast, since many starts at once each poll it.
+	// Once the agent holds the question, only a failure is left to see.
 	const (
 		addressPoll = 10 * time.Millisecond
 		failurePoll = 100 * time.Millisecond
@@ -214,10 +176,10 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 		case err != nil:
 			return nil, fmt.Errorf("get kernel: %w", err)
 		case kn.DeletionTimestamp != nil:
-			return nil, &StartError{Reason: "KernelDeleted", Message: "the kernel was deleted while starting"}
+			return nil, startFailed("KernelDeleted", "the kernel was deleted while starting")
 		default:
 			if c := meta.FindStatusCondition(kn.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
-				return nil, &StartError{Reason: c.Reason, Message: "the kernel failed to start: " + c.Message}
+				return nil, startFailed(c.Reason, "the kernel failed to start: "+c.Message)
 			}
 			if !agentAsked && kn.Status.PodIP != "" && !time.Now().Before(askAgain) {
 				if ep, err := k.endpoint(ctx, kn); err == nil {
@@ -247,7 +209,7 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 		case <-tick.C:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, &StartError{Reason: "StartTimeout", Message: fmt.Sprintf("the kernel did not start within %s", k.StartTimeout)}
+				return nil, startFailed("StartTimeout", fmt.Sprintf("the kernel did not start within %s", k.StartTimeout))
 			}
 			return nil, ctx.Err()
 		}
@@ -257,7 +219,7 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 // endpoint is where the kernel's agent listens, with its token from the kernel's Secret.
 func (k *Kernels) endpoint(ctx context.Context, kn *nbv1.Kernel) (agentclient.Endpoint, error) {
 	if kn.Status.PodIP == "" {
-		return agentclient.Endpoint{}, &StartError{Reason: "NotReady", Message: "the kernel is not running"}
+		return agentclient.Endpoint{}, startFailed("NotReady", "the kernel is not running")
 	}
 	secret := &corev1.Secret{}
 	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: kn.Name}, secret); err != nil {
@@ -301,6 +263,20 @@ func (k *Kernels) deleteQuietly(ctx context.Context, id string) {
 	if err := k.Writer.Delete(context.WithoutCancel(ctx), kn, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "Delete a kernel that failed to start", "kernel", id)
 	}
+}
+
+// validPath tells whether a relative path stays inside the contents root, as the Kernel
+// resource's validation requires.
+func validPath(p string) bool {
+	if strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, s := range strings.Split(p, "/") {
+		if s == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // InterruptKernel interrupts the kernel's running cell.

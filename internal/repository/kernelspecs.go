@@ -2,29 +2,21 @@ package repository
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 )
-
-// ErrNotFound is matched (errors.Is) by the errors of resources that do not exist.
-var ErrNotFound = errors.New("not found")
-
-// notFoundError is a missing resource, with the message Jupyter gives for it.
-type notFoundError struct{ message string }
-
-func (e *notFoundError) Error() string        { return e.message }
-func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // KernelSpecs reads the KernelSpecs of one namespace: the kinds of kernel users can start.
 // Every user sees all of them.
@@ -44,35 +36,105 @@ type KernelSpecs struct {
 	HostSettle time.Duration
 }
 
-// ListKernelSpecs returns every kernel spec, sorted by name.
-func (k *KernelSpecs) ListKernelSpecs(ctx context.Context) ([]nbv1.KernelSpec, error) {
+// KernelSpecResource is a file of a kernel spec, served under /kernelspecs/<name>/.
+type KernelSpecResource struct {
+	FileName    string
+	ContentType string
+	Data        []byte
+}
+
+// logoTypes are the Content-Types of the logo files the KernelSpec CRD admits.
+var logoTypes = map[string]string{".png": "image/png", ".svg": "image/svg+xml"}
+
+// ListKernelSpecs returns the model of every kernel spec, sorted by name. A model's Resources
+// map each resource to its file name, for the API server to make URLs of.
+func (k *KernelSpecs) ListKernelSpecs(ctx context.Context) ([]jupyter.KernelSpec, error) {
 	var list nbv1.KernelSpecList
 	if err := k.reader(ctx).List(ctx, &list, client.InNamespace(k.Namespace)); err != nil {
 		return nil, fmt.Errorf("list kernel specs: %w", err)
 	}
 	slices.SortFunc(list.Items, func(a, b nbv1.KernelSpec) int { return strings.Compare(a.Name, b.Name) })
-	return list.Items, nil
+	out := make([]jupyter.KernelSpec, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, kernelSpecModel(&list.Items[i]))
+	}
+	return out, nil
 }
 
-// GetKernelSpec returns the kernel spec called name. Names match case-insensitively, as
-// jupyter_client lower-cases them; the error of a missing one matches ErrNotFound.
-func (k *KernelSpecs) GetKernelSpec(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
-	missing := &notFoundError{message: fmt.Sprintf("Kernel spec %s not found", name)}
+// GetKernelSpec returns the model of the kernel spec called name, as ListKernelSpecs does.
+// Names match case-insensitively, as jupyter_client lower-cases them; the model has the
+// spec's own name.
+func (k *KernelSpecs) GetKernelSpec(ctx context.Context, name string) (jupyter.KernelSpec, error) {
+	ks, err := k.get(ctx, name)
+	if err != nil {
+		return jupyter.KernelSpec{}, err
+	}
+	return kernelSpecModel(ks), nil
+}
+
+// GetKernelSpecResource returns the file of the kernel spec called name. A KernelSpec carries
+// one file, its logo; Jupyter serves any file of the spec's directory.
+func (k *KernelSpecs) GetKernelSpecResource(ctx context.Context, name, file string) (KernelSpecResource, error) {
+	ks, err := k.get(ctx, name)
+	if err != nil {
+		return KernelSpecResource{}, err
+	}
+	logo := ks.Spec.Logo
+	if logo == nil || file != logo.FileName {
+		// Tornado's message for a file that is not there.
+		return KernelSpecResource{}, notFound("Not Found")
+	}
+	return KernelSpecResource{FileName: logo.FileName, ContentType: logoTypes[path.Ext(logo.FileName)], Data: logo.Data}, nil
+}
+
+// get returns the kernel spec called name; the error of a missing one matches ErrNotFound.
+func (k *KernelSpecs) get(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
 	key := strings.ToLower(name)
-	// A name that cannot be a resource's names none; asking the API server would answer
-	// 400 or, with a "/" in it, address another URL.
-	if len(validation.IsDNS1123Subdomain(key)) > 0 {
-		return nil, missing
+	if !validName(key) {
+		return nil, kernelSpecMissing(name)
 	}
 	ks := &nbv1.KernelSpec{}
 	err := k.reader(ctx).Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: key}, ks)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, missing
+		return nil, kernelSpecMissing(name)
 	case err != nil:
 		return nil, fmt.Errorf("get kernel spec %s: %w", key, err)
 	}
 	return ks, nil
+}
+
+func kernelSpecMissing(name string) error {
+	return notFound(fmt.Sprintf("Kernel spec %s not found", name))
+}
+
+// kernelSpecModel is Jupyter Server's kernelspec_model of ks, with kernel.json as
+// jupyter_client reports it: env and metadata {} rather than missing, interrupt_mode
+// "signal" unless set.
+func kernelSpecModel(ks *nbv1.KernelSpec) jupyter.KernelSpec {
+	spec := &ks.Spec
+	file := jupyter.KernelSpecFile{
+		Argv:          spec.Argv,
+		Env:           spec.Env,
+		DisplayName:   spec.DisplayName,
+		Language:      spec.Language,
+		InterruptMode: string(spec.InterruptMode),
+		Metadata:      json.RawMessage(`{}`),
+	}
+	if file.Env == nil {
+		file.Env = map[string]string{}
+	}
+	if file.InterruptMode == "" {
+		file.InterruptMode = string(nbv1.InterruptModeSignal)
+	}
+	if spec.Metadata != nil && len(spec.Metadata.Raw) > 0 {
+		file.Metadata = spec.Metadata.Raw
+	}
+	resources := map[string]string{}
+	if logo := spec.Logo; logo != nil {
+		resources[strings.TrimSuffix(logo.FileName, path.Ext(logo.FileName))] = logo.FileName
+	}
+	return jupyter.KernelSpec{Name: ks.Name, Spec: file, Resources: resources}
 }
 
 // reader refreshes the host's specs, if any, and returns the reader that sees them.

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -44,7 +45,7 @@ func writeHostSpec(t *testing.T, dir, name, kernelJSON string, files map[string]
 	}
 }
 
-func names(specs []nbv1.KernelSpec) []string {
+func names(specs []jupyter.KernelSpec) []string {
 	out := []string{}
 	for _, ks := range specs {
 		out = append(out, ks.Name)
@@ -118,8 +119,11 @@ func TestKernelSpecs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("added spec not in the next answer: %v", err)
 		}
-		if ks.Spec.Logo == nil || ks.Spec.Logo.FileName != "logo-64x64.png" || string(ks.Spec.Logo.Data) != string(logo) || ks.Spec.InterruptMode != nbv1.InterruptModeMessage {
-			t.Errorf("ir spec %+v", ks.Spec)
+		if ks.Resources["logo-64x64"] != "logo-64x64.png" || ks.Spec.InterruptMode != string(nbv1.InterruptModeMessage) {
+			t.Errorf("ir spec %+v", ks)
+		}
+		if res, err := repo.GetKernelSpecResource(t.Context(), "IR", "logo-64x64.png"); err != nil || string(res.Data) != string(logo) || res.ContentType != "image/png" {
+			t.Errorf("ir logo %q, %v", res.Data, err)
 		}
 
 		if err := os.RemoveAll(filepath.Join(dir, "Julia-1.10")); err != nil {

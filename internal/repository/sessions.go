@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -40,23 +39,12 @@ type SessionChange struct {
 	Cluster *string
 }
 
-func sessionMissing(id string) error {
-	return &notFoundError{message: "Session not found: " + id}
+func (r *Sessions) list(ctx context.Context, u identity.User) ([]*nbv1.Session, error) {
+	return ownedSessions.list(ctx, r.Reader, r.Namespace, u)
 }
 
-func (r *Sessions) list(ctx context.Context, u identity.User) ([]nbv1.Session, error) {
-	var list nbv1.SessionList
-	if err := r.Reader.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
-	}
-	out := list.Items[:0]
-	for _, s := range list.Items {
-		if u.Owns(string(s.Spec.Owner)) && s.DeletionTimestamp == nil {
-			out = append(out, s)
-		}
-	}
-	slices.SortFunc(out, func(a, b nbv1.Session) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
-	return out, nil
+func (r *Sessions) get(ctx context.Context, u identity.User, id string) (*nbv1.Session, error) {
+	return ownedSessions.get(ctx, r.Reader, r.Namespace, u, id)
 }
 
 // ListSessions lists the user's sessions. A session whose kernel is gone is left out, as
@@ -67,8 +55,8 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 		return nil, err
 	}
 	out := make([]jupyter.Session, 0, len(list))
-	for i := range list {
-		m, ok, err := r.model(ctx, &list[i])
+	for _, s := range list {
+		m, ok, err := r.model(ctx, s)
 		if err != nil {
 			return nil, err
 		}
@@ -81,19 +69,26 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 
 // model is the session's Jupyter model; ok is false when its kernel does not exist.
 func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
-	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
-		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
 	kn := &nbv1.Kernel{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
 	switch {
 	case apierrors.IsNotFound(err):
-		return m, false, nil
+		return sessionModel(s, nil), false, nil
 	case err != nil:
-		return m, false, fmt.Errorf("get session kernel: %w", err)
+		return sessionModel(s, nil), false, fmt.Errorf("get session kernel: %w", err)
 	}
-	km := KernelModel(kn)
-	m.Kernel = &km
-	return m, true, nil
+	return sessionModel(s, kn), true, nil
+}
+
+// sessionModel is Jupyter's model of a Session and its kernel (nil while it has none).
+func sessionModel(s *nbv1.Session, kn *nbv1.Kernel) jupyter.Session {
+	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
+	if kn != nil {
+		km := KernelModel(kn)
+		m.Kernel = &km
+	}
+	return m
 }
 
 // kernelSpecOf is the kernel spec of the session's kernel.
@@ -115,21 +110,6 @@ func sessionKernel(s *nbv1.Session) string {
 	return s.Name
 }
 
-func (r *Sessions) get(ctx context.Context, u identity.User, id string) (*nbv1.Session, error) {
-	if !validName(id) {
-		return nil, sessionMissing(id)
-	}
-	s := &nbv1.Session{}
-	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: id}, s)
-	if apierrors.IsNotFound(err) || (err == nil && (!u.Owns(string(s.Spec.Owner)) || s.DeletionTimestamp != nil)) {
-		return nil, sessionMissing(id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get session: %w", err)
-	}
-	return s, nil
-}
-
 // GetSession is the user's session.
 func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (jupyter.Session, error) {
 	s, err := r.get(ctx, u, id)
@@ -138,7 +118,7 @@ func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (
 	}
 	m, ok, err := r.model(ctx, s)
 	if err == nil && !ok {
-		return m, sessionMissing(id)
+		return m, ownedSessions.missing(id)
 	}
 	return m, err
 }
@@ -147,16 +127,16 @@ func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (
 // existing session for that path, as Jupyter does; created tells which.
 func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch SessionChange) (jupyter.Session, bool, error) {
 	if ch.Path == nil || *ch.Path == "" {
-		return jupyter.Session{}, false, &invalidError{message: "Missing field in JSON data: path"}
+		return jupyter.Session{}, false, invalid("Missing field in JSON data: path")
 	}
 	p := strings.TrimPrefix(*ch.Path, "/")
 	list, err := r.list(ctx, u)
 	if err != nil {
 		return jupyter.Session{}, false, err
 	}
-	for i := range list {
-		if list[i].Spec.Path == p && string(list[i].Spec.Owner) == u.Name {
-			if m, ok, err := r.model(ctx, &list[i]); err != nil || ok {
+	for _, s := range list {
+		if s.Spec.Path == p && string(s.Spec.Owner) == u.Name {
+			if m, ok, err := r.model(ctx, s); err != nil || ok {
 				return m, false, err
 			}
 		}
@@ -177,7 +157,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	}
 	if err := r.Writer.Create(ctx, s); err != nil {
 		if apierrors.IsInvalid(err) {
-			return jupyter.Session{}, false, &invalidError{message: err.Error()}
+			return jupyter.Session{}, false, invalid(err.Error())
 		}
 		return jupyter.Session{}, false, fmt.Errorf("create session: %w", err)
 	}
@@ -216,7 +196,7 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 		}
 		s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: *ch.KernelSpec, Cluster: cluster}
 	case s.CreationTimestamp.IsZero():
-		return &invalidError{message: "Missing field in JSON data: kernel"}
+		return invalid("Missing field in JSON data: kernel")
 	}
 	return nil
 }
@@ -226,11 +206,7 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 	if err != nil {
 		return jupyter.Session{}, err
 	}
-	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
-		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
-	km := KernelModel(kn)
-	m.Kernel = &km
-	return m, nil
+	return sessionModel(s, kn), nil
 }
 
 // UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
@@ -277,7 +253,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		return r.Writer.Update(ctx, s)
 	})
 	if apierrors.IsInvalid(err) {
-		return jupyter.Session{}, &invalidError{message: err.Error()}
+		return jupyter.Session{}, invalid(err.Error())
 	}
 	if err != nil {
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {

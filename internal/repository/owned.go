@@ -1,0 +1,169 @@
+package repository
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// owned is a kind of resource that users own (Kernel, Session, Cluster), T its type and L the
+// type of its list. Every kind is listed and read through it, so that all of them hide the
+// same resources: other users' (unless an admin asks) and those being deleted. Another user's
+// resource is as missing as one that does not exist: telling them apart would tell what
+// others run.
+type owned[T any, PT interface {
+	*T
+	client.Object
+}, L any, PL interface {
+	*L
+	client.ObjectList
+}] struct {
+	// noun names the kind in the errors of failed reads.
+	noun  string
+	items func(PL) []T
+	owner func(PT) nbv1.Owner
+	// oldestFirst orders a list by creation, as Jupyter lists kernels and sessions (in the
+	// order they started); otherwise a list is by name, as IPython listed cluster profiles.
+	oldestFirst bool
+	// missing is Jupyter's error for an id that names none of the user's.
+	missing func(id string) error
+}
+
+func (o *owned[T, PT, L, PL]) visible(u identity.User, obj PT) bool {
+	return u.Owns(string(o.owner(obj))) && obj.GetDeletionTimestamp() == nil
+}
+
+// list returns the user's resources of the kind in namespace.
+func (o *owned[T, PT, L, PL]) list(ctx context.Context, r client.Reader, namespace string, u identity.User) ([]PT, error) {
+	var l L
+	if err := r.List(ctx, PL(&l), client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list %ss: %w", o.noun, err)
+	}
+	items := o.items(&l)
+	out := make([]PT, 0, len(items))
+	for i := range items {
+		if obj := PT(&items[i]); o.visible(u, obj) {
+			out = append(out, obj)
+		}
+	}
+	if o.oldestFirst {
+		slices.SortStableFunc(out, func(a, b PT) int {
+			return a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time)
+		})
+	}
+	return out, nil
+}
+
+// get returns the user's resource named id.
+func (o *owned[T, PT, L, PL]) get(ctx context.Context, r client.Reader, namespace string, u identity.User, id string) (PT, error) {
+	if !validName(id) {
+		return nil, o.missing(id)
+	}
+	obj := PT(new(T))
+	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: id}, obj)
+	if apierrors.IsNotFound(err) || (err == nil && !o.visible(u, obj)) {
+		return nil, o.missing(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", o.noun, err)
+	}
+	return obj, nil
+}
+
+var (
+	ownedKernels = &owned[nbv1.Kernel, *nbv1.Kernel, nbv1.KernelList, *nbv1.KernelList]{
+		noun:        "kernel",
+		items:       func(l *nbv1.KernelList) []nbv1.Kernel { return l.Items },
+		owner:       func(k *nbv1.Kernel) nbv1.Owner { return k.Spec.Owner },
+		oldestFirst: true,
+		missing:     func(id string) error { return notFound("Kernel does not exist: " + id) },
+	}
+	ownedSessions = &owned[nbv1.Session, *nbv1.Session, nbv1.SessionList, *nbv1.SessionList]{
+		noun:        "session",
+		items:       func(l *nbv1.SessionList) []nbv1.Session { return l.Items },
+		owner:       func(s *nbv1.Session) nbv1.Owner { return s.Spec.Owner },
+		oldestFirst: true,
+		missing:     func(id string) error { return notFound("Session not found: " + id) },
+	}
+	ownedClusters = &owned[nbv1.Cluster, *nbv1.Cluster, nbv1.ClusterList, *nbv1.ClusterList]{
+		noun:    "cluster",
+		items:   func(l *nbv1.ClusterList) []nbv1.Cluster { return l.Items },
+		owner:   func(c *nbv1.Cluster) nbv1.Owner { return c.Spec.Owner },
+		missing: func(id string) error { return notFound("profile not found: " + id) },
+	}
+)
+
+// validName tells whether id can name a resource at all; asking the API server for one that
+// cannot would answer 400 or, with a "/", address another URL.
+func validName(id string) bool {
+	return len(validation.IsDNS1123Subdomain(id)) == 0
+}
+
+// newUUID is a random UUID (version 4), the shape of Jupyter's kernel and session ids.
+func newUUID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b)
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// waitGone waits (briefly) until the reader no longer shows a deleted object, so that a
+// client listing right after a DELETE does not see it again from a lagging cache.
+func waitGone(ctx context.Context, r client.Reader, obj client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	key := client.ObjectKeyFromObject(obj)
+	for {
+		err := r.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) || ctx.Err() != nil {
+			return
+		}
+		if err == nil && obj.GetDeletionTimestamp() != nil {
+			// Going: lists leave it out already.
+			return
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// waitFresh waits (briefly) until the reader shows an object at least as new as the one just
+// written, so that a read right after a write sees it.
+func waitFresh(ctx context.Context, r client.Reader, written client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	want, err := strconv.ParseUint(written.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return
+	}
+	obj := written.DeepCopyObject().(client.Object)
+	for {
+		if err := r.Get(ctx, client.ObjectKeyFromObject(written), obj); err != nil {
+			return
+		}
+		if got, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err != nil || got >= want {
+			return
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
