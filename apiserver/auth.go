@@ -153,16 +153,16 @@ func sameOrigin(r *http.Request) bool {
 func (s *Server) authenticate(c *gin.Context) {
 	u, byToken, inURL := s.auth.identify(c.Request)
 	if u == nil {
-		abortJSON(c, http.StatusForbidden, "Forbidden", nil)
+		s.abortErr(c, forbidden("Forbidden"))
 		return
 	}
 	if !byToken {
 		if !sameOrigin(c.Request) {
-			abortJSON(c, http.StatusForbidden, "Blocking Cross Origin API request", nil)
+			s.abortErr(c, forbidden("Blocking Cross Origin API request"))
 			return
 		}
 		if !xsrfOK(c.Request) {
-			abortJSON(c, http.StatusForbidden, "'_xsrf' argument missing from "+c.Request.Method, nil)
+			s.abortErr(c, forbidden("'_xsrf' argument missing from "+c.Request.Method))
 			return
 		}
 	}

@@ -28,26 +28,19 @@ const (
 // kernelChannels is WS /api/kernels/<id>/channels: the kernel's channels, proxied to its
 // agent, which speaks Jupyter's protocol. The subprotocol the client offers is offered to
 // the agent, and the one the agent picks is the client's.
-func (s *Server) kernelChannels(c *gin.Context) {
-	s.proxyChannels(c, "")
+func (s *Server) kernelChannels(c *gin.Context) error {
+	return s.proxyChannels(c, "")
 }
 
 // proxyChannels connects a client WebSocket to the kernel's agent; only, when set, makes a
 // single-channel connection (the older interface's /kernels/<id>/shell and so on).
-func (s *Server) proxyChannels(c *gin.Context, only string) {
+func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	if !websocket.IsWebSocketUpgrade(c.Request) {
-		abortJSON(c, http.StatusBadRequest, "a WebSocket upgrade is required", nil)
-		return
+		return badRequest("a WebSocket upgrade is required")
 	}
-	ks, err := s.kernels()
+	ep, err := s.opts.Kernels.Endpoint(c.Request.Context(), *userOf(c), c.Param("id"))
 	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	ep, err := ks.Endpoint(c.Request.Context(), *userOf(c), c.Param("id"))
-	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	dialCtx, cancel := context.WithTimeout(c.Request.Context(), 15*time.Second)
 	defer cancel()
@@ -66,13 +59,7 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 		},
 	})
 	if err != nil {
-		if errors.Is(err, agentclient.ErrUnreachable) {
-			s.opts.Log.V(1).Info("Kernel agent unreachable", "kernel", c.Param("id"), "error", err.Error())
-			abortJSON(c, http.StatusServiceUnavailable, "the kernel is not reachable", nil)
-			return
-		}
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	up := websocket.Upgrader{
 		ReadBufferSize:  64 << 10,
@@ -87,13 +74,15 @@ func (s *Server) proxyChannels(c *gin.Context, only string) {
 	hw := wsbatch.NewHijacker(c.Writer)
 	client, err := up.Upgrade(hw, c.Request, nil)
 	if err != nil {
+		// The upgrader has answered the client.
 		_ = upstream.Close()
-		return
+		return nil
 	}
 	if fromAgent != nil {
 		fromAgent.SetTarget(hw.Conn())
 	}
 	relay(client, upstream)
+	return nil
 }
 
 // relay copies messages both ways until either side closes, then closes the other with the
@@ -193,8 +182,8 @@ func relay(client, upstream *websocket.Conn) {
 }
 
 // copyMessage writes the message that r reads to dst as it arrives, straight from one
-// connection's buffer into the other's, without a copy of its own (reading whole messages
-// allocated one per message). fromSrc tells that the error came from reading r.
+// connection's buffer into the other's: reading whole messages first would allocate for
+// each one, and outputs can be large. fromSrc tells that the error came from reading r.
 func copyMessage(dst *websocket.Conn, typ int, r io.Reader) (fromSrc bool, err error) {
 	w, err := dst.NextWriter(typ)
 	if err != nil {

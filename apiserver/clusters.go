@@ -21,65 +21,52 @@ type ClusterService interface {
 }
 
 // listClusters is GET /api/clusters and the older GET /clusters.
-func (s *Server) listClusters(c *gin.Context) {
-	if s.opts.Clusters == nil {
-		c.JSON(http.StatusOK, []jupyter.Cluster{})
-		return
-	}
+func (s *Server) listClusters(c *gin.Context) error {
 	list, err := s.opts.Clusters.ListClusters(c.Request.Context(), *userOf(c))
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, list)
+	return nil
 }
 
 // getCluster is GET /api/clusters/<id> and the older GET /clusters/<profile>.
-func (s *Server) getCluster(c *gin.Context) {
-	if s.opts.Clusters == nil {
-		s.abortErr(c, &apiError{status: http.StatusNotFound, message: "profile not found: " + c.Param("id")})
-		return
-	}
+func (s *Server) getCluster(c *gin.Context) error {
 	m, err := s.opts.Clusters.GetCluster(c.Request.Context(), *userOf(c), c.Param("id"))
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, m)
+	return nil
 }
 
 // clusterAction is POST /api/clusters/<id>/{start,stop} and the older
 // POST /clusters/<profile>/{start,stop}. A start takes the number of engines as ?n= (as
 // IPython's dashboard sent it) or as {"n": ...}. Both answer the cluster's model, 409 when
 // the cluster already is as asked.
-func (s *Server) clusterAction(c *gin.Context) {
-	id, action := c.Param("id"), c.Param("action")
-	if action != "start" && action != "stop" {
-		s.abortErr(c, badRequest("Unknown cluster action: %s", action))
-		return
-	}
-	if s.opts.Clusters == nil {
-		s.abortErr(c, &apiError{status: http.StatusNotFound, message: "profile not found: " + id})
-		return
-	}
-	ctx, u := c.Request.Context(), *userOf(c)
+func (s *Server) clusterAction(c *gin.Context) error {
+	ctx, u, id := c.Request.Context(), *userOf(c), c.Param("id")
 	var (
 		m   jupyter.Cluster
 		err error
 	)
-	if action == "stop" {
-		m, err = s.opts.Clusters.StopCluster(ctx, u, id)
-	} else {
+	switch action := c.Param("action"); action {
+	case "start":
 		var n *int32
-		if n, err = engineCount(c); err == nil {
-			m, err = s.opts.Clusters.StartCluster(ctx, u, id, n)
+		if n, err = engineCount(c); err != nil {
+			return err
 		}
+		m, err = s.opts.Clusters.StartCluster(ctx, u, id, n)
+	case "stop":
+		m, err = s.opts.Clusters.StopCluster(ctx, u, id)
+	default:
+		return badRequest("Unknown cluster action: %s", action)
 	}
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, m)
+	return nil
 }
 
 // engineCount is a start's n, from the query or the body; nil when neither gives it.

@@ -27,32 +27,29 @@ func apiPath(c *gin.Context) string { return strings.Trim(c.Param("path"), "/") 
 // quote renders a path as Python's repr does in Jupyter's messages.
 func quote(p string) string { return "'" + p + "'" }
 
-func (s *Server) contents(c *gin.Context) {
+// contents is /api/contents/<path>: a file, notebook or directory, or the checkpoints or
+// trust of one.
+func (s *Server) contents(c *gin.Context) error {
 	p := apiPath(c)
 	if m := checkpointsRoute.FindStringSubmatch(p); m != nil {
-		s.checkpoints(c, m[1], m[2])
-		return
+		return s.checkpoints(c, m[1], m[2])
 	}
 	if m := trustRoute.FindStringSubmatch(p); m != nil {
-		s.trust(c, m[1])
-		return
+		return s.trust(c, m[1])
 	}
-	var err error
 	switch c.Request.Method {
 	case http.MethodGet:
-		err = s.getContents(c, p)
+		return s.getContents(c, p)
 	case http.MethodPatch:
-		err = s.patchContents(c, p)
+		return s.patchContents(c, p)
 	case http.MethodPost:
-		err = s.postContents(c, p)
+		return s.postContents(c, p)
 	case http.MethodPut:
-		err = s.putContents(c, p)
+		return s.putContents(c, p)
 	case http.MethodDelete:
-		err = s.deleteContents(c, p)
+		return s.deleteContents(c, p)
 	}
-	if err != nil {
-		s.abortErr(c, err)
-	}
+	return errMethodNotAllowed
 }
 
 // readJSONRaw reads a JSON body as is, checking only that it is JSON; false when empty.
@@ -126,8 +123,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	s.writeModel(c, http.StatusOK, m, false)
-	return nil
+	return s.writeModel(c, http.StatusOK, m, false)
 }
 
 func (s *Server) patchContents(c *gin.Context, p string) error {
@@ -155,8 +151,7 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	s.writeModel(c, http.StatusOK, m, true)
-	return nil
+	return s.writeModel(c, http.StatusOK, m, true)
 }
 
 func (s *Server) postContents(c *gin.Context, p string) error {
@@ -184,8 +179,7 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	s.writeModel(c, http.StatusCreated, m, true)
-	return nil
+	return s.writeModel(c, http.StatusCreated, m, true)
 }
 
 func (s *Server) putContents(c *gin.Context, p string) error {
@@ -200,8 +194,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		if err != nil {
 			return err
 		}
-		s.writeModel(c, http.StatusCreated, m, true)
-		return nil
+		return s.writeModel(c, http.StatusCreated, m, true)
 	}
 	if body.CopyFrom != "" {
 		return badRequest("Cannot copy with PUT, only POST")
@@ -221,8 +214,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 	if isFile || isDir {
 		status = http.StatusOK
 	}
-	s.writeModel(c, status, m, true)
-	return nil
+	return s.writeModel(c, status, m, true)
 }
 
 func (s *Server) deleteContents(c *gin.Context, p string) error {
@@ -242,90 +234,108 @@ func (s *Server) hidden(p string) bool {
 }
 
 // writeModel answers with a contents model and Jupyter's headers.
-func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel, location bool) {
+func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel, location bool) error {
+	body, err := m.AppendJSON(make([]byte, 0, 4096))
+	if err != nil {
+		return err
+	}
 	if location {
 		c.Header("Location", s.contentsURL(m.Path))
 	}
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
-	body, err := m.AppendJSON(make([]byte, 0, 4096))
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
 	c.Data(status, "application/json", body)
+	return nil
 }
 
 func (s *Server) contentsURL(p string) string {
 	return s.opts.BaseURL + "api/contents" + escapePath(p, true)
 }
 
-func (s *Server) checkpoints(c *gin.Context, p, id string) {
-	ctx := c.Request.Context()
-	store := s.opts.Contents
-	var err error
-	switch {
-	case id == "" && c.Request.Method == http.MethodGet:
-		var list []jupyter.Checkpoint
-		if list, err = store.ListCheckpoints(ctx, p); err == nil {
-			if list == nil {
-				list = []jupyter.Checkpoint{}
-			}
-			c.JSON(http.StatusOK, list)
-		}
-	case id == "" && c.Request.Method == http.MethodPost:
-		var cp *jupyter.Checkpoint
-		if cp, err = store.CreateCheckpoint(ctx, p); err == nil {
-			c.Header("Location", s.contentsURL(p)+"/checkpoints/"+cp.ID)
-			c.JSON(http.StatusCreated, cp)
-		}
-	case id != "" && c.Request.Method == http.MethodPost:
-		if err = store.RestoreCheckpoint(ctx, p, id); err == nil {
-			c.Status(http.StatusNoContent)
-		}
-	case id != "" && c.Request.Method == http.MethodDelete:
-		if err = store.DeleteCheckpoint(ctx, p, id); err == nil {
-			c.Status(http.StatusNoContent)
-		}
-	case id != "" && c.Request.Method == http.MethodGet:
-		// Beyond Jupyter: a checkpoint can be read without restoring it.
-		var m *jupyter.ContentsModel
-		if m, err = s.getCheckpoint(c, p, id); err == nil {
-			s.writeModel(c, http.StatusOK, m, false)
-		}
-	default:
-		err = &apiError{status: http.StatusMethodNotAllowed, message: "Method Not Allowed"}
+// checkpoints is /api/contents/<path>/checkpoints[/<id>].
+func (s *Server) checkpoints(c *gin.Context, p, id string) error {
+	switch method := c.Request.Method; {
+	case id == "" && method == http.MethodGet:
+		return s.listCheckpoints(c, p)
+	case id == "" && method == http.MethodPost:
+		return s.createCheckpoint(c, p)
+	case id != "" && method == http.MethodPost:
+		return s.restoreCheckpoint(c, p, id)
+	case id != "" && method == http.MethodDelete:
+		return s.deleteCheckpoint(c, p, id)
+	case id != "" && method == http.MethodGet:
+		return s.getCheckpoint(c, p, id)
 	}
-	if err != nil {
-		s.abortErr(c, err)
-	}
+	return errMethodNotAllowed
 }
 
-func (s *Server) getCheckpoint(c *gin.Context, p, id string) (*jupyter.ContentsModel, error) {
+func (s *Server) listCheckpoints(c *gin.Context, p string) error {
+	list, err := s.opts.Contents.ListCheckpoints(c.Request.Context(), p)
+	if err != nil {
+		return err
+	}
+	if list == nil {
+		list = []jupyter.Checkpoint{}
+	}
+	c.JSON(http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) createCheckpoint(c *gin.Context, p string) error {
+	cp, err := s.opts.Contents.CreateCheckpoint(c.Request.Context(), p)
+	if err != nil {
+		return err
+	}
+	c.Header("Location", s.contentsURL(p)+"/checkpoints/"+cp.ID)
+	c.JSON(http.StatusCreated, cp)
+	return nil
+}
+
+func (s *Server) restoreCheckpoint(c *gin.Context, p, id string) error {
+	if err := s.opts.Contents.RestoreCheckpoint(c.Request.Context(), p, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deleteCheckpoint(c *gin.Context, p, id string) error {
+	if err := s.opts.Contents.DeleteCheckpoint(c.Request.Context(), p, id); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// getCheckpoint goes beyond Jupyter: a checkpoint can be read without restoring it.
+func (s *Server) getCheckpoint(c *gin.Context, p, id string) error {
 	format := c.Query("format")
 	if format != "" && format != jupyter.FormatText && format != jupyter.FormatBase64 {
-		return nil, badRequest("Format %s is invalid", quote(format))
+		return badRequest("Format %s is invalid", quote(format))
 	}
 	content, err := boolQuery(c, "content", "1")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s.opts.Contents.GetCheckpoint(c.Request.Context(), p, id, contents.GetOptions{Format: format, Content: content})
+	m, err := s.opts.Contents.GetCheckpoint(c.Request.Context(), p, id, contents.GetOptions{Format: format, Content: content})
+	if err != nil {
+		return err
+	}
+	return s.writeModel(c, http.StatusOK, m, false)
 }
 
 // trust answers Jupyter's "trust this notebook" with 201 once the notebook exists: nbkube
 // keeps no notebook signatures, clients decide what output to trust on their side.
-func (s *Server) trust(c *gin.Context, p string) {
+func (s *Server) trust(c *gin.Context, p string) error {
 	if c.Request.Method != http.MethodPost {
-		abortJSON(c, http.StatusMethodNotAllowed, "Method Not Allowed", nil)
-		return
+		return errMethodNotAllowed
 	}
 	isFile, _, err := s.opts.Contents.Exists(c.Request.Context(), p)
-	if err == nil && !isFile {
-		err = notFound("No such file: %s", quote(p))
-	}
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
+	}
+	if !isFile {
+		return notFound("No such file: %s", quote(p))
 	}
 	c.Status(http.StatusCreated)
+	return nil
 }

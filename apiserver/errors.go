@@ -25,9 +25,19 @@ func badRequest(format string, args ...any) error {
 	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
 }
 
+func forbidden(message string) error {
+	return &apiError{status: http.StatusForbidden, message: message}
+}
+
 func notFound(format string, args ...any) error {
 	return &apiError{status: http.StatusNotFound, message: fmt.Sprintf(format, args...)}
 }
+
+// Tornado's answers for a path or method that nothing serves.
+var (
+	errNotFound         = &apiError{status: http.StatusNotFound, message: "Not Found"}
+	errMethodNotAllowed = &apiError{status: http.StatusMethodNotAllowed, message: "Method Not Allowed"}
+)
 
 // domainErrors are the kinds of error of the contents store and the repositories, with the
 // status each is answered with.
@@ -114,7 +124,11 @@ func (s *Server) abortErr(c *gin.Context, err error) {
 	c.AbortWithStatusJSON(status, body)
 }
 
-// abortJSON answers with {"message": ..., "reason": ...}.
-func abortJSON(c *gin.Context, status int, message string, reason *string) {
-	c.AbortWithStatusJSON(status, jupyter.Error{Message: message, Reason: reason})
+// handle adapts a handler that returns its error to Gin: abortErr answers the error.
+func (s *Server) handle(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			s.abortErr(c, err)
+		}
+	}
 }

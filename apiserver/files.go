@@ -12,20 +12,17 @@ import (
 
 // getFile serves a file's raw bytes, as Jupyter's /files/ does: its MIME type from the name,
 // as an attachment with ?download=1, scripts in it confined by the CSP sandbox.
-func (s *Server) getFile(c *gin.Context) {
+func (s *Server) getFile(c *gin.Context) error {
 	p := apiPath(c)
 	if !sameSite(c.Request) {
-		abortJSON(c, http.StatusForbidden, "Blocking Cross Origin request", nil)
-		return
+		return forbidden("Blocking Cross Origin request")
 	}
 	if s.hidden(p) {
-		abortJSON(c, http.StatusNotFound, "Not Found", nil)
-		return
+		return errNotFound
 	}
 	f, info, err := s.opts.Contents.Open(c.Request.Context(), p)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	defer f.Close()
 	name := path.Base(p)
@@ -36,6 +33,7 @@ func (s *Server) getFile(c *gin.Context) {
 	}
 	h.Set("Content-Type", fileMimetype(name))
 	http.ServeContent(c.Writer, c.Request, name, info.ModTime(), f)
+	return nil
 }
 
 // fileMimetype follows Jupyter's choices: notebooks as application/x-ipynb+json, compressed

@@ -39,74 +39,49 @@ type SessionService interface {
 	DeleteSession(ctx context.Context, u User, id string) error
 }
 
-// errNoKernels answers kernel routes on a server configured without kernels.
-var errNoKernels = &apiError{status: http.StatusNotFound, message: "this server runs no kernels"}
-
-func (s *Server) kernels() (KernelService, error) {
-	if s.opts.Kernels == nil {
-		return nil, errNoKernels
-	}
-	return s.opts.Kernels, nil
-}
-
 // listKernels is GET /api/kernels.
-func (s *Server) listKernels(c *gin.Context) {
-	ks, err := s.kernels()
-	if err == nil {
-		var list []jupyter.Kernel
-		if list, err = ks.ListKernels(c.Request.Context(), *userOf(c)); err == nil {
-			c.JSON(http.StatusOK, list)
-			return
-		}
+func (s *Server) listKernels(c *gin.Context) error {
+	list, err := s.opts.Kernels.ListKernels(c.Request.Context(), *userOf(c))
+	if err != nil {
+		return err
 	}
-	s.abortErr(c, err)
+	c.JSON(http.StatusOK, list)
+	return nil
 }
 
 // startKernel is POST /api/kernels: {"name": spec, "path": dir}, both optional. It answers
 // 201 once the kernel answers kernel_info.
-func (s *Server) startKernel(c *gin.Context) {
-	ks, err := s.kernels()
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
+func (s *Server) startKernel(c *gin.Context) error {
 	var body jupyter.StartKernel
 	if err := bindOptionalJSON(c, &body); err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	spec, err := s.resolveKernelSpec(c.Request.Context(), body.Name)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
-	k, err := ks.StartKernel(c.Request.Context(), *userOf(c), spec, body.Path)
+	k, err := s.opts.Kernels.StartKernel(c.Request.Context(), *userOf(c), spec, body.Path)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.Header("Location", s.opts.BaseURL+"api/kernels/"+k.ID)
 	c.JSON(http.StatusCreated, k)
+	return nil
 }
 
 // resolveKernelSpec is the spec a start asks for: the default when unnamed; an unknown one
 // is Jupyter's 404 "No such kernel".
 func (s *Server) resolveKernelSpec(ctx context.Context, name string) (string, error) {
-	if s.opts.KernelSpecs == nil {
-		return "", &apiError{status: http.StatusNotFound, message: "No such kernel named " + name}
-	}
 	if name == "" {
 		specs, err := s.opts.KernelSpecs.ListKernelSpecs(ctx)
 		if err != nil {
 			return "", err
 		}
-		if name = s.defaultKernelSpec(specs); name == "" {
-			return "", &apiError{status: http.StatusNotFound, message: "No kernel specs are installed"}
-		}
+		name = s.defaultKernelSpec(specs)
 	}
 	ks, err := s.opts.KernelSpecs.GetKernelSpec(ctx, name)
 	if errors.Is(err, repository.ErrNotFound) {
-		return "", &apiError{status: http.StatusNotFound, message: "No such kernel named " + name}
+		return "", notFound("No such kernel named %s", name)
 	}
 	if err != nil {
 		return "", err
@@ -115,55 +90,44 @@ func (s *Server) resolveKernelSpec(ctx context.Context, name string) (string, er
 }
 
 // getKernel is GET /api/kernels/<id>.
-func (s *Server) getKernel(c *gin.Context) {
-	ks, err := s.kernels()
-	if err == nil {
-		var k jupyter.Kernel
-		if k, err = ks.GetKernel(c.Request.Context(), *userOf(c), c.Param("id")); err == nil {
-			c.JSON(http.StatusOK, k)
-			return
-		}
+func (s *Server) getKernel(c *gin.Context) error {
+	k, err := s.opts.Kernels.GetKernel(c.Request.Context(), *userOf(c), c.Param("id"))
+	if err != nil {
+		return err
 	}
-	s.abortErr(c, err)
+	c.JSON(http.StatusOK, k)
+	return nil
 }
 
-// deleteKernel is DELETE /api/kernels/<id>: 204 once the kernel process has exited.
-func (s *Server) deleteKernel(c *gin.Context) {
-	ks, err := s.kernels()
-	if err == nil {
-		if err = ks.DeleteKernel(c.Request.Context(), *userOf(c), c.Param("id")); err == nil {
-			c.Status(http.StatusNoContent)
-			return
-		}
+// deleteKernel is DELETE /api/kernels/<id> and the older DELETE /kernels/<id>: 204 once the
+// kernel process has exited.
+func (s *Server) deleteKernel(c *gin.Context) error {
+	if err := s.opts.Kernels.DeleteKernel(c.Request.Context(), *userOf(c), c.Param("id")); err != nil {
+		return err
 	}
-	s.abortErr(c, err)
+	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // kernelAction is POST /api/kernels/<id>/interrupt and /restart.
-func (s *Server) kernelAction(c *gin.Context) {
-	ks, err := s.kernels()
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	u, id := *userOf(c), c.Param("id")
+func (s *Server) kernelAction(c *gin.Context) error {
+	ctx, u, id := c.Request.Context(), *userOf(c), c.Param("id")
 	switch c.Param("action") {
 	case "interrupt":
-		if err := ks.InterruptKernel(c.Request.Context(), u, id); err != nil {
-			s.abortErr(c, err)
-			return
+		if err := s.opts.Kernels.InterruptKernel(ctx, u, id); err != nil {
+			return err
 		}
 		c.Status(http.StatusNoContent)
 	case "restart":
-		k, err := ks.RestartKernel(c.Request.Context(), u, id)
+		k, err := s.opts.Kernels.RestartKernel(ctx, u, id)
 		if err != nil {
-			s.abortErr(c, err)
-			return
+			return err
 		}
 		c.JSON(http.StatusOK, k)
 	default:
-		abortJSON(c, http.StatusNotFound, "Not Found", nil)
+		return errNotFound
 	}
+	return nil
 }
 
 // bindOptionalJSON reads a JSON body that may be empty.
@@ -179,108 +143,4 @@ func bindOptionalJSON(c *gin.Context, v any) error {
 		return badRequest("Invalid JSON in body of request: %v", err)
 	}
 	return nil
-}
-
-// listSessions is GET /api/sessions.
-func (s *Server) listSessions(c *gin.Context) {
-	if s.opts.Sessions == nil {
-		c.JSON(http.StatusOK, []jupyter.Session{})
-		return
-	}
-	list, err := s.opts.Sessions.ListSessions(c.Request.Context(), *userOf(c))
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, list)
-}
-
-// sessionChange reads a session request body into a change.
-func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionChange, error) {
-	var req jupyter.SessionRequest
-	if err := bindOptionalJSON(c, &req); err != nil {
-		return repository.SessionChange{}, err
-	}
-	ch := repository.SessionChange{Path: req.Path, Name: req.Name, Type: req.Type, Cluster: req.Cluster}
-	if ch.Path == nil && req.Notebook != nil {
-		ch.Path = req.Notebook.Path
-		if ch.Name == nil {
-			ch.Name = req.Notebook.Name
-		}
-	}
-	if req.Kernel != nil {
-		ch.KernelID = req.Kernel.ID
-		if req.Kernel.Name != nil && (req.Kernel.ID == nil || *req.Kernel.ID == "") {
-			spec, err := s.resolveKernelSpec(c.Request.Context(), *req.Kernel.Name)
-			if err != nil {
-				return ch, err
-			}
-			ch.KernelSpec = &spec
-		}
-	} else if create {
-		spec, err := s.resolveKernelSpec(c.Request.Context(), "")
-		if err != nil {
-			return ch, err
-		}
-		ch.KernelSpec = &spec
-	}
-	return ch, nil
-}
-
-// createSession is POST /api/sessions: 201 with the session, the existing one for the path
-// if there is one.
-func (s *Server) createSession(c *gin.Context) {
-	if s.opts.Sessions == nil {
-		s.abortErr(c, errNoKernels)
-		return
-	}
-	ch, err := s.sessionChange(c, true)
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	m, _, err := s.opts.Sessions.CreateSession(c.Request.Context(), *userOf(c), ch)
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	c.Header("Location", s.opts.BaseURL+"api/sessions/"+m.ID)
-	c.JSON(http.StatusCreated, m)
-}
-
-// session is GET, PATCH and DELETE /api/sessions/<id>.
-func (s *Server) session(c *gin.Context) {
-	if s.opts.Sessions == nil {
-		s.abortErr(c, errNoKernels)
-		return
-	}
-	u, id := *userOf(c), c.Param("id")
-	ctx := c.Request.Context()
-	switch c.Request.Method {
-	case http.MethodGet:
-		m, err := s.opts.Sessions.GetSession(ctx, u, id)
-		if err != nil {
-			s.abortErr(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, m)
-	case http.MethodPatch:
-		ch, err := s.sessionChange(c, false)
-		if err != nil {
-			s.abortErr(c, err)
-			return
-		}
-		m, err := s.opts.Sessions.UpdateSession(ctx, u, id, ch)
-		if err != nil {
-			s.abortErr(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, m)
-	case http.MethodDelete:
-		if err := s.opts.Sessions.DeleteSession(ctx, u, id); err != nil {
-			s.abortErr(c, err)
-			return
-		}
-		c.Status(http.StatusNoContent)
-	}
 }

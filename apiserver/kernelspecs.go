@@ -33,20 +33,17 @@ type KernelSpecLister interface {
 const defaultKernelSpec = "python3"
 
 // getKernelSpecs is GET /api/kernelspecs.
-func (s *Server) getKernelSpecs(c *gin.Context) {
-	var specs []jupyter.KernelSpec
-	if s.opts.KernelSpecs != nil {
-		var err error
-		if specs, err = s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context()); err != nil {
-			s.abortErr(c, err)
-			return
-		}
+func (s *Server) getKernelSpecs(c *gin.Context) error {
+	specs, err := s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context())
+	if err != nil {
+		return err
 	}
 	model := jupyter.KernelSpecs{Default: s.defaultKernelSpec(specs), KernelSpecs: make(map[string]jupyter.KernelSpec, len(specs))}
 	for _, ks := range specs {
 		model.KernelSpecs[ks.Name] = s.servedKernelSpec(ks.Name, ks)
 	}
 	c.JSON(http.StatusOK, model)
+	return nil
 }
 
 // defaultKernelSpec is the configured default when it is among specs (sorted by name), else
@@ -69,18 +66,14 @@ func (s *Server) defaultKernelSpec(specs []jupyter.KernelSpec) string {
 
 // getKernelSpec is GET /api/kernelspecs/<name>. The model carries the name as asked for, in
 // its case, as Jupyter Server's does.
-func (s *Server) getKernelSpec(c *gin.Context) {
+func (s *Server) getKernelSpec(c *gin.Context) error {
 	name := c.Param("name")
-	if s.opts.KernelSpecs == nil {
-		s.abortErr(c, notFound("Kernel spec %s not found", name))
-		return
-	}
 	ks, err := s.opts.KernelSpecs.GetKernelSpec(c.Request.Context(), name)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.JSON(http.StatusOK, s.servedKernelSpec(name, ks))
+	return nil
 }
 
 // servedKernelSpec is the model of a spec as served under name: Jupyter Server's
@@ -95,16 +88,10 @@ func (s *Server) servedKernelSpec(name string, ks jupyter.KernelSpec) jupyter.Ke
 }
 
 // getKernelSpecResource serves /kernelspecs/<name>/<file>.
-func (s *Server) getKernelSpecResource(c *gin.Context) {
-	name := c.Param("name")
-	if s.opts.KernelSpecs == nil {
-		s.abortErr(c, notFound("Kernel spec %s not found", name))
-		return
-	}
-	res, err := s.opts.KernelSpecs.GetKernelSpecResource(c.Request.Context(), name, strings.TrimPrefix(c.Param("file"), "/"))
+func (s *Server) getKernelSpecResource(c *gin.Context) error {
+	res, err := s.opts.KernelSpecs.GetKernelSpecResource(c.Request.Context(), c.Param("name"), strings.TrimPrefix(c.Param("file"), "/"))
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	h := c.Writer.Header()
 	h.Set("Content-Type", res.ContentType)
@@ -117,4 +104,5 @@ func (s *Server) getKernelSpecResource(c *gin.Context) {
 	sum := sha256.Sum256(res.Data)
 	h.Set("Etag", `"`+hex.EncodeToString(sum[:])+`"`)
 	http.ServeContent(c.Writer, c.Request, res.FileName, time.Time{}, bytes.NewReader(res.Data))
+	return nil
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path"
@@ -16,102 +17,99 @@ import (
 // The IPython notebook's first web service: notebooks of one flat directory (the contents
 // root), addressed by ids that stay with the file.
 
-// legacyNotebook is an entry of GET /notebooks.
-type legacyNotebook struct {
-	NotebookID string  `json:"notebook_id"`
-	Name       string  `json:"name"`
-	KernelID   *string `json:"kernel_id"`
-}
-
 const notebookExt = ".ipynb"
 
-func (s *Server) listLegacyNotebooks(c *gin.Context) {
-	ctx := c.Request.Context()
+// listLegacyNotebooks is GET /notebooks: the notebooks of the root, with their kernels.
+func (s *Server) listLegacyNotebooks(c *gin.Context) error {
+	list, err := s.legacyNotebooks(c.Request.Context(), *userOf(c))
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, list)
+	return nil
+}
+
+// legacyNotebooks are the notebooks of the root by name; a notebook's kernel is its
+// session's.
+func (s *Server) legacyNotebooks(ctx context.Context, u User) ([]jupyter.LegacyNotebook, error) {
 	root, err := s.opts.Contents.Get(ctx, "", contents.GetOptions{Type: jupyter.TypeDirectory, Content: true})
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return nil, err
 	}
 	entries, _ := root.Content.([]jupyter.ContentsModel)
-	// A notebook's kernel is its session's.
+	sessions, err := s.opts.Sessions.ListSessions(ctx, u)
+	if err != nil {
+		return nil, err
+	}
 	kernels := map[string]string{}
-	if s.opts.Sessions != nil {
-		sessions, err := s.opts.Sessions.ListSessions(ctx, *userOf(c))
-		if err != nil {
-			s.abortErr(c, err)
-			return
-		}
-		for _, se := range sessions {
-			if se.Kernel != nil {
-				kernels[se.Path] = se.Kernel.ID
-			}
+	for _, se := range sessions {
+		if se.Kernel != nil {
+			kernels[se.Path] = se.Kernel.ID
 		}
 	}
-	list := []legacyNotebook{}
+	list := []jupyter.LegacyNotebook{}
 	for _, e := range entries {
 		if e.Type != jupyter.TypeNotebook {
 			continue
 		}
 		id, err := s.opts.Contents.NotebookID(ctx, e.Path)
 		if err != nil {
-			s.abortErr(c, err)
-			return
+			return nil, err
 		}
-		nb := legacyNotebook{NotebookID: id, Name: strings.TrimSuffix(e.Name, notebookExt)}
+		nb := jupyter.LegacyNotebook{NotebookID: id, Name: strings.TrimSuffix(e.Name, notebookExt)}
 		if k, ok := kernels[e.Path]; ok {
 			nb.KernelID = &k
 		}
 		list = append(list, nb)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	c.JSON(http.StatusOK, list)
+	return list, nil
 }
 
-// newLegacyNotebook saves the body as a new notebook (named by ?name=), or makes an empty
-// one, and answers with its id.
-func (s *Server) newLegacyNotebook(c *gin.Context) {
-	ctx := c.Request.Context()
+// newLegacyNotebook is POST /notebooks: it saves the body as a new notebook (named by
+// ?name=), or makes an empty one, and answers with its id.
+func (s *Server) newLegacyNotebook(c *gin.Context) error {
 	if err := legacyFormat(c); err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
-	var nb jupyter.SaveModel
+	nb := jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON}
 	present, err := readJSONRaw(c, &nb.Content)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
+	ctx := c.Request.Context()
 	var m *jupyter.ContentsModel
 	if present {
-		name := c.Query("name")
-		if name == "" {
-			name = "Untitled"
-		}
-		p, perr := s.freeNotebookName(c, name)
-		if perr != nil {
-			s.abortErr(c, perr)
-			return
-		}
-		nb.Type, nb.Format = jupyter.TypeNotebook, jupyter.FormatJSON
-		m, err = s.opts.Contents.Save(ctx, p, &nb)
+		m, err = s.saveNewNotebook(ctx, c.Query("name"), &nb)
 	} else {
 		m, err = s.opts.Contents.NewUntitled(ctx, "", jupyter.TypeNotebook, notebookExt)
 	}
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	id, err := s.opts.Contents.NotebookID(ctx, m.Path)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
 	}
 	c.Header("Location", s.opts.BaseURL+"notebooks/"+id)
 	c.JSON(http.StatusCreated, id)
+	return nil
+}
+
+// saveNewNotebook saves nb under a free name made of name, "Untitled" when empty.
+func (s *Server) saveNewNotebook(ctx context.Context, name string, nb *jupyter.SaveModel) (*jupyter.ContentsModel, error) {
+	if name == "" {
+		name = "Untitled"
+	}
+	p, err := s.freeNotebookName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.opts.Contents.Save(ctx, p, nb)
 }
 
 // freeNotebookName is name.ipynb, or name1.ipynb, name2.ipynb, ... when that is taken.
-func (s *Server) freeNotebookName(c *gin.Context, name string) (string, error) {
+func (s *Server) freeNotebookName(ctx context.Context, name string) (string, error) {
 	if strings.Contains(name, "/") {
 		return "", badRequest("Invalid notebook name: %s", quote(name))
 	}
@@ -120,7 +118,7 @@ func (s *Server) freeNotebookName(c *gin.Context, name string) (string, error) {
 		if i > 0 {
 			p = fmt.Sprintf("%s%d%s", name, i, notebookExt)
 		}
-		isFile, isDir, err := s.opts.Contents.Exists(c.Request.Context(), p)
+		isFile, isDir, err := s.opts.Contents.Exists(ctx, p)
 		if err != nil {
 			return "", err
 		}
@@ -131,12 +129,9 @@ func (s *Server) freeNotebookName(c *gin.Context, name string) (string, error) {
 	return "", &apiError{status: http.StatusConflict, message: "No free notebook name for " + quote(name)}
 }
 
+// legacyPath is the path of the notebook the request's id names.
 func (s *Server) legacyPath(c *gin.Context) (string, error) {
-	p, err := s.opts.Contents.NotebookPath(c.Request.Context(), c.Param("id"))
-	if err != nil {
-		return "", err
-	}
-	return p, nil
+	return s.opts.Contents.NotebookPath(c.Request.Context(), c.Param("id"))
 }
 
 func legacyFormat(c *gin.Context) error {
@@ -146,71 +141,80 @@ func legacyFormat(c *gin.Context) error {
 	return nil
 }
 
-func (s *Server) getLegacyNotebook(c *gin.Context) {
-	err := legacyFormat(c)
-	var p string
-	if err == nil {
-		p, err = s.legacyPath(c)
+// getLegacyNotebook is GET /notebooks/<id>: the notebook's JSON, as a download.
+func (s *Server) getLegacyNotebook(c *gin.Context) error {
+	if err := legacyFormat(c); err != nil {
+		return err
 	}
-	var m *jupyter.ContentsModel
-	if err == nil {
-		m, err = s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
-	}
+	p, err := s.legacyPath(c)
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
+	}
+	m, err := s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
+	if err != nil {
+		return err
 	}
 	name := strings.TrimSuffix(path.Base(p), notebookExt)
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.ipynb"`, strings.ReplaceAll(name, `"`, "")))
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
 	c.JSON(http.StatusOK, m.Content)
+	return nil
 }
 
-// putLegacyNotebook saves the body over the notebook, renaming it first when ?name= differs.
-func (s *Server) putLegacyNotebook(c *gin.Context) {
-	ctx := c.Request.Context()
-	err := legacyFormat(c)
-	var p string
-	if err == nil {
-		p, err = s.legacyPath(c)
+// putLegacyNotebook is PUT /notebooks/<id>: it saves the body over the notebook, renaming it
+// first when ?name= differs.
+func (s *Server) putLegacyNotebook(c *gin.Context) error {
+	if err := legacyFormat(c); err != nil {
+		return err
 	}
-	var nb jupyter.SaveModel
-	var present bool
-	if err == nil {
-		present, err = readJSONRaw(c, &nb.Content)
-		if err == nil && !present {
-			err = badRequest("JSON body missing")
-		}
-	}
-	if name := c.Query("name"); err == nil && name != "" && name+notebookExt != path.Base(p) {
-		if strings.Contains(name, "/") {
-			err = badRequest("Invalid notebook name: %s", quote(name))
-		} else {
-			var m *jupyter.ContentsModel
-			if m, err = s.opts.Contents.Rename(ctx, p, path.Join(path.Dir(p), name+notebookExt)); err == nil {
-				p = m.Path
-			}
-		}
-	}
-	if err == nil {
-		nb.Type, nb.Format = jupyter.TypeNotebook, jupyter.FormatJSON
-		_, err = s.opts.Contents.Save(ctx, p, &nb)
-	}
-	if err != nil {
-		s.abortErr(c, err)
-		return
-	}
-	c.Status(http.StatusNoContent)
-}
-
-func (s *Server) deleteLegacyNotebook(c *gin.Context) {
 	p, err := s.legacyPath(c)
-	if err == nil {
-		err = s.opts.Contents.Delete(c.Request.Context(), p)
-	}
 	if err != nil {
-		s.abortErr(c, err)
-		return
+		return err
+	}
+	nb := jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON}
+	present, err := readJSONRaw(c, &nb.Content)
+	if err != nil {
+		return err
+	}
+	if !present {
+		return badRequest("JSON body missing")
+	}
+	ctx := c.Request.Context()
+	if p, err = s.renameLegacyNotebook(ctx, p, c.Query("name")); err != nil {
+		return err
+	}
+	if _, err := s.opts.Contents.Save(ctx, p, &nb); err != nil {
+		return err
 	}
 	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// renameLegacyNotebook renames the notebook at p to name (without its extension), unless
+// name is empty or its name already; it returns the notebook's path.
+func (s *Server) renameLegacyNotebook(ctx context.Context, p, name string) (string, error) {
+	if name == "" || name+notebookExt == path.Base(p) {
+		return p, nil
+	}
+	if strings.Contains(name, "/") {
+		return "", badRequest("Invalid notebook name: %s", quote(name))
+	}
+	m, err := s.opts.Contents.Rename(ctx, p, path.Join(path.Dir(p), name+notebookExt))
+	if err != nil {
+		return "", err
+	}
+	return m.Path, nil
+}
+
+// deleteLegacyNotebook is DELETE /notebooks/<id>.
+func (s *Server) deleteLegacyNotebook(c *gin.Context) error {
+	p, err := s.legacyPath(c)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.Contents.Delete(c.Request.Context(), p); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
 }

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -66,8 +67,7 @@ func (s *Server) recoverPanics(c *gin.Context) {
 			if err, ok := r.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(r)
 			}
-			s.opts.Log.Error(nil, "Handler panicked", "panic", r, "path", c.Request.URL.Path)
-			abortJSON(c, http.StatusInternalServerError, "Unhandled error", nil)
+			s.abortErr(c, fmt.Errorf("handler panicked: %v", r))
 		}
 	}()
 	c.Next()

@@ -11,42 +11,36 @@ import (
 )
 
 func (s *Server) getAPIVersion(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"version": APIVersion})
+	c.JSON(http.StatusOK, jupyter.Version{Version: APIVersion})
 }
 
 // getStatus is Jupyter's /api/status: when the server started, the last activity, and the
 // user's kernels and their connections.
-func (s *Server) getStatus(c *gin.Context) {
-	kernels, connections := 0, 0
-	if s.opts.Kernels != nil {
-		var err error
-		if kernels, connections, err = s.opts.Kernels.CountKernels(c.Request.Context(), *userOf(c)); err != nil {
-			s.abortErr(c, err)
-			return
-		}
+func (s *Server) getStatus(c *gin.Context) error {
+	kernels, connections, err := s.opts.Kernels.CountKernels(c.Request.Context(), *userOf(c))
+	if err != nil {
+		return err
 	}
-	now := jupyter.Time{Time: s.opts.Clock.Now()}
-	c.JSON(http.StatusOK, gin.H{
-		"started":       jupyter.Time{Time: s.started},
-		"last_activity": now,
-		"kernels":       kernels,
-		"connections":   connections,
+	c.JSON(http.StatusOK, jupyter.Status{
+		Started:      jupyter.Time{Time: s.started},
+		LastActivity: jupyter.Time{Time: s.opts.Clock.Now()},
+		Kernels:      kernels,
+		Connections:  connections,
 	})
+	return nil
 }
 
 // getMe is Jupyter Server 2's identity endpoint.
 func (s *Server) getMe(c *gin.Context) {
 	u := userOf(c)
-	c.JSON(http.StatusOK, gin.H{
-		"identity": gin.H{
-			"username":     u.Name,
-			"name":         u.Name,
-			"display_name": u.Name,
-			"initials":     initials(u.Name),
-			"avatar_url":   nil,
-			"color":        nil,
+	c.JSON(http.StatusOK, jupyter.Me{
+		Identity: jupyter.Identity{
+			Username:    u.Name,
+			Name:        u.Name,
+			DisplayName: u.Name,
+			Initials:    initials(u.Name),
 		},
-		"permissions": gin.H{},
+		Permissions: map[string][]string{},
 	})
 }
 

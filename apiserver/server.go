@@ -1,8 +1,10 @@
 // Package apiserver serves the Jupyter notebook server REST API (and the older IPython
 // interface) with Gin. Handlers are thin: they bind the request, check who asks, make one
-// call on a store or repository and render the Jupyter model; errors are mapped to Jupyter's
-// JSON errors in one place (errors.go). The server keeps no state of its own beyond caches,
-// so any number of replicas can serve the same users.
+// call on a store or repository and render the Jupyter model (internal/jupyter), returning
+// early with an error that one function (answerTo, errors.go) maps to Jupyter's JSON errors.
+// Every service is always there, an empty one when the server runs without it, so handlers
+// never ask. The server keeps no state of its own beyond caches, so any number of replicas
+// can serve the same users.
 package apiserver
 
 import (
@@ -21,6 +23,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // Options configure the server.
@@ -36,7 +39,7 @@ type Options struct {
 	CookieSecret []byte
 	// Contents is the notebook store.
 	Contents *contents.Store
-	// Kernels runs the users' kernels; without it the kernel routes answer 404.
+	// Kernels runs the users' kernels; without it there are none.
 	Kernels KernelService
 	// Sessions keeps the users' sessions; without it there are none.
 	Sessions SessionService
@@ -95,6 +98,18 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Kernels == nil {
+		opts.Kernels = repository.None{}
+	}
+	if opts.Sessions == nil {
+		opts.Sessions = repository.None{}
+	}
+	if opts.Clusters == nil {
+		opts.Clusters = repository.None{}
+	}
+	if opts.KernelSpecs == nil {
+		opts.KernelSpecs = repository.None{}
 	}
 	if opts.User.Name == "" {
 		return nil, errors.New("apiserver: the token's user needs a name")

@@ -1,0 +1,114 @@
+package repository
+
+import (
+	"context"
+
+	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// None holds no kernels, sessions, clusters or kernel specs: it stands in for those a server
+// runs without, and answers as Jupyter does when there are none, with empty lists and 404 for
+// an id, so that the API server never asks whether it has them.
+type None struct{}
+
+var errNoKernels = notFound("this server runs no kernels")
+
+// CountKernels is none.
+func (None) CountKernels(context.Context, identity.User) (int, int, error) { return 0, 0, nil }
+
+// ListKernels is empty.
+func (None) ListKernels(context.Context, identity.User) ([]jupyter.Kernel, error) {
+	return []jupyter.Kernel{}, nil
+}
+
+// GetKernel finds none.
+func (None) GetKernel(_ context.Context, _ identity.User, id string) (jupyter.Kernel, error) {
+	return jupyter.Kernel{}, ownedKernels.missing(id)
+}
+
+// StartKernel starts none.
+func (None) StartKernel(context.Context, identity.User, string, string) (jupyter.Kernel, error) {
+	return jupyter.Kernel{}, errNoKernels
+}
+
+// DeleteKernel finds none.
+func (None) DeleteKernel(_ context.Context, _ identity.User, id string) error {
+	return ownedKernels.missing(id)
+}
+
+// InterruptKernel finds none.
+func (None) InterruptKernel(_ context.Context, _ identity.User, id string) error {
+	return ownedKernels.missing(id)
+}
+
+// RestartKernel finds none.
+func (None) RestartKernel(_ context.Context, _ identity.User, id string) (jupyter.Kernel, error) {
+	return jupyter.Kernel{}, ownedKernels.missing(id)
+}
+
+// Endpoint finds none.
+func (None) Endpoint(_ context.Context, _ identity.User, id string) (agentclient.Endpoint, error) {
+	return agentclient.Endpoint{}, ownedKernels.missing(id)
+}
+
+// ListSessions is empty.
+func (None) ListSessions(context.Context, identity.User) ([]jupyter.Session, error) {
+	return []jupyter.Session{}, nil
+}
+
+// GetSession finds none.
+func (None) GetSession(_ context.Context, _ identity.User, id string) (jupyter.Session, error) {
+	return jupyter.Session{}, ownedSessions.missing(id)
+}
+
+// CreateSession creates none: a session needs a kernel.
+func (None) CreateSession(context.Context, identity.User, SessionChange) (jupyter.Session, bool, error) {
+	return jupyter.Session{}, false, errNoKernels
+}
+
+// UpdateSession finds none.
+func (None) UpdateSession(_ context.Context, _ identity.User, id string, _ SessionChange) (jupyter.Session, error) {
+	return jupyter.Session{}, ownedSessions.missing(id)
+}
+
+// DeleteSession finds none.
+func (None) DeleteSession(_ context.Context, _ identity.User, id string) error {
+	return ownedSessions.missing(id)
+}
+
+// ListClusters is empty.
+func (None) ListClusters(context.Context, identity.User) ([]jupyter.Cluster, error) {
+	return []jupyter.Cluster{}, nil
+}
+
+// GetCluster finds none.
+func (None) GetCluster(_ context.Context, _ identity.User, id string) (jupyter.Cluster, error) {
+	return jupyter.Cluster{}, ownedClusters.missing(id)
+}
+
+// StartCluster finds none.
+func (None) StartCluster(_ context.Context, _ identity.User, id string, _ *int32) (jupyter.Cluster, error) {
+	return jupyter.Cluster{}, ownedClusters.missing(id)
+}
+
+// StopCluster finds none.
+func (None) StopCluster(_ context.Context, _ identity.User, id string) (jupyter.Cluster, error) {
+	return jupyter.Cluster{}, ownedClusters.missing(id)
+}
+
+// ListKernelSpecs is empty.
+func (None) ListKernelSpecs(context.Context) ([]jupyter.KernelSpec, error) {
+	return []jupyter.KernelSpec{}, nil
+}
+
+// GetKernelSpec finds none.
+func (None) GetKernelSpec(_ context.Context, name string) (jupyter.KernelSpec, error) {
+	return jupyter.KernelSpec{}, kernelSpecMissing(name)
+}
+
+// GetKernelSpecResource finds none.
+func (None) GetKernelSpecResource(_ context.Context, name, _ string) (KernelSpecResource, error) {
+	return KernelSpecResource{}, kernelSpecMissing(name)
+}
