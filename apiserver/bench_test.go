@@ -10,12 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/go-logr/logr"
-
-	"github.com/nbkube/nbkube/apiserver"
-	"github.com/nbkube/nbkube/internal/contents"
-	"github.com/nbkube/nbkube/internal/identity"
 )
 
 // benchNotebook is a valid notebook of about size bytes.
@@ -43,16 +37,7 @@ func benchHandler(b *testing.B) (http.Handler, []byte) {
 			b.Fatal(err)
 		}
 	}
-	store, err := contents.New(root, contents.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := apiserver.New(apiserver.Options{Token: testToken, User: identity.User{Name: "u"},
-		CookieSecret: bytes.Repeat([]byte("k"), 32), Contents: store, Log: logr.Discard()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return srv.Handler(), nb
+	return newHandler(b, root), nb
 }
 
 func serve(b *testing.B, h http.Handler, method, path string, body []byte) {

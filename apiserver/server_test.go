@@ -37,9 +37,20 @@ func newServer(t *testing.T, opts ...serverOption) *testServer {
 
 func newServerAt(t *testing.T, root string, opts ...serverOption) *testServer {
 	t.Helper()
+	hs := httptest.NewServer(newHandler(t, root, opts...))
+	t.Cleanup(hs.Close)
+	return &testServer{t: t, url: hs.URL, root: root, hc: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// newHandler is the API server over a contents store at root, as the tests and benchmarks
+// configure it: alice's, with testToken.
+func newHandler(tb testing.TB, root string, opts ...serverOption) http.Handler {
+	tb.Helper()
 	store, err := contents.New(root, contents.Options{MaxCheckpoints: 3})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	o := apiserver.Options{
 		Token:        testToken,
@@ -54,13 +65,9 @@ func newServerAt(t *testing.T, root string, opts ...serverOption) *testServer {
 	}
 	srv, err := apiserver.New(o)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return &testServer{t: t, url: hs.URL, root: root, hc: &http.Client{
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	return srv.Handler()
 }
 
 type response struct {
