@@ -134,6 +134,15 @@ func (s *Server) legacyPath(c *gin.Context) (string, error) {
 	return s.opts.Contents.NotebookPath(c.Request.Context(), c.Param("id"))
 }
 
+// legacyNotebookPath is legacyPath for a request that reads or writes the notebook's
+// content, which is served as JSON only.
+func (s *Server) legacyNotebookPath(c *gin.Context) (string, error) {
+	if err := legacyFormat(c); err != nil {
+		return "", err
+	}
+	return s.legacyPath(c)
+}
+
 func legacyFormat(c *gin.Context) error {
 	if f := c.DefaultQuery("format", "json"); f != "json" {
 		return badRequest("Unsupported notebook format %s: only json is served", quote(f))
@@ -143,10 +152,7 @@ func legacyFormat(c *gin.Context) error {
 
 // getLegacyNotebook is GET /notebooks/<id>: the notebook's JSON, as a download.
 func (s *Server) getLegacyNotebook(c *gin.Context) error {
-	if err := legacyFormat(c); err != nil {
-		return err
-	}
-	p, err := s.legacyPath(c)
+	p, err := s.legacyNotebookPath(c)
 	if err != nil {
 		return err
 	}
@@ -164,10 +170,7 @@ func (s *Server) getLegacyNotebook(c *gin.Context) error {
 // putLegacyNotebook is PUT /notebooks/<id>: it saves the body over the notebook, renaming it
 // first when ?name= differs.
 func (s *Server) putLegacyNotebook(c *gin.Context) error {
-	if err := legacyFormat(c); err != nil {
-		return err
-	}
-	p, err := s.legacyPath(c)
+	p, err := s.legacyNotebookPath(c)
 	if err != nil {
 		return err
 	}
