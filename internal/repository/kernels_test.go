@@ -24,8 +24,8 @@ import (
 )
 
 // A pod has its address before its agent listens. WaitReady asks the agent again after a
-// growing pause, not at once: asking at once spun on the refused connections, hundreds of
-// asks per kernel, which twenty kernels starting together paid for in CPU.
+// growing pause, not at once: asking at once would spin on the refused connections, hundreds
+// of asks per kernel, which many kernels starting together would pay for in CPU.
 func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	// An address of its own on the loopback network, for the agent's fixed port.
 	host := fmt.Sprintf("127.%d.%d.%d", 100+rand.IntN(100), rand.IntN(250), 1+rand.IntN(250))
@@ -35,7 +35,7 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	}
 	var refused atomic.Int32
 	// Set when WaitReady starts: the setup below can take a good part of 300 ms on a loaded
-	// machine, which left room for only one ask.
+	// machine, which would leave room for only one ask.
 	var answerAfter atomic.Int64
 	answerAfter.Store(math.MaxInt64)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
