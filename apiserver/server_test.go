@@ -258,3 +258,37 @@ func TestAPI_StatusMeAndNbconvert(t *testing.T) {
 }
 
 func jsonUnmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// A server without kernels, sessions, clusters or kernel specs answers as Jupyter does when
+// there are none: empty lists, 404 for an id.
+func TestAPI_WithoutServicesAnswersAsWithNone(t *testing.T) {
+	s := newServer(t)
+	for _, p := range []string{"/api/kernels", "/kernels", "/api/sessions", "/api/clusters", "/clusters"} {
+		r := s.do("GET", p, nil)
+		expect(t, r, http.StatusOK)
+		if string(r.body) != "[]" {
+			t.Errorf("GET %s: %s, want []", p, r.body)
+		}
+	}
+	specs := s.do("GET", "/api/kernelspecs", nil).json(t)
+	if specs["default"] != "python3" || len(specs["kernelspecs"].(map[string]any)) != 0 {
+		t.Errorf("kernel specs %v", specs)
+	}
+	for _, c := range []struct{ method, path, message string }{
+		{"GET", "/api/kernels/k1", "Kernel does not exist: k1"},
+		{"DELETE", "/api/kernels/k1", "Kernel does not exist: k1"},
+		{"POST", "/api/kernels/k1/restart", "Kernel does not exist: k1"},
+		{"GET", "/api/sessions/s1", "Session not found: s1"},
+		{"GET", "/api/clusters/c1", "profile not found: c1"},
+		{"POST", "/api/clusters/c1/stop", "profile not found: c1"},
+		{"GET", "/api/kernelspecs/python3", "Kernel spec python3 not found"},
+		{"POST", "/api/kernels", "No such kernel named python3"},
+		{"POST", "/api/sessions", "No such kernel named python3"},
+	} {
+		r := s.do(c.method, c.path, nil)
+		expect(t, r, http.StatusNotFound)
+		if m := r.json(t)["message"]; m != c.message {
+			t.Errorf("%s %s: message %q, want %q", c.method, c.path, m, c.message)
+		}
+	}
+}
