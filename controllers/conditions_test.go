@@ -5,22 +5,18 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/scheme"
 )
 
 // fakeClientWith is an in-memory client holding k, with the status subresource. (The
 // envtest suite is the real API; these tests need only writeStatus's view of conflicts.)
 func fakeClientWith(t *testing.T, k *nbv1.Kernel) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := nbv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(k).WithStatusSubresource(k).Build()
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(k).WithStatusSubresource(k).Build()
 }
 
 // A kernel deleted while its reconcile ran has no status left to write: that is no error

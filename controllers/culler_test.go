@@ -54,7 +54,7 @@ func cullUntil(t *testing.T, what string, cond func() error) {
 // where a culled kernel's Culled condition can still be read.
 func watchDeletions(t *testing.T, ns string) func(name string) (*nbv1.Kernel, bool) {
 	t.Helper()
-	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: scheme})
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: kinds})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,9 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,11 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -42,7 +39,7 @@ import (
 var (
 	k8sClient  client.Client
 	restConfig *rest.Config
-	scheme     = runtime.NewScheme()
+	kinds      = scheme.New()
 	opts       = builder.DefaultOptions()
 	clk        = clocktesting.NewFakeClock(time.Now())
 	agents     = &agentDouble{}
@@ -63,8 +60,6 @@ func TestMain(m *testing.M) {
 
 func runSuite(m *testing.M) int {
 	flag.Parse()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(nbv1.AddToScheme(scheme))
 	if testing.Verbose() {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(os.Stderr)))
 	} else {
@@ -84,7 +79,7 @@ func runSuite(m *testing.M) int {
 	restConfig = cfg
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
+		Scheme:  kinds,
 		Cache:   controllers.CacheOptions(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
@@ -104,7 +99,7 @@ func runSuite(m *testing.M) int {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	// Tests read through a direct client: what they assert is what the API server holds.
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
+	k8sClient, err = client.New(cfg, client.Options{Scheme: kinds})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
