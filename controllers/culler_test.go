@@ -114,13 +114,13 @@ func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
 		report         *agentapi.Status
 	}
 	running := []kernelCase{
-		{"idle", "culled", "10.30.0.1", report("idle", time.Hour, 0)},
-		{"busy", "culled", "10.30.0.2", report("busy", time.Hour, 0)},
-		{"connected", "culled", "10.30.0.3", report("idle", time.Hour, 1)},
-		{"recent", "culled", "10.30.0.4", report("idle", 10*time.Minute, 0)},
-		{"dead", "culled", "10.30.0.5", report("dead", 0, 0)},
-		{"unreachable", "culled", "10.30.0.6", nil},
-		{"culling-off", "kept", "10.30.0.7", report("idle", time.Hour, 0)},
+		{name: "idle", spec: "culled", ip: "10.30.0.1", report: report("idle", time.Hour, 0)},
+		{name: "busy", spec: "culled", ip: "10.30.0.2", report: report("busy", time.Hour, 0)},
+		{name: "connected", spec: "culled", ip: "10.30.0.3", report: report("idle", time.Hour, 1)},
+		{name: "recent", spec: "culled", ip: "10.30.0.4", report: report("idle", 10*time.Minute, 0)},
+		{name: "dead", spec: "culled", ip: "10.30.0.5", report: report("dead", 0, 0)},
+		{name: "unreachable", spec: "culled", ip: "10.30.0.6", report: nil},
+		{name: "culling-off", spec: "kept", ip: "10.30.0.7", report: report("idle", time.Hour, 0)},
 	}
 	// The idle kernel is a notebook's: its session goes with it.
 	nb := session(ns, "idle", nbv1.SessionKernel{KernelSpec: "culled"})
@@ -149,10 +149,10 @@ func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
 		reason            nbv1.ConditionReason
 		eventType, inNote string
 	}{
-		{"idle", nbv1.ReasonIdleTimeout, corev1.EventTypeNormal,
-			"longer than its idle timeout of 30m0s (last activity " + now.Add(-time.Hour).UTC().Format(time.RFC3339) + "; idle, 0 connections)"},
-		{"dead", nbv1.ReasonKernelDead, corev1.EventTypeWarning, "reports it dead"},
-		{"failed", nbv1.ReasonKernelDead, corev1.EventTypeWarning, "OOMKilled"},
+		{name: "idle", reason: nbv1.ReasonIdleTimeout, eventType: corev1.EventTypeNormal,
+			inNote: "longer than its idle timeout of 30m0s (last activity " + now.Add(-time.Hour).UTC().Format(time.RFC3339) + "; idle, 0 connections)"},
+		{name: "dead", reason: nbv1.ReasonKernelDead, eventType: corev1.EventTypeWarning, inNote: "reports it dead"},
+		{name: "failed", reason: nbv1.ReasonKernelDead, eventType: corev1.EventTypeWarning, inNote: "OOMKilled"},
 	} {
 		cullUntil(t, want.name+" culled", func() error {
 			k, ok := deleted(want.name)

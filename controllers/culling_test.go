@@ -75,14 +75,14 @@ func TestCullingOptions_ASpecOverridesWhatItSets(t *testing.T) {
 		spec *nbv1.KernelCulling
 		want CullingOptions
 	}{
-		{"no culling in the spec", nil, operator},
-		{"empty culling", &nbv1.KernelCulling{}, operator},
-		{"shorter timeout", &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: 10 * time.Minute}},
-			CullingOptions{IdleTimeout: 10 * time.Minute, Interval: time.Minute, CullConnected: true}},
-		{"off for this spec", &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{}},
-			CullingOptions{Interval: time.Minute, CullConnected: true}},
-		{"flags", &nbv1.KernelCulling{CullConnected: ptr.To(false), CullBusy: ptr.To(true)},
-			CullingOptions{IdleTimeout: time.Hour, Interval: time.Minute, CullBusy: true}},
+		{name: "no culling in the spec", spec: nil, want: operator},
+		{name: "empty culling", spec: &nbv1.KernelCulling{}, want: operator},
+		{name: "shorter timeout", spec: &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: 10 * time.Minute}},
+			want: CullingOptions{IdleTimeout: 10 * time.Minute, Interval: time.Minute, CullConnected: true}},
+		{name: "off for this spec", spec: &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{}},
+			want: CullingOptions{Interval: time.Minute, CullConnected: true}},
+		{name: "flags", spec: &nbv1.KernelCulling{CullConnected: ptr.To(false), CullBusy: ptr.To(true)},
+			want: CullingOptions{IdleTimeout: time.Hour, Interval: time.Minute, CullBusy: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

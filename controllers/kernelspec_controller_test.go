@@ -19,21 +19,21 @@ func TestValidateKernelSpec(t *testing.T) {
 		defImg string
 		want   []string // substrings, one per problem
 	}{
-		{"valid with default image", func(*nbv1.KernelSpecSpec) {}, "img:1", nil},
-		{"no image anywhere", func(*nbv1.KernelSpecSpec) {}, "", []string{"no image"}},
-		{"bad image", func(s *nbv1.KernelSpecSpec) { s.Image = "example.com/UPPER:1" }, "", []string{`image "example.com/UPPER:1"`}},
-		{"empty program", func(s *nbv1.KernelSpecSpec) { s.Argv[0] = " " }, "img:1", []string{"argv[0]"}},
-		{"bad env name", func(s *nbv1.KernelSpecSpec) { s.Env = map[string]string{"A=B": "x", "OK": "y"} }, "img:1", []string{`env "A=B"`}},
-		{"request above limit", func(s *nbv1.KernelSpecSpec) {
+		{name: "valid with default image", mod: func(*nbv1.KernelSpecSpec) {}, defImg: "img:1", want: nil},
+		{name: "no image anywhere", mod: func(*nbv1.KernelSpecSpec) {}, defImg: "", want: []string{"no image"}},
+		{name: "bad image", mod: func(s *nbv1.KernelSpecSpec) { s.Image = "example.com/UPPER:1" }, defImg: "", want: []string{`image "example.com/UPPER:1"`}},
+		{name: "empty program", mod: func(s *nbv1.KernelSpecSpec) { s.Argv[0] = " " }, defImg: "img:1", want: []string{"argv[0]"}},
+		{name: "bad env name", mod: func(s *nbv1.KernelSpecSpec) { s.Env = map[string]string{"A=B": "x", "OK": "y"} }, defImg: "img:1", want: []string{`env "A=B"`}},
+		{name: "request above limit", mod: func(s *nbv1.KernelSpecSpec) {
 			s.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}
 			s.Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
-		}, "img:1", []string{"memory request 2Gi exceeds its limit 1Gi"}},
-		{"png logo that is not", func(s *nbv1.KernelSpecSpec) {
+		}, defImg: "img:1", want: []string{"memory request 2Gi exceeds its limit 1Gi"}},
+		{name: "png logo that is not", mod: func(s *nbv1.KernelSpecSpec) {
 			s.Logo = &nbv1.KernelLogo{FileName: "logo-64x64.png", Data: []byte("<svg/>")}
-		}, "img:1", []string{"not a PNG"}},
-		{"svg logo", func(s *nbv1.KernelSpecSpec) {
+		}, defImg: "img:1", want: []string{"not a PNG"}},
+		{name: "svg logo", mod: func(s *nbv1.KernelSpecSpec) {
 			s.Logo = &nbv1.KernelLogo{FileName: "logo-svg.svg", Data: []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`)}
-		}, "img:1", nil},
+		}, defImg: "img:1", want: nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
