@@ -63,7 +63,7 @@ func BenchmarkGetNotebook(b *testing.B) {
 	for _, bc := range []struct {
 		name          string
 		cold, marshal bool
-	}{{"warm", false, false}, {"cold", true, false}, {"marshal", false, true}} {
+	}{{name: "warm", cold: false, marshal: false}, {name: "cold", cold: true, marshal: false}, {name: "marshal", cold: false, marshal: true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {

@@ -14,9 +14,9 @@ func TestSave_FilesInTextAndBase64(t *testing.T) {
 	tests := []struct {
 		path, format, content, want string
 	}{
-		{"t.txt", "text", `"line\nünï"`, "line\nünï"},
-		{"b.bin", "base64", "\"AAEC\\n/w==\\n\"", "\x00\x01\x02\xff"},
-		{"dir/../x.txt", "text", `"x"`, ""},
+		{path: "t.txt", format: "text", content: `"line\nünï"`, want: "line\nünï"},
+		{path: "b.bin", format: "base64", content: "\"AAEC\\n/w==\\n\"", want: "\x00\x01\x02\xff"},
+		{path: "dir/../x.txt", format: "text", content: `"x"`, want: ""},
 	}
 	for _, tc := range tests {
 		m, err := s.Save(ctx, tc.path, &jupyter.SaveModel{Type: "file", Format: tc.format, Content: json.RawMessage(tc.content)})
@@ -45,17 +45,17 @@ func TestSave_RefusesModelsJupyterRefuses(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{"f.txt", jupyter.SaveModel{Type: "file"}, ErrInvalid, "No file content provided"},
-		{"g.txt", jupyter.SaveModel{Content: json.RawMessage(`"x"`)}, ErrInvalid, "No file type provided"},
-		{"g.txt", jupyter.SaveModel{Type: "file", Content: json.RawMessage(`"x"`)}, ErrInvalid, "Must specify format of file contents as 'text' or 'base64'"},
-		{"g.txt", jupyter.SaveModel{Type: "file", Format: "base64", Content: json.RawMessage(`"!!"`)}, ErrInvalid, ""},
-		{"g.txt", jupyter.SaveModel{Type: "blob", Content: json.RawMessage(`"x"`)}, ErrInvalid, "Unhandled contents type: blob"},
-		{"f.txt", jupyter.SaveModel{Type: "directory"}, ErrInvalid, "Not a directory: f.txt"},
-		{"d", jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, ErrInvalid, "d is a directory"},
-		{"nodir/g.txt", jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, ErrNotFound, "No such directory: nodir"},
-		{"n.ipynb", jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"cells": [`)}, ErrInvalid, ""},
-		{"n.ipynb", jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 3, "nbformat_minor": 0}`)}, ErrInvalid, ""},
-		{".hidden", jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, ErrForbidden, "Cannot create file or directory '.hidden'"},
+		{path: "f.txt", m: jupyter.SaveModel{Type: "file"}, kind: ErrInvalid, msg: "No file content provided"},
+		{path: "g.txt", m: jupyter.SaveModel{Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "No file type provided"},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "Must specify format of file contents as 'text' or 'base64'"},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Format: "base64", Content: json.RawMessage(`"!!"`)}, kind: ErrInvalid, msg: ""},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "blob", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "Unhandled contents type: blob"},
+		{path: "f.txt", m: jupyter.SaveModel{Type: "directory"}, kind: ErrInvalid, msg: "Not a directory: f.txt"},
+		{path: "d", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "d is a directory"},
+		{path: "nodir/g.txt", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrNotFound, msg: "No such directory: nodir"},
+		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"cells": [`)}, kind: ErrInvalid, msg: ""},
+		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 3, "nbformat_minor": 0}`)}, kind: ErrInvalid, msg: ""},
+		{path: ".hidden", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrForbidden, msg: "Cannot create file or directory '.hidden'"},
 	}
 	for _, tc := range tests {
 		_, err := s.Save(ctx, tc.path, &tc.m)
@@ -168,13 +168,13 @@ func TestNewUntitled_NamesLikeJupyter(t *testing.T) {
 	s, dir := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"d/": ""})
 	tests := []struct{ typ, ext, want string }{
-		{"", ".ipynb", "d/Untitled.ipynb"},
-		{"notebook", "", "d/Untitled1.ipynb"},
-		{"", ".txt", "d/untitled.txt"},
-		{"file", ".txt", "d/untitled1.txt"},
-		{"file", "", "d/untitled"},
-		{"directory", "", "d/Untitled Folder"},
-		{"directory", "", "d/Untitled Folder 1"},
+		{typ: "", ext: ".ipynb", want: "d/Untitled.ipynb"},
+		{typ: "notebook", ext: "", want: "d/Untitled1.ipynb"},
+		{typ: "", ext: ".txt", want: "d/untitled.txt"},
+		{typ: "file", ext: ".txt", want: "d/untitled1.txt"},
+		{typ: "file", ext: "", want: "d/untitled"},
+		{typ: "directory", ext: "", want: "d/Untitled Folder"},
+		{typ: "directory", ext: "", want: "d/Untitled Folder 1"},
 	}
 	for _, tc := range tests {
 		m, err := s.NewUntitled(ctx, "d", tc.typ, tc.ext)
@@ -195,12 +195,12 @@ func TestCopy_NamesLikeJupyter(t *testing.T) {
 	s, dir := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a.ipynb": emptyNotebook, "data.tar.gz": "gz", "other/": "", "d/": ""})
 	tests := []struct{ from, to, want string }{
-		{"a.ipynb", "", "a-Copy1.ipynb"},
-		{"a.ipynb", "", "a-Copy2.ipynb"},
-		{"a-Copy1.ipynb", "/", "a-Copy3.ipynb"},
-		{"data.tar.gz", "", "data-Copy1.tar.gz"},
-		{"a.ipynb", "other", "other/a.ipynb"},
-		{"a.ipynb", "other/b.ipynb", "other/b.ipynb"},
+		{from: "a.ipynb", to: "", want: "a-Copy1.ipynb"},
+		{from: "a.ipynb", to: "", want: "a-Copy2.ipynb"},
+		{from: "a-Copy1.ipynb", to: "/", want: "a-Copy3.ipynb"},
+		{from: "data.tar.gz", to: "", want: "data-Copy1.tar.gz"},
+		{from: "a.ipynb", to: "other", want: "other/a.ipynb"},
+		{from: "a.ipynb", to: "other/b.ipynb", want: "other/b.ipynb"},
 	}
 	for _, tc := range tests {
 		m, err := s.Copy(ctx, tc.from, tc.to)

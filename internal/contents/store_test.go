@@ -30,15 +30,15 @@ func TestGet_ModelsCarryJupyterFields(t *testing.T) {
 		want    jupyter.ContentsModel
 		content any
 	}{
-		{"a.txt", GetOptions{}, jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Size: size(7)}, nil},
-		{"a.txt", GetOptions{Content: true}, jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Format: str("text"), Size: size(7)}, "héllo\n"},
-		{"bin.dat", GetOptions{}, jupyter.ContentsModel{Name: "bin.dat", Path: "bin.dat", Type: "file", Writable: true, Size: size(2)}, nil},
-		{"bin.dat", GetOptions{Content: true}, jupyter.ContentsModel{Name: "bin.dat", Path: "bin.dat", Type: "file", Writable: true, Mimetype: str("application/octet-stream"), Format: str("base64"), Size: size(2)}, "//4=\n"},
-		{"a.txt", GetOptions{Content: true, Format: "base64"}, jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Format: str("base64"), Size: size(7)}, "aMOpbGxvCg==\n"},
-		{"nb.ipynb", GetOptions{}, jupyter.ContentsModel{Name: "nb.ipynb", Path: "nb.ipynb", Type: "notebook", Writable: true, Size: size(int64(len(emptyNotebook)))}, nil},
-		{"nb.ipynb", GetOptions{Type: "file", Content: true}, jupyter.ContentsModel{Name: "nb.ipynb", Path: "nb.ipynb", Type: "file", Writable: true, Mimetype: str(nbMime), Format: str("text"), Size: size(int64(len(emptyNotebook)))}, emptyNotebook},
-		{"/sub/", GetOptions{}, jupyter.ContentsModel{Name: "sub", Path: "sub", Type: "directory", Writable: true}, nil},
-		{"sub", GetOptions{Content: true}, jupyter.ContentsModel{Name: "sub", Path: "sub", Type: "directory", Writable: true, Format: str("json")}, []jupyter.ContentsModel{}},
+		{path: "a.txt", opts: GetOptions{}, want: jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Size: size(7)}, content: nil},
+		{path: "a.txt", opts: GetOptions{Content: true}, want: jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Format: str("text"), Size: size(7)}, content: "héllo\n"},
+		{path: "bin.dat", opts: GetOptions{}, want: jupyter.ContentsModel{Name: "bin.dat", Path: "bin.dat", Type: "file", Writable: true, Size: size(2)}, content: nil},
+		{path: "bin.dat", opts: GetOptions{Content: true}, want: jupyter.ContentsModel{Name: "bin.dat", Path: "bin.dat", Type: "file", Writable: true, Mimetype: str("application/octet-stream"), Format: str("base64"), Size: size(2)}, content: "//4=\n"},
+		{path: "a.txt", opts: GetOptions{Content: true, Format: "base64"}, want: jupyter.ContentsModel{Name: "a.txt", Path: "a.txt", Type: "file", Writable: true, Mimetype: str("text/plain"), Format: str("base64"), Size: size(7)}, content: "aMOpbGxvCg==\n"},
+		{path: "nb.ipynb", opts: GetOptions{}, want: jupyter.ContentsModel{Name: "nb.ipynb", Path: "nb.ipynb", Type: "notebook", Writable: true, Size: size(int64(len(emptyNotebook)))}, content: nil},
+		{path: "nb.ipynb", opts: GetOptions{Type: "file", Content: true}, want: jupyter.ContentsModel{Name: "nb.ipynb", Path: "nb.ipynb", Type: "file", Writable: true, Mimetype: str(nbMime), Format: str("text"), Size: size(int64(len(emptyNotebook)))}, content: emptyNotebook},
+		{path: "/sub/", opts: GetOptions{}, want: jupyter.ContentsModel{Name: "sub", Path: "sub", Type: "directory", Writable: true}, content: nil},
+		{path: "sub", opts: GetOptions{Content: true}, want: jupyter.ContentsModel{Name: "sub", Path: "sub", Type: "directory", Writable: true, Format: str("json")}, content: []jupyter.ContentsModel{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path+"/"+tc.opts.Format, func(t *testing.T) {
@@ -70,12 +70,12 @@ func TestGet_BadTypeAndFormatAreRefusedLikeJupyter(t *testing.T) {
 		msg    string
 		reason string
 	}{
-		{"d", GetOptions{Type: "file"}, "d is a directory, not a file", "bad type"},
-		{"bin.dat", GetOptions{Type: "directory"}, "bin.dat is not a directory", "bad type"},
-		{"bin.dat", GetOptions{Content: true, Format: "text"}, "bin.dat is not UTF-8 encoded", "bad format"},
-		{"bin.dat", GetOptions{Type: "notebook", Content: true}, "", ""},
-		{"d", GetOptions{Type: "text"}, "Type 'text' is invalid", ""},
-		{"d", GetOptions{Format: "json"}, "Format 'json' is invalid", ""},
+		{path: "d", opts: GetOptions{Type: "file"}, msg: "d is a directory, not a file", reason: "bad type"},
+		{path: "bin.dat", opts: GetOptions{Type: "directory"}, msg: "bin.dat is not a directory", reason: "bad type"},
+		{path: "bin.dat", opts: GetOptions{Content: true, Format: "text"}, msg: "bin.dat is not UTF-8 encoded", reason: "bad format"},
+		{path: "bin.dat", opts: GetOptions{Type: "notebook", Content: true}, msg: "", reason: ""},
+		{path: "d", opts: GetOptions{Type: "text"}, msg: "Type 'text' is invalid", reason: ""},
+		{path: "d", opts: GetOptions{Format: "json"}, msg: "Format 'json' is invalid", reason: ""},
 	}
 	for _, tc := range tests {
 		_, err := s.Get(ctx, tc.path, tc.opts)
