@@ -100,14 +100,14 @@ func TestChart_LintIsClean(t *testing.T) {
 
 func TestChart_SchemaRefusesBadValues(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
-		{"apiserver.replicas=-1", "/apiserver/replicas"},
-		{"culling.idleTimeout=3600", "/culling/idleTimeout"},
-		{"culling.interval=5 minutes", "/culling/interval"},
-		{"contents.accessModes={ReadWriteSometimes}", "/contents/accessModes/0"},
-		{"kernelImagePullPolicy=Sometimes", "/kernelImagePullPolicy"},
-		{"apiserver.baseURL=nb", "/apiserver/baseURL"},
-		{"kernelSpecs.Bad_Name.displayName=x", "/kernelSpecs"},
-		{"replicas=3", "additional properties 'replicas' not allowed"},
+		{set: "apiserver.replicas=-1", want: "/apiserver/replicas"},
+		{set: "culling.idleTimeout=3600", want: "/culling/idleTimeout"},
+		{set: "culling.interval=5 minutes", want: "/culling/interval"},
+		{set: "contents.accessModes={ReadWriteSometimes}", want: "/contents/accessModes/0"},
+		{set: "kernelImagePullPolicy=Sometimes", want: "/kernelImagePullPolicy"},
+		{set: "apiserver.baseURL=nb", want: "/apiserver/baseURL"},
+		{set: "kernelSpecs.Bad_Name.displayName=x", want: "/kernelSpecs"},
+		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
 	} {
 		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
