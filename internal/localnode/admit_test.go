@@ -20,21 +20,21 @@ func TestAdmit_FailsPodsTheNodeCannotRun(t *testing.T) {
 		mutate func(*corev1.Pod)
 		want   *podFailure
 	}{
-		{"a runnable pod", func(*corev1.Pod) {}, nil},
-		{"no command", func(p *corev1.Pod) { p.Spec.Containers[0].Command = nil },
-			&podFailure{reasonNoCommand, "container main has no command: the local node runs no images, so there is no entrypoint to fall back on"}},
-		{"an init container without command", func(p *corev1.Pod) {
+		{name: "a runnable pod", mutate: func(*corev1.Pod) {}, want: nil},
+		{name: "no command", mutate: func(p *corev1.Pod) { p.Spec.Containers[0].Command = nil },
+			want: &podFailure{reason: reasonNoCommand, message: "container main has no command: the local node runs no images, so there is no entrypoint to fall back on"}},
+		{name: "an init container without command", mutate: func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "setup", Args: []string{"x"}}}
-		}, &podFailure{reasonNoCommand, "container setup has no command: the local node runs no images, so there is no entrypoint to fall back on"}},
-		{"an ephemeral volume", func(p *corev1.Pod) {
+		}, want: &podFailure{reason: reasonNoCommand, message: "container setup has no command: the local node runs no images, so there is no entrypoint to fall back on"}},
+		{name: "an ephemeral volume", mutate: func(p *corev1.Pod) {
 			p.Spec.Volumes[0].VolumeSource = corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{}}
-		}, &podFailure{reasonUnsupportedVolume, "volume scratch: ephemeral volumes are not supported by the local node"}},
-		{"a gRPC probe", func(p *corev1.Pod) {
+		}, want: &podFailure{reason: reasonUnsupportedVolume, message: "volume scratch: ephemeral volumes are not supported by the local node"}},
+		{name: "a gRPC probe", mutate: func(p *corev1.Pod) {
 			p.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9}}}
-		}, &podFailure{reasonUnsupportedProbe, "container main: gRPC probes are not supported by the local node"}},
-		{"a sidecar", func(p *corev1.Pod) {
+		}, want: &podFailure{reason: reasonUnsupportedProbe, message: "container main: gRPC probes are not supported by the local node"}},
+		{name: "a sidecar", mutate: func(p *corev1.Pod) {
 			p.Spec.InitContainers = []corev1.Container{{Name: "proxy", Command: []string{"x"}, RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways)}}
-		}, &podFailure{reasonUnsupportedSidecar, "init container proxy: sidecar containers (restartPolicy on an init container) are not supported by the local node"}},
+		}, want: &podFailure{reason: reasonUnsupportedSidecar, message: "init container proxy: sidecar containers (restartPolicy on an init container) are not supported by the local node"}},
 	}
 	for _, tt := range tests {
 		pod := runnable()

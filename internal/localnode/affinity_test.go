@@ -28,28 +28,28 @@ func TestNodeMatches_AppliesNodeSelectorAndRequiredAffinity(t *testing.T) {
 		affinity *corev1.Affinity
 		want     bool
 	}{
-		{"nothing asked", nil, nil, true},
-		{"matching selector", map[string]string{"kubernetes.io/os": "linux"}, nil, true},
-		{"mismatching selector", map[string]string{"kubernetes.io/os": "windows"}, nil, false},
-		{"selector on a missing label", map[string]string{"gpu": "true"}, nil, false},
-		{"In", nil, affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpIn, "arm64", "amd64"))), true},
-		{"In without the value", nil, affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpIn, "arm64"))), false},
-		{"NotIn", nil, affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpNotIn, "arm64"))), true},
-		{"NotIn on a missing label", nil, affinity(exprs(req("zone", corev1.NodeSelectorOpNotIn, "a"))), true},
-		{"Exists", nil, affinity(exprs(req("cores", corev1.NodeSelectorOpExists))), true},
-		{"Exists on a missing label", nil, affinity(exprs(req("gpu", corev1.NodeSelectorOpExists))), false},
-		{"DoesNotExist", nil, affinity(exprs(req("gpu", corev1.NodeSelectorOpDoesNotExist))), true},
-		{"Gt", nil, affinity(exprs(req("cores", corev1.NodeSelectorOpGt, "4"))), true},
-		{"Lt", nil, affinity(exprs(req("cores", corev1.NodeSelectorOpLt, "4"))), false},
-		{"all expressions of a term must hold", nil, affinity(exprs(
-			req("cores", corev1.NodeSelectorOpExists), req("gpu", corev1.NodeSelectorOpExists))), false},
-		{"any term may hold", nil, affinity(
-			exprs(req("gpu", corev1.NodeSelectorOpExists)), exprs(req("cores", corev1.NodeSelectorOpExists))), true},
-		{"an empty term matches nothing", nil, affinity(corev1.NodeSelectorTerm{}), false},
-		{"matchFields on the node name", nil, affinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
-			req("metadata.name", corev1.NodeSelectorOpIn, "nbkube-local")}}), true},
-		{"selector and affinity both apply", map[string]string{"kubernetes.io/os": "windows"},
-			affinity(exprs(req("cores", corev1.NodeSelectorOpExists))), false},
+		{name: "nothing asked", selector: nil, affinity: nil, want: true},
+		{name: "matching selector", selector: map[string]string{"kubernetes.io/os": "linux"}, affinity: nil, want: true},
+		{name: "mismatching selector", selector: map[string]string{"kubernetes.io/os": "windows"}, affinity: nil, want: false},
+		{name: "selector on a missing label", selector: map[string]string{"gpu": "true"}, affinity: nil, want: false},
+		{name: "In", selector: nil, affinity: affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpIn, "arm64", "amd64"))), want: true},
+		{name: "In without the value", selector: nil, affinity: affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpIn, "arm64"))), want: false},
+		{name: "NotIn", selector: nil, affinity: affinity(exprs(req("kubernetes.io/arch", corev1.NodeSelectorOpNotIn, "arm64"))), want: true},
+		{name: "NotIn on a missing label", selector: nil, affinity: affinity(exprs(req("zone", corev1.NodeSelectorOpNotIn, "a"))), want: true},
+		{name: "Exists", selector: nil, affinity: affinity(exprs(req("cores", corev1.NodeSelectorOpExists))), want: true},
+		{name: "Exists on a missing label", selector: nil, affinity: affinity(exprs(req("gpu", corev1.NodeSelectorOpExists))), want: false},
+		{name: "DoesNotExist", selector: nil, affinity: affinity(exprs(req("gpu", corev1.NodeSelectorOpDoesNotExist))), want: true},
+		{name: "Gt", selector: nil, affinity: affinity(exprs(req("cores", corev1.NodeSelectorOpGt, "4"))), want: true},
+		{name: "Lt", selector: nil, affinity: affinity(exprs(req("cores", corev1.NodeSelectorOpLt, "4"))), want: false},
+		{name: "all expressions of a term must hold", selector: nil, affinity: affinity(exprs(
+			req("cores", corev1.NodeSelectorOpExists), req("gpu", corev1.NodeSelectorOpExists))), want: false},
+		{name: "any term may hold", selector: nil, affinity: affinity(
+			exprs(req("gpu", corev1.NodeSelectorOpExists)), exprs(req("cores", corev1.NodeSelectorOpExists))), want: true},
+		{name: "an empty term matches nothing", selector: nil, affinity: affinity(corev1.NodeSelectorTerm{}), want: false},
+		{name: "matchFields on the node name", selector: nil, affinity: affinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			req("metadata.name", corev1.NodeSelectorOpIn, "nbkube-local")}}), want: true},
+		{name: "selector and affinity both apply", selector: map[string]string{"kubernetes.io/os": "windows"},
+			affinity: affinity(exprs(req("cores", corev1.NodeSelectorOpExists))), want: false},
 	}
 	for _, tt := range tests {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{NodeSelector: tt.selector, Affinity: tt.affinity}}

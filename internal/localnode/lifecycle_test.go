@@ -11,11 +11,11 @@ func TestStage_MovesOnlyForwardAlongItsTransitions(t *testing.T) {
 		from  stage
 		after [3]stage
 	}{
-		{stageActive, [3]stage{stageFinished, stageTerminated, stageActive}},
-		{stageFinished, [3]stage{stageFinished, stageTerminated, stageFinished}},
+		{from: stageActive, after: [3]stage{stageFinished, stageTerminated, stageActive}},
+		{from: stageFinished, after: [3]stage{stageFinished, stageTerminated, stageFinished}},
 		// Stopping for deletion makes the phase final: a later phase change is no transition.
-		{stageTerminated, [3]stage{stageTerminated, stageTerminated, stageDeleted}},
-		{stageDeleted, [3]stage{stageDeleted, stageDeleted, stageDeleted}},
+		{from: stageTerminated, after: [3]stage{stageTerminated, stageTerminated, stageDeleted}},
+		{from: stageDeleted, after: [3]stage{stageDeleted, stageDeleted, stageDeleted}},
 	}
 	for _, tt := range tests {
 		for i, ev := range events {

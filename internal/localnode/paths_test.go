@@ -36,15 +36,15 @@ func TestMountTable_TranslatesByLongestWholeComponentPrefix(t *testing.T) {
 		in, want string
 		ok       bool
 	}{
-		{"/home/jovyan", "/pods/p/volumes/home", true},
-		{"/home/jovyan/.local/bin", "/pods/p/volumes/home/.local/bin", true},
-		{"/home/jovyan/work", "/srv/notebooks", true},
-		{"/home/jovyan/work/a.ipynb", "/srv/notebooks/a.ipynb", true},
-		{"/home/jovyanx", "/home/jovyanx", false},
-		{"/etc/app/app.conf", "/pods/p/volumes/config/app.conf", true},
-		{"/data/x", "/pvc/data/users/ada/x", true},
-		{"/database", "/database", false},
-		{"relative/data", "relative/data", false},
+		{in: "/home/jovyan", want: "/pods/p/volumes/home", ok: true},
+		{in: "/home/jovyan/.local/bin", want: "/pods/p/volumes/home/.local/bin", ok: true},
+		{in: "/home/jovyan/work", want: "/srv/notebooks", ok: true},
+		{in: "/home/jovyan/work/a.ipynb", want: "/srv/notebooks/a.ipynb", ok: true},
+		{in: "/home/jovyanx", want: "/home/jovyanx", ok: false},
+		{in: "/etc/app/app.conf", want: "/pods/p/volumes/config/app.conf", ok: true},
+		{in: "/data/x", want: "/pvc/data/users/ada/x", ok: true},
+		{in: "/database", want: "/database", ok: false},
+		{in: "relative/data", want: "relative/data", ok: false},
 	}
 	for _, tt := range tests {
 		got, ok := tbl.translate(tt.in)
@@ -57,14 +57,14 @@ func TestMountTable_TranslatesByLongestWholeComponentPrefix(t *testing.T) {
 func TestMountTable_RewritesPathsOptionValuesAndPathLists(t *testing.T) {
 	tbl := testMounts(t)
 	tests := []struct{ in, want string }{
-		{"/home/jovyan/work", "/srv/notebooks"},
-		{"--notebook-dir=/home/jovyan/work", "--notebook-dir=/srv/notebooks"},
-		{"-f=/data/conn.json", "-f=/pvc/data/users/ada/conn.json"},
-		{"/data/lib:/usr/lib/python3:/home/jovyan/work", "/pvc/data/users/ada/lib:/usr/lib/python3:/srv/notebooks"},
-		{"/data/odd:name", "/pvc/data/users/ada/odd:name"},
-		{"print('/data/x')", "print('/data/x')"},
-		{"http://host/data", "http://host/data"},
-		{"KEY=/data/x", "KEY=/data/x"},
+		{in: "/home/jovyan/work", want: "/srv/notebooks"},
+		{in: "--notebook-dir=/home/jovyan/work", want: "--notebook-dir=/srv/notebooks"},
+		{in: "-f=/data/conn.json", want: "-f=/pvc/data/users/ada/conn.json"},
+		{in: "/data/lib:/usr/lib/python3:/home/jovyan/work", want: "/pvc/data/users/ada/lib:/usr/lib/python3:/srv/notebooks"},
+		{in: "/data/odd:name", want: "/pvc/data/users/ada/odd:name"},
+		{in: "print('/data/x')", want: "print('/data/x')"},
+		{in: "http://host/data", want: "http://host/data"},
+		{in: "KEY=/data/x", want: "KEY=/data/x"},
 	}
 	for _, tt := range tests {
 		if got := tbl.rewrite(tt.in); got != tt.want {

@@ -153,12 +153,12 @@ func TestCheckVolumes_RejectsKindsTheNodeCannotProvide(t *testing.T) {
 		volume corev1.VolumeSource
 		want   string
 	}{
-		{"csi", corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "x"}}, "volume v: csi volumes are not supported by the local node"},
-		{"nfs", corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/"}}, "volume v: nfs volumes are not supported by the local node"},
-		{"cluster trust bundle", corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-			{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "b"}}}}}, "projected sources other than"},
-		{"emptyDir", corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, ""},
-		{"persistentVolumeClaim", corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}, ""},
+		{name: "csi", volume: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{Driver: "x"}}, want: "volume v: csi volumes are not supported by the local node"},
+		{name: "nfs", volume: corev1.VolumeSource{NFS: &corev1.NFSVolumeSource{Server: "s", Path: "/"}}, want: "volume v: nfs volumes are not supported by the local node"},
+		{name: "cluster trust bundle", volume: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ClusterTrustBundle: &corev1.ClusterTrustBundleProjection{Path: "b"}}}}}, want: "projected sources other than"},
+		{name: "emptyDir", volume: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}, want: ""},
+		{name: "persistentVolumeClaim", volume: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}, want: ""},
 	}
 	for _, tt := range tests {
 		pod := &corev1.Pod{Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: "v", VolumeSource: tt.volume}}}}
@@ -175,9 +175,9 @@ func TestCheckVolumes_RejectsKindsTheNodeCannotProvide(t *testing.T) {
 func TestClaimDir_PrefersNamespacedThenPlainClaimDirs(t *testing.T) {
 	cfg := &Config{DataDir: "/data", ClaimDirs: map[string]string{"team/contents": "/srv/team", "contents": "/srv/all"}}
 	for _, tt := range []struct{ ns, claim, want string }{
-		{"team", "contents", "/srv/team"},
-		{"other", "contents", "/srv/all"},
-		{"team", "scratch", "/data/volumes/team/scratch"},
+		{ns: "team", claim: "contents", want: "/srv/team"},
+		{ns: "other", claim: "contents", want: "/srv/all"},
+		{ns: "team", claim: "scratch", want: "/data/volumes/team/scratch"},
 	} {
 		if got := claimDir(cfg, tt.ns, tt.claim); got != tt.want {
 			t.Errorf("claimDir(%s, %s) = %s, want %s", tt.ns, tt.claim, got, tt.want)
