@@ -15,12 +15,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nbkube/nbkube/internal/localnode"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // pyServer is an HTTP server on the address and port of its arguments that answers every GET
@@ -77,15 +77,12 @@ func newNamespace(t *testing.T, client kubernetes.Interface) string {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the namespace's service account and root CA", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
-			_, err = client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+	testenv.Eventually(t, "the namespace's service account and root CA", 20*time.Second, func() error {
+		if _, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{}); err != nil {
+			return err
 		}
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		return err == nil, err
+		_, err := client.CoreV1().ConfigMaps(name).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return err
 	})
 	return name
 }
@@ -130,17 +127,17 @@ func createPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) *core
 func waitPod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		p, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	testenv.Eventually(t, "pod "+pod.Namespace+"/"+pod.Name+" to be "+what, 30*time.Second, func() error {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
 		last = p
-		return cond(p), nil
+		if !cond(p) {
+			return fmt.Errorf("last status: %+v", p.Status)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for pod %s/%s to be %s: %v; last status: %+v", pod.Namespace, pod.Name, what, err, last.Status)
-	}
 	return last
 }
 
@@ -149,37 +146,33 @@ func deletePod(t *testing.T, client kubernetes.Interface, pod *corev1.Pod) {
 	if err := client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "pod "+pod.Name+" to be gone", func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
+	testenv.Eventually(t, "pod "+pod.Name+" to be gone", 30*time.Second, func() error {
+		p, err := client.CoreV1().Pods(pod.Namespace).Get(t.Context(), pod.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return false, err
+		return fmt.Errorf("still there, phase %s", p.Status.Phase)
 	})
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func expectEvent(t *testing.T, client kubernetes.Interface, pod *corev1.Pod, reason string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "a "+reason+" event", func(ctx context.Context) (bool, error) {
-		events, err := client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
+	testenv.Eventually(t, "a "+reason+" event", 10*time.Second, func() error {
+		events, err := client.CoreV1().Events(pod.Namespace).List(t.Context(), metav1.ListOptions{
 			FieldSelector: "involvedObject.name=" + pod.Name + ",reason=" + reason,
 		})
 		if err != nil {
-			return false, err
+			return err
 		}
 		for _, e := range events.Items {
 			if e.Source.Component == "nbkube-local-node" && e.InvolvedObject.UID == pod.UID {
-				return true, nil
+				return nil
 			}
 		}
-		return false, nil
+		return fmt.Errorf("none from nbkube-local-node for pod %s (uid %s) among %d %s events", pod.Name, pod.UID, len(events.Items), reason)
 	})
 }
 

@@ -15,7 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -44,13 +43,16 @@ func TestLocalNode(t *testing.T) {
 
 	t.Run("RegistersAReadyNodeAndRenewsItsLease", func(t *testing.T) {
 		var node *corev1.Node
-		waitFor(t, 10*time.Second, "the node to be Ready", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, "the node to be Ready", 10*time.Second, func() error {
 			var err error
-			node, err = client.CoreV1().Nodes().Get(ctx, localnode.DefaultNodeName, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
+			node, err = client.CoreV1().Nodes().Get(t.Context(), localnode.DefaultNodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
 			}
-			return err == nil && nodeReady(node), err
+			if !nodeReady(node) {
+				return fmt.Errorf("not Ready, conditions %+v", node.Status.Conditions)
+			}
+			return nil
 		})
 		if node.Labels[corev1.LabelHostname] != localnode.DefaultNodeName || node.Labels[corev1.LabelOSStable] != "linux" {
 			t.Errorf("node labels = %v", node.Labels)
@@ -63,13 +65,10 @@ func TestLocalNode(t *testing.T) {
 		}
 		// The lease is made beside the node's status, not before it.
 		var lease *coordinationv1.Lease
-		waitFor(t, 10*time.Second, "the node's lease", func(ctx context.Context) (bool, error) {
+		testenv.Eventually(t, "the node's lease", 10*time.Second, func() error {
 			var err error
-			lease, err = client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, localnode.DefaultNodeName, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				return false, nil
-			}
-			return err == nil, err
+			lease, err = client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(t.Context(), localnode.DefaultNodeName, metav1.GetOptions{})
+			return err
 		})
 		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
 			t.Errorf("lease renewed at %v", lease.Spec.RenewTime)
@@ -157,7 +156,12 @@ func TestLocalNode(t *testing.T) {
 		if err := client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 10*time.Second, "the process to die", func(context.Context) (bool, error) { return !testenv.Alive(pid), nil })
+		testenv.Eventually(t, "the process to die", 10*time.Second, func() error {
+			if testenv.Alive(pid) {
+				return fmt.Errorf("process %d is alive", pid)
+			}
+			return nil
+		})
 	})
 
 	t.Run("DeploymentReplicasRunOnDistinctPodIPs", func(t *testing.T) {
@@ -177,9 +181,15 @@ func TestLocalNode(t *testing.T) {
 		if _, err := client.AppsV1().Deployments(ns).Create(context.Background(), deploy, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, "two ready replicas", func(ctx context.Context) (bool, error) {
-			d, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-			return err == nil && d.Status.ReadyReplicas == 2, err
+		testenv.Eventually(t, "two ready replicas", 30*time.Second, func() error {
+			d, err := client.AppsV1().Deployments(ns).Get(t.Context(), "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if d.Status.ReadyReplicas != 2 {
+				return fmt.Errorf("%d ready", d.Status.ReadyReplicas)
+			}
+			return nil
 		})
 		pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
@@ -350,9 +360,15 @@ func TestLocalNode(t *testing.T) {
 			unlabel := fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, label)
 			_, _ = client.CoreV1().Nodes().Patch(context.Background(), localnode.DefaultNodeName, types.MergePatchType, []byte(unlabel), metav1.PatchOptions{})
 		})
-		waitFor(t, 10*time.Second, "the pod to be bound once the node has the label", func(ctx context.Context) (bool, error) {
-			p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-			return err == nil && p.Spec.NodeName == localnode.DefaultNodeName, err
+		testenv.Eventually(t, "the pod to be bound once the node has the label", 10*time.Second, func() error {
+			p, err := client.CoreV1().Pods(ns).Get(t.Context(), pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if p.Spec.NodeName != localnode.DefaultNodeName {
+				return fmt.Errorf("on node %q", p.Spec.NodeName)
+			}
+			return nil
 		})
 	})
 

@@ -39,16 +39,10 @@ func startTestProcess(t *testing.T, script string) (*process, chan *process) {
 // waitForFile waits until a test process signals readiness by creating a file.
 func waitForFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not appear", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, path+" to appear", 10*time.Second, func() error {
+		_, err := os.Stat(path)
+		return err
+	})
 }
 
 func TestProcess_ReportsExitCodeAndLogsOutput(t *testing.T) {
@@ -99,13 +93,12 @@ func TestProcess_GrandchildrenDieWithTheContainerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for testenv.Alive(child) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if testenv.Alive(child) {
-		t.Errorf("grandchild %d outlived container process %d", child, p.pid)
-	}
+	testenv.Eventually(t, "the grandchild to die with its container process", 5*time.Second, func() error {
+		if testenv.Alive(child) {
+			return fmt.Errorf("grandchild %d outlived container process %d", child, p.pid)
+		}
+		return nil
+	})
 }
 
 func TestLogTail_KeepsTheLast80LinesWithin2KiB(t *testing.T) {
@@ -165,16 +158,19 @@ func TestProcess_DiesWhenNbkubeIsKilled(t *testing.T) {
 	if !testenv.Alive(pid) {
 		t.Fatalf("container process %d is not running", pid)
 	}
+	t.Cleanup(func() {
+		if testenv.Alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	_ = spawner.Process.Kill()
 	_ = spawner.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	for testenv.Alive(pid) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if testenv.Alive(pid) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		t.Fatalf("container process %d outlived the killed nbkube", pid)
-	}
+	testenv.Eventually(t, "the container process to die with nbkube", 5*time.Second, func() error {
+		if testenv.Alive(pid) {
+			return fmt.Errorf("container process %d outlived the killed nbkube", pid)
+		}
+		return nil
+	})
 }
 
 func TestProcess_GetsOnlyTheEnvironmentItIsGiven(t *testing.T) {
