@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -85,12 +86,12 @@ func runAgent(t *testing.T, cfg Config, addr string) *runningAgent {
 			t.Error("the agent did not stop")
 		}
 	})
-	testenvEventually(t, "listening", 10*time.Second, func() bool {
+	testenv.Eventually(t, "the agent to listen", 10*time.Second, func() error {
 		conn, err := net.Dial("tcp", addr)
 		if err == nil {
 			conn.Close()
 		}
-		return err == nil
+		return err
 	})
 	return ra
 }
@@ -361,16 +362,4 @@ func (c *client) sendExecute(code string, allowStdin bool) string {
 	c.t.Helper()
 	return c.send("execute_request", map[string]any{"code": code, "silent": false, "store_history": true,
 		"user_expressions": map[string]any{}, "allow_stdin": allowStdin, "stop_on_error": true})
-}
-
-// testenvEventually waits until cond holds, at most timeout.
-func testenvEventually(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

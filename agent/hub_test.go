@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -149,9 +150,19 @@ func TestAgent_HeartbeatReportsAFrozenKernelDead(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	testenvEventually(t, "dead", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState == agentapi.ExecutionDead })
+	testenv.Eventually(t, "the frozen kernel to be reported dead", 10*time.Second, func() error {
+		if st := ra.status(t, ""); st.ExecutionState != agentapi.ExecutionDead {
+			return fmt.Errorf("execution state %s", st.ExecutionState)
+		}
+		return nil
+	})
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	testenvEventually(t, "alive again", 10*time.Second, func() bool { return ra.status(t, "").ExecutionState != agentapi.ExecutionDead })
+	testenv.Eventually(t, "the thawed kernel to be alive again", 10*time.Second, func() error {
+		if st := ra.status(t, ""); st.ExecutionState == agentapi.ExecutionDead {
+			return fmt.Errorf("execution state %s", st.ExecutionState)
+		}
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
 
@@ -131,9 +133,11 @@ func TestAgent_KernelThatDiesIsRestartedAndClientsAreTold(t *testing.T) {
 	ra := startAgent(t, nil)
 	c := ra.connect(t, "s", false)
 	c.sendExecute("import os; os.kill(os.getpid(), 9)", false)
-	testenvEventually(t, "restarted", 30*time.Second, func() bool {
-		st := ra.status(t, "")
-		return st.RestartCount == 1 && st.ExecutionState == agentapi.ExecutionIdle
+	testenv.Eventually(t, "the kernel to be restarted", 30*time.Second, func() error {
+		if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != agentapi.ExecutionIdle {
+			return fmt.Errorf("restart count %d, execution state %s", st.RestartCount, st.ExecutionState)
+		}
+		return nil
 	})
 	if got := c.execute("1+1").of("execute_result"); len(got) != 1 {
 		t.Error("the restarted kernel does not execute")
