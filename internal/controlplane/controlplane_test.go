@@ -96,17 +96,10 @@ func TestControlPlane_TwoInstancesSideBySideWithControllerManager(t *testing.T) 
 	// The controller manager's service-account controller has run (Start waits for it), and
 	// the token controller publishes the root CA for pods.
 	csA := kubernetes.NewForConfigOrDie(a.RESTConfig())
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, "kube-root-ca.crt to be published", 30*time.Second, func() error {
 		_, err := csA.CoreV1().ConfigMaps("default").Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kube-root-ca.crt never published: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 	csB := kubernetes.NewForConfigOrDie(b.RESTConfig())
 	if _, err := csB.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
 		t.Fatal(err)
@@ -140,15 +133,14 @@ func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for _, pid := range children {
-		for testenv.Alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d outlived its killed parent", pid)
+	testenv.Eventually(t, "the children to die with their parent", 10*time.Second, func() error {
+		for _, pid := range children {
+			if testenv.Alive(pid) {
+				return fmt.Errorf("child %d outlived its killed parent", pid)
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
-	}
+		return nil
+	})
 	// The lock went with the process: the data dir is usable again.
 	start(t, dir, false).Stop()
 }
