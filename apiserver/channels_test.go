@@ -20,8 +20,8 @@ import (
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
-	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -51,7 +51,7 @@ func (k *oneKernel) RestartKernel(context.Context, apiserver.User, string) (jupy
 }
 func (k *oneKernel) Endpoint(_ context.Context, _ apiserver.User, id string) (agentclient.Endpoint, error) {
 	if id != k.id {
-		return agentclient.Endpoint{}, repository.ErrNotFound
+		return agentclient.Endpoint{}, domainerr.ErrNotFound
 	}
 	return k.ep, nil
 }

@@ -8,9 +8,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
-	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
-	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // apiError is an error a handler answers with as is.
@@ -39,22 +38,19 @@ var (
 	errMethodNotAllowed = &apiError{status: http.StatusMethodNotAllowed, message: "Method Not Allowed"}
 )
 
-// domainErrors are the kinds of error of the contents store and the repositories, with the
+// domainErrors are the kinds of refusal of the contents store and the repositories, with the
 // status each is answered with.
 var domainErrors = []struct {
 	kind   error
 	status int
 }{
-	{contents.ErrNotFound, http.StatusNotFound},
-	{contents.ErrExists, http.StatusConflict},
-	{contents.ErrInvalid, http.StatusBadRequest},
-	{contents.ErrForbidden, http.StatusForbidden},
-	{contents.ErrTooLarge, http.StatusRequestEntityTooLarge},
-	{repository.ErrNotFound, http.StatusNotFound},
-	{repository.ErrInvalid, http.StatusBadRequest},
-	{repository.ErrConflict, http.StatusConflict},
+	{domainerr.ErrNotFound, http.StatusNotFound},
+	{domainerr.ErrConflict, http.StatusConflict},
+	{domainerr.ErrInvalid, http.StatusBadRequest},
+	{domainerr.ErrForbidden, http.StatusForbidden},
+	{domainerr.ErrTooLarge, http.StatusRequestEntityTooLarge},
 	// As Jupyter answers a kernel that fails to start; the reason says why.
-	{repository.ErrStartFailed, http.StatusInternalServerError},
+	{domainerr.ErrStartFailed, http.StatusInternalServerError},
 }
 
 // answerTo decides how the API answers err: the status and Jupyter's error body. It is the one
@@ -91,23 +87,13 @@ func answerTo(err error) (status int, body jupyter.Error, failed bool) {
 	return http.StatusInternalServerError, jupyter.Error{Message: "Unhandled error"}, true
 }
 
-// reasonOf is the short reason a domain error gives; nil (null) when it gives none.
+// reasonOf is the short reason a refusal gives; nil (null) when it gives none.
 func reasonOf(err error) *string {
-	var (
-		repo   *repository.Error
-		store  *contents.Error
-		reason string
-	)
-	switch {
-	case errors.As(err, &repo):
-		reason = repo.Reason
-	case errors.As(err, &store):
-		reason = store.Reason
-	}
-	if reason == "" {
+	var de *domainerr.Error
+	if !errors.As(err, &de) || de.Reason == "" {
 		return nil
 	}
-	return &reason
+	return &de.Reason
 }
 
 // abortErr answers with the Jupyter error body for err. Failures of the server are logged;

@@ -9,9 +9,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
-	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
-	"github.com/nbkube/nbkube/internal/repository"
 )
 
 func TestAnswerTo_MapsEveryKindOfErrorToJupytersAnswer(t *testing.T) {
@@ -26,18 +25,18 @@ func TestAnswerTo_MapsEveryKindOfErrorToJupytersAnswer(t *testing.T) {
 		{"handler's own", badRequest("Type %s is invalid", "'x'"), http.StatusBadRequest, jupyter.Error{Message: "Type 'x' is invalid"}, false},
 		{"body too large", fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 10}), http.StatusRequestEntityTooLarge,
 			jupyter.Error{Message: "request body larger than 10 bytes"}, false},
-		{"store refusal with a reason", &contents.Error{Kind: contents.ErrInvalid, Message: "bad", Reason: "bad type"}, http.StatusBadRequest,
+		{"store refusal with a reason", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "bad", Reason: "bad type"}, http.StatusBadRequest,
 			jupyter.Error{Message: "bad", Reason: reason("bad type")}, false},
-		{"store refusal", &contents.Error{Kind: contents.ErrForbidden, Message: "Permission denied: x"}, http.StatusForbidden,
+		{"store refusal", &domainerr.Error{Kind: domainerr.ErrForbidden, Message: "Permission denied: x"}, http.StatusForbidden,
 			jupyter.Error{Message: "Permission denied: x"}, false},
-		{"store limit", &contents.Error{Kind: contents.ErrTooLarge, Message: "No room"}, http.StatusRequestEntityTooLarge, jupyter.Error{Message: "No room"}, false},
-		{"existing target", &contents.Error{Kind: contents.ErrExists, Message: "exists"}, http.StatusConflict, jupyter.Error{Message: "exists"}, false},
-		{"missing resource", &repository.Error{Kind: repository.ErrNotFound, Message: "Kernel does not exist: k"}, http.StatusNotFound,
+		{"store limit", &domainerr.Error{Kind: domainerr.ErrTooLarge, Message: "No room"}, http.StatusRequestEntityTooLarge, jupyter.Error{Message: "No room"}, false},
+		{"existing target", &domainerr.Error{Kind: domainerr.ErrConflict, Message: "exists"}, http.StatusConflict, jupyter.Error{Message: "exists"}, false},
+		{"missing resource", &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "Kernel does not exist: k"}, http.StatusNotFound,
 			jupyter.Error{Message: "Kernel does not exist: k"}, false},
-		{"bare sentinel", repository.ErrNotFound, http.StatusNotFound, jupyter.Error{Message: "not found"}, false},
-		{"refused state", &repository.Error{Kind: repository.ErrConflict, Message: "Cluster not running"}, http.StatusConflict,
+		{"bare sentinel", domainerr.ErrNotFound, http.StatusNotFound, jupyter.Error{Message: "not found"}, false},
+		{"refused state", &domainerr.Error{Kind: domainerr.ErrConflict, Message: "Cluster not running"}, http.StatusConflict,
 			jupyter.Error{Message: "Cluster not running"}, false},
-		{"kernel that did not start", &repository.Error{Kind: repository.ErrStartFailed, Reason: "ImagePullBackOff", Message: "the kernel failed to start: pull"},
+		{"kernel that did not start", &domainerr.Error{Kind: domainerr.ErrStartFailed, Reason: "ImagePullBackOff", Message: "the kernel failed to start: pull"},
 			http.StatusInternalServerError, jupyter.Error{Message: "the kernel failed to start: pull", Reason: reason("ImagePullBackOff")}, false},
 		{"agent's refusal", &agentclient.Error{Status: http.StatusConflict, Message: "busy"}, http.StatusConflict, jupyter.Error{Message: "busy"}, false},
 		{"agent refusing the server's token", &agentclient.Error{Status: http.StatusForbidden, Message: "bad token"}, http.StatusBadGateway,

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
 )
@@ -80,7 +81,7 @@ func (s *Server) resolveKernelSpec(ctx context.Context, name string) (string, er
 		name = s.defaultKernelSpec(specs)
 	}
 	ks, err := s.opts.KernelSpecs.GetKernelSpec(ctx, name)
-	if errors.Is(err, repository.ErrNotFound) {
+	if errors.Is(err, domainerr.ErrNotFound) {
 		return "", notFound("No such kernel named %s", name)
 	}
 	if err != nil {

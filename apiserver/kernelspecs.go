@@ -22,10 +22,10 @@ type KernelSpecLister interface {
 	// resource to its file name.
 	ListKernelSpecs(ctx context.Context) ([]jupyter.KernelSpec, error)
 	// GetKernelSpec returns the spec called name, matched case-insensitively; an error
-	// matching repository.ErrNotFound when there is none.
+	// matching domainerr.ErrNotFound when there is none.
 	GetKernelSpec(ctx context.Context, name string) (jupyter.KernelSpec, error)
 	// GetKernelSpecResource returns a file of the spec called name; an error matching
-	// repository.ErrNotFound when there is no such spec or file.
+	// domainerr.ErrNotFound when there is no such spec or file.
 	GetKernelSpecResource(ctx context.Context, name, file string) (repository.KernelSpecResource, error)
 }
 

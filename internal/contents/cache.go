@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // validationCacheSize bounds the validation results kept: an entry is a few dozen bytes.
@@ -62,7 +64,7 @@ func (c *validationCache) put(k validationKey, msg string) {
 func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessage, string, error) {
 	content, minor, err := transformNotebook(data)
 	if err != nil {
-		return nil, "", &Error{Kind: ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
+		return nil, "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
 	}
 	key := keyOf(st)
 	if msg, ok := s.results.get(key); ok {

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -190,7 +191,7 @@ func (s *Store) checkpointFileOf(path, id, refusal string) (string, string, erro
 
 func noCheckpoint(p, id string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return &Error{Kind: ErrNotFound, Message: fmt.Sprintf("Checkpoint does not exist: %s@%s", p, id), Err: err}
+		return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: fmt.Sprintf("Checkpoint does not exist: %s@%s", p, id), Err: err}
 	}
 	return fsError(p, err)
 }

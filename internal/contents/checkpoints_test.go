@@ -7,6 +7,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -61,8 +62,8 @@ func TestCheckpoints_LifecycleOldestFirstBoundedAndReadable(t *testing.T) {
 	if err := s.DeleteCheckpoint(ctx, "f.txt", ids[3]); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, s.DeleteCheckpoint(ctx, "f.txt", ids[3]), ErrNotFound, "Checkpoint does not exist: f.txt@"+ids[3])
-	wantError(t, s.RestoreCheckpoint(ctx, "f.txt", "../../etc"), ErrNotFound, "Checkpoint does not exist: f.txt@../../etc")
+	wantError(t, s.DeleteCheckpoint(ctx, "f.txt", ids[3]), domainerr.ErrNotFound, "Checkpoint does not exist: f.txt@"+ids[3])
+	wantError(t, s.RestoreCheckpoint(ctx, "f.txt", "../../etc"), domainerr.ErrNotFound, "Checkpoint does not exist: f.txt@../../etc")
 	if list, _ := s.ListCheckpoints(ctx, "f.txt"); len(list) != 2 {
 		t.Errorf("%d checkpoints after delete, want 2", len(list))
 	}
@@ -112,9 +113,9 @@ func TestCheckpoints_OfMissingFileOrDirectoryAreRefused(t *testing.T) {
 	s, dir := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"d/": ""})
 	_, err := s.CreateCheckpoint(ctx, "nope.txt")
-	wantError(t, err, ErrNotFound, "No such file or directory: nope.txt")
+	wantError(t, err, domainerr.ErrNotFound, "No such file or directory: nope.txt")
 	_, err = s.CreateCheckpoint(ctx, "d")
-	wantError(t, err, ErrInvalid, "")
+	wantError(t, err, domainerr.ErrInvalid, "")
 	if list, err := s.ListCheckpoints(ctx, "nope.txt"); err != nil || list == nil || len(list) != 0 {
 		t.Errorf("list of missing file = %#v, %v; want empty, like Jupyter", list, err)
 	}

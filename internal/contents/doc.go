@@ -1,7 +1,7 @@
 // Package contents is Jupyter's file contents manager (Jupyter Server 1.23's
 // FileContentsManager with LargeFileManager's chunked uploads) over a directory tree, for
-// the /api/contents handlers. It returns the models of package jupyter and domain errors
-// (ErrNotFound, ErrExists, ErrInvalid, ErrForbidden, ErrTooLarge) carrying Jupyter's
+// the /api/contents handlers. It returns the models of package jupyter, and refuses with
+// domainerr.Error (not found, conflict, invalid, forbidden, too large) carrying Jupyter's
 // messages.
 //
 // Paths. API paths are cleaned as Jupyter cleans them (slashes and "." dropped); ".." and

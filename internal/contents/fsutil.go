@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // statInfo is what the store needs of a stat(2) result.
@@ -165,7 +167,7 @@ func (s *Store) realPath(p string) (string, error) {
 // in the same directory, which is synced, renamed over p, and the directory synced, so that a
 // crash leaves either the old or the new content, never a mix. An existing file keeps its
 // permissions (and owner, where the process may set it). With exclusive, p must not exist
-// (ErrExists) and the rename cannot replace a file created meanwhile by another replica.
+// (domainerr.ErrConflict) and the rename cannot replace a file created meanwhile by another replica.
 func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error) error {
 	if !exclusive {
 		var err error
@@ -186,7 +188,7 @@ func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error)
 		var old *statInfo
 		if st, err := fstatat(dfd, name); err == nil {
 			if exclusive {
-				return newError(ErrExists, "File already exists: %s", p)
+				return domainerr.New(domainerr.ErrConflict, "File already exists: %s", p)
 			}
 			if st.isDir() {
 				return invalid("%s is a directory", p)
@@ -208,7 +210,7 @@ func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error)
 		if err != nil {
 			_ = unix.Unlinkat(dfd, tmp, 0)
 			if errors.Is(err, unix.EEXIST) {
-				return &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
 			}
 			return fsError(p, err)
 		}
@@ -265,7 +267,7 @@ func renameNoReplace(odfd int, oname string, ndfd int, nname string) error {
 // parentError reports a directory that cannot be opened to create something in it.
 func parentError(dir string, err error) error {
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return &Error{Kind: ErrNotFound, Message: "No such directory: " + dir, Err: err}
+		return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such directory: " + dir, Err: err}
 	}
 	return fsError(dir, err)
 }
@@ -294,6 +296,6 @@ func readAll(f io.Reader, p string, size, limit int64) ([]byte, error) {
 	}
 }
 
-func tooLarge(p string, limit int64) *Error {
-	return newError(ErrTooLarge, "%s is larger than the %d bytes the server returns in a model; download it from /files/ instead", p, limit)
+func tooLarge(p string, limit int64) *domainerr.Error {
+	return domainerr.New(domainerr.ErrTooLarge, "%s is larger than the %d bytes the server returns in a model; download it from /files/ instead", p, limit)
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 var testTime = time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -65,7 +67,7 @@ func exists(dir, name string) bool {
 // wantError checks that err is a store refusal of the given kind and, unless empty, message.
 func wantError(t testing.TB, err, kind error, msg string) {
 	t.Helper()
-	var e *Error
+	var e *domainerr.Error
 	if !errors.Is(err, kind) || !errors.As(err, &e) {
 		t.Fatalf("error = %v, want %v", err, kind)
 	}

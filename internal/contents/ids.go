@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Notebook ids serve the IPython 1.x interface, which names notebooks by UUID. They live in
@@ -52,7 +54,7 @@ func (s *Store) NotebookID(_ context.Context, path string) (string, error) {
 		return "", fsError(p, err)
 	}
 	if fi.IsDir() {
-		return "", &Error{Kind: ErrInvalid, Message: p + " is a directory, not a notebook", Reason: "bad type"}
+		return "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: p + " is a directory, not a notebook", Reason: "bad type"}
 	}
 	if id, ok := s.lookupID(p); ok {
 		return id, nil
@@ -69,7 +71,7 @@ func (s *Store) NotebookID(_ context.Context, path string) (string, error) {
 		return "", err
 	}
 	err = s.writeFile(entry, true, writeBytes([]byte(id)))
-	if errors.Is(err, ErrExists) {
+	if errors.Is(err, domainerr.ErrConflict) {
 		if theirs, ok := s.lookupID(p); ok {
 			_ = s.root.Remove(idsByID + "/" + id) // ours lost the race and is not referenced
 			return theirs, nil
@@ -90,7 +92,7 @@ func (s *Store) NotebookPath(_ context.Context, id string) (string, error) {
 	}
 	data, err := s.root.ReadFile(idsByID + "/" + id)
 	if err != nil {
-		return "", &Error{Kind: ErrNotFound, Message: "No notebook with id " + id, Err: err}
+		return "", &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No notebook with id " + id, Err: err}
 	}
 	p := string(data)
 	if got, ok := s.lookupID(p); !ok || got != id {

@@ -2,6 +2,8 @@ package contents
 
 import (
 	"testing"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 func TestNotebookIDs_StableAcrossStoresRenamesAndReplicas(t *testing.T) {
@@ -45,7 +47,7 @@ func TestNotebookIDs_StableAcrossStoresRenamesAndReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = s.NotebookPath(ctx, idB)
-	wantError(t, err, ErrNotFound, "No notebook with id "+idB)
+	wantError(t, err, domainerr.ErrNotFound, "No notebook with id "+idB)
 	writeTree(t, dir, map[string]string{"e/d2/b.ipynb": emptyNotebook})
 	if fresh, _ := s.NotebookID(ctx, "e/d2/b.ipynb"); fresh == idB {
 		t.Error("a new notebook at a deleted one's path got its id")
@@ -55,9 +57,9 @@ func TestNotebookIDs_StableAcrossStoresRenamesAndReplicas(t *testing.T) {
 func TestNotebookIDs_UnknownAndMissingAreNotFound(t *testing.T) {
 	s, _ := newTestStore(t, Options{})
 	_, err := s.NotebookPath(ctx, "../../etc/passwd")
-	wantError(t, err, ErrNotFound, "")
+	wantError(t, err, domainerr.ErrNotFound, "")
 	_, err = s.NotebookPath(ctx, newNotebookID())
-	wantError(t, err, ErrNotFound, "")
+	wantError(t, err, domainerr.ErrNotFound, "")
 	_, err = s.NotebookID(ctx, "missing.ipynb")
-	wantError(t, err, ErrNotFound, "No such file or directory: missing.ipynb")
+	wantError(t, err, domainerr.ErrNotFound, "No such file or directory: missing.ipynb")
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 func TestGet_NotebookIsPresentedLikeJupyter(t *testing.T) {
@@ -100,7 +102,7 @@ func TestGet_UnreadableNotebookIsInvalid(t *testing.T) {
 	} {
 		writeTree(t, dir, map[string]string{name: content})
 		_, err := s.Get(ctx, name, GetOptions{Content: true})
-		wantError(t, err, ErrInvalid, "")
+		wantError(t, err, domainerr.ErrInvalid, "")
 		if !strings.HasPrefix(err.Error(), "Unreadable Notebook: "+name) {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -29,12 +30,12 @@ func TestPaths_EscapesAreRefused(t *testing.T) {
 	forbidden := []string{"../x", "a/../../x", "..", "abs", "rel", "dirlink/secret.txt", "d/up/secret.txt", ".nbkube/ids"}
 	for _, p := range forbidden {
 		_, err := s.Get(ctx, p, GetOptions{Content: true})
-		wantError(t, err, ErrForbidden, "")
+		wantError(t, err, domainerr.ErrForbidden, "")
 		_, err = s.Save(ctx, p, &jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)})
-		wantError(t, err, ErrForbidden, "")
+		wantError(t, err, domainerr.ErrForbidden, "")
 	}
 	_, err := s.Get(ctx, "a\x00b", GetOptions{})
-	wantError(t, err, ErrInvalid, "")
+	wantError(t, err, domainerr.ErrInvalid, "")
 	if got := readFile(t, outside, "secret.txt"); got != "secret" {
 		t.Errorf("outside file changed: %q", got)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -81,14 +82,14 @@ func fileBytes(p string, m *jupyter.SaveModel) ([]byte, error) {
 	}
 	var content string
 	if err := json.Unmarshal(m.Content, &content); err != nil {
-		return nil, &Error{Kind: ErrInvalid, Message: "Encoding error saving " + p + ": content is not a string", Err: err}
+		return nil, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Encoding error saving " + p + ": content is not a string", Err: err}
 	}
 	if m.Format == jupyter.FormatText {
 		return []byte(content), nil
 	}
 	data, err := decodeBase64(content)
 	if err != nil {
-		return nil, &Error{Kind: ErrInvalid, Message: "Encoding error saving " + p + ": " + err.Error(), Err: err}
+		return nil, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Encoding error saving " + p + ": " + err.Error(), Err: err}
 	}
 	return data, nil
 }
@@ -149,7 +150,7 @@ func (s *Store) afterNotebookWrite(p, msg string) (*jupyter.ContentsModel, error
 }
 
 // create makes an empty notebook, file or directory at p. With exclusive, p must not exist
-// (ErrExists), which is how untitled names are claimed without races between replicas.
+// (domainerr.ErrConflict), which is how untitled names are claimed without races between replicas.
 func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, error) {
 	switch typ {
 	case jupyter.TypeDirectory:
@@ -160,7 +161,7 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 				return nil, invalid("Not a directory: %s", p)
 			}
 		case errors.Is(err, fs.ErrExist):
-			return nil, &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+			return nil, &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
 		case err != nil:
 			dir, _ := splitPath(p)
 			return nil, parentError(dir, err)
@@ -243,14 +244,14 @@ func (s *Store) claimName(dir, name, insert string, create func(p string) (*jupy
 	tries := 0
 	for cand := range candidateNames(name, insert) {
 		m, err := create(joinPath(dir, cand))
-		if !errors.Is(err, ErrExists) {
+		if !errors.Is(err, domainerr.ErrConflict) {
 			return m, err
 		}
 		if tries++; tries >= maxUntitled {
 			break
 		}
 	}
-	return nil, newError(ErrExists, "No free name for %s in %s", name, dir)
+	return nil, domainerr.New(domainerr.ErrConflict, "No free name for %s in %s", name, dir)
 }
 
 // Copy is POST /api/contents/<to> with copy_from: it copies the file from into the directory
@@ -279,7 +280,7 @@ func (s *Store) Copy(_ context.Context, from, to string) (*jupyter.ContentsModel
 		_, name := splitPath(src)
 		return s.claimName(dst, copyPattern.ReplaceAllString(name, "."), "-Copy", copyTo)
 	case err == nil:
-		return nil, newError(ErrExists, "File already exists: %s", dst)
+		return nil, domainerr.New(domainerr.ErrConflict, "File already exists: %s", dst)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fsError(dst, err)
 	}
@@ -315,7 +316,7 @@ func (s *Store) copyFile(src, dst string) (*jupyter.ContentsModel, error) {
 	return s.modelOf(dst)
 }
 
-// Rename is PATCH /api/contents/<old> with a new path. The target must not exist (ErrExists)
+// Rename is PATCH /api/contents/<old> with a new path. The target must not exist (domainerr.ErrConflict)
 // unless it is the same file (a change of case on a case-insensitive file system). A file's
 // checkpoints and notebook ids follow it; a directory's follow it as part of its tree.
 func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.ContentsModel, error) {
@@ -377,9 +378,9 @@ func (s *Store) renameEntry(old, p string) error {
 			}
 			switch {
 			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-				return &Error{Kind: ErrExists, Message: "File already exists: " + p, Err: err}
+				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
 			case errors.Is(err, unix.EINVAL):
-				return &Error{Kind: ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
+				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
 			case err != nil:
 				return fsError(old, err)
 			}
@@ -450,7 +451,7 @@ func (s *Store) Delete(_ context.Context, path string) error {
 	}
 	err = s.root.Remove(p)
 	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-		return &Error{Kind: ErrInvalid, Message: "Directory " + p + " not empty", Err: err}
+		return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Directory " + p + " not empty", Err: err}
 	}
 	if err != nil {
 		return fsError(p, err)

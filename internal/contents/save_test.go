@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -21,7 +22,7 @@ func TestSave_FilesInTextAndBase64(t *testing.T) {
 	for _, tc := range tests {
 		m, err := s.Save(ctx, tc.path, &jupyter.SaveModel{Type: "file", Format: tc.format, Content: json.RawMessage(tc.content)})
 		if tc.want == "" {
-			wantError(t, err, ErrForbidden, "")
+			wantError(t, err, domainerr.ErrForbidden, "")
 			continue
 		}
 		if err != nil {
@@ -45,17 +46,17 @@ func TestSave_RefusesModelsJupyterRefuses(t *testing.T) {
 		kind error
 		msg  string
 	}{
-		{path: "f.txt", m: jupyter.SaveModel{Type: "file"}, kind: ErrInvalid, msg: "No file content provided"},
-		{path: "g.txt", m: jupyter.SaveModel{Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "No file type provided"},
-		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "Must specify format of file contents as 'text' or 'base64'"},
-		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Format: "base64", Content: json.RawMessage(`"!!"`)}, kind: ErrInvalid, msg: ""},
-		{path: "g.txt", m: jupyter.SaveModel{Type: "blob", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "Unhandled contents type: blob"},
-		{path: "f.txt", m: jupyter.SaveModel{Type: "directory"}, kind: ErrInvalid, msg: "Not a directory: f.txt"},
-		{path: "d", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrInvalid, msg: "d is a directory"},
-		{path: "nodir/g.txt", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrNotFound, msg: "No such directory: nodir"},
-		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"cells": [`)}, kind: ErrInvalid, msg: ""},
-		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 3, "nbformat_minor": 0}`)}, kind: ErrInvalid, msg: ""},
-		{path: ".hidden", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: ErrForbidden, msg: "Cannot create file or directory '.hidden'"},
+		{path: "f.txt", m: jupyter.SaveModel{Type: "file"}, kind: domainerr.ErrInvalid, msg: "No file content provided"},
+		{path: "g.txt", m: jupyter.SaveModel{Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrInvalid, msg: "No file type provided"},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrInvalid, msg: "Must specify format of file contents as 'text' or 'base64'"},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "file", Format: "base64", Content: json.RawMessage(`"!!"`)}, kind: domainerr.ErrInvalid, msg: ""},
+		{path: "g.txt", m: jupyter.SaveModel{Type: "blob", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrInvalid, msg: "Unhandled contents type: blob"},
+		{path: "f.txt", m: jupyter.SaveModel{Type: "directory"}, kind: domainerr.ErrInvalid, msg: "Not a directory: f.txt"},
+		{path: "d", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrInvalid, msg: "d is a directory"},
+		{path: "nodir/g.txt", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrNotFound, msg: "No such directory: nodir"},
+		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"cells": [`)}, kind: domainerr.ErrInvalid, msg: ""},
+		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 3, "nbformat_minor": 0}`)}, kind: domainerr.ErrInvalid, msg: ""},
+		{path: ".hidden", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrForbidden, msg: "Cannot create file or directory '.hidden'"},
 	}
 	for _, tc := range tests {
 		_, err := s.Save(ctx, tc.path, &tc.m)
@@ -186,9 +187,9 @@ func TestNewUntitled_NamesLikeJupyter(t *testing.T) {
 		}
 	}
 	_, err := s.NewUntitled(ctx, "nodir", "", "")
-	wantError(t, err, ErrNotFound, "No such directory: nodir")
+	wantError(t, err, domainerr.ErrNotFound, "No such directory: nodir")
 	_, err = s.NewUntitled(ctx, "d", "blob", "")
-	wantError(t, err, ErrInvalid, "Unexpected model type: 'blob'")
+	wantError(t, err, domainerr.ErrInvalid, "Unexpected model type: 'blob'")
 }
 
 func TestCopy_NamesLikeJupyter(t *testing.T) {
@@ -215,20 +216,20 @@ func TestCopy_NamesLikeJupyter(t *testing.T) {
 		t.Errorf("copied notebook has %d checkpoints, want 1", len(cps))
 	}
 	_, err := s.Copy(ctx, "d", "")
-	wantError(t, err, ErrInvalid, "Can't copy directories")
+	wantError(t, err, domainerr.ErrInvalid, "Can't copy directories")
 	_, err = s.Copy(ctx, "a.ipynb", "nodir/x.ipynb")
-	wantError(t, err, ErrNotFound, "No such parent directory: nodir to copy file in")
+	wantError(t, err, domainerr.ErrNotFound, "No such parent directory: nodir to copy file in")
 	_, err = s.Copy(ctx, "missing.txt", "")
-	wantError(t, err, ErrNotFound, "No such file or directory: missing.txt")
+	wantError(t, err, domainerr.ErrNotFound, "No such file or directory: missing.txt")
 	_, err = s.Copy(ctx, "a.ipynb", "data.tar.gz")
-	wantError(t, err, ErrExists, "File already exists: data.tar.gz")
+	wantError(t, err, domainerr.ErrConflict, "File already exists: data.tar.gz")
 }
 
 func TestRename_OntoExistingFileIsConflict(t *testing.T) {
 	s, dir := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"a.txt": "a", "b.txt": "b"})
 	_, err := s.Rename(ctx, "a.txt", "b.txt")
-	wantError(t, err, ErrExists, "File already exists: b.txt")
+	wantError(t, err, domainerr.ErrConflict, "File already exists: b.txt")
 	if readFile(t, dir, "a.txt") != "a" || readFile(t, dir, "b.txt") != "b" {
 		t.Error("files changed")
 	}
@@ -248,11 +249,11 @@ func TestRename_MovesFilesAndDirectories(t *testing.T) {
 		t.Errorf("directory rename: %v", err)
 	}
 	_, err = s.Rename(ctx, "missing", "z")
-	wantError(t, err, ErrNotFound, "No such file or directory: missing")
+	wantError(t, err, domainerr.ErrNotFound, "No such file or directory: missing")
 	_, err = s.Rename(ctx, "e", "e/inside")
-	wantError(t, err, ErrInvalid, "")
+	wantError(t, err, domainerr.ErrInvalid, "")
 	_, err = s.Rename(ctx, "e/b.txt", ".b.txt")
-	wantError(t, err, ErrForbidden, "Cannot rename file or directory '.b.txt'")
+	wantError(t, err, domainerr.ErrForbidden, "Cannot rename file or directory '.b.txt'")
 }
 
 func TestDelete_NonEmptyDirectoryIsRefusedUnlessAllowed(t *testing.T) {
@@ -265,7 +266,7 @@ func TestDelete_NonEmptyDirectoryIsRefusedUnlessAllowed(t *testing.T) {
 				t.Errorf("DeleteNonEmptyDirs: %v", err)
 			}
 		} else {
-			wantError(t, err, ErrInvalid, "Directory d not empty")
+			wantError(t, err, domainerr.ErrInvalid, "Directory d not empty")
 			if !exists(dir, "d/x.txt") {
 				t.Error("content of refused directory deleted")
 			}
@@ -279,9 +280,9 @@ func TestDelete_NonEmptyDirectoryIsRefusedUnlessAllowed(t *testing.T) {
 
 func TestDelete_RefusesRootMissingAndHidden(t *testing.T) {
 	s, _ := newTestStore(t, Options{})
-	wantError(t, s.Delete(ctx, "/"), ErrInvalid, "Can't delete root")
-	wantError(t, s.Delete(ctx, "nope"), ErrNotFound, "File or directory does not exist: nope")
-	wantError(t, s.Delete(ctx, ".x"), ErrForbidden, "Cannot delete file or directory '.x'")
+	wantError(t, s.Delete(ctx, "/"), domainerr.ErrInvalid, "Can't delete root")
+	wantError(t, s.Delete(ctx, "nope"), domainerr.ErrNotFound, "File or directory does not exist: nope")
+	wantError(t, s.Delete(ctx, ".x"), domainerr.ErrForbidden, "Cannot delete file or directory '.x'")
 }
 
 func TestDelete_SymlinkRemovesTheLinkOnly(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/utils/clock"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -42,13 +43,13 @@ type Options struct {
 	DeleteNonEmptyDirs bool
 	// Clock dates checkpoints and chunked uploads. Nil means the real clock.
 	Clock clock.PassiveClock
-	// MaxUploadSize bounds the total size of a chunked upload (ErrTooLarge beyond it).
+	// MaxUploadSize bounds the total size of a chunked upload (domainerr.ErrTooLarge beyond it).
 	// Zero means DefaultMaxUploadSize.
 	MaxUploadSize int64
 	// UploadTTL is how long a chunked upload may wait for its next chunk before it is
 	// abandoned and its partial file removed. Zero means DefaultUploadTTL.
 	UploadTTL time.Duration
-	// MaxReadSize bounds the files whose content a model carries (ErrTooLarge beyond it),
+	// MaxReadSize bounds the files whose content a model carries (domainerr.ErrTooLarge beyond it),
 	// because a model holds the whole file, base64 encoded, in memory. Zero means
 	// DefaultMaxReadSize.
 	MaxReadSize int64
@@ -188,11 +189,11 @@ func modelType(p string, st statInfo, asked string) (string, error) {
 	switch {
 	case st.isDir():
 		if asked != "" && asked != jupyter.TypeDirectory {
-			return "", &Error{Kind: ErrInvalid, Message: fmt.Sprintf("%s is a directory, not a %s", p, asked), Reason: "bad type"}
+			return "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("%s is a directory, not a %s", p, asked), Reason: "bad type"}
 		}
 		return jupyter.TypeDirectory, nil
 	case asked == jupyter.TypeDirectory:
-		return "", &Error{Kind: ErrInvalid, Message: p + " is not a directory", Reason: "bad type"}
+		return "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: p + " is not a directory", Reason: "bad type"}
 	case asked == jupyter.TypeNotebook || (asked == "" && strings.HasSuffix(p, ".ipynb")):
 		return jupyter.TypeNotebook, nil
 	}
@@ -270,7 +271,7 @@ func (s *Store) contentModel(p string, st statInfo, typ string, data []byte, o G
 	case format != jupyter.FormatBase64 && utf8.Valid(data):
 		m.Content, format = string(data), jupyter.FormatText
 	case format == jupyter.FormatText:
-		return nil, &Error{Kind: ErrInvalid, Message: p + " is not UTF-8 encoded", Reason: "bad format"}
+		return nil, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: p + " is not UTF-8 encoded", Reason: "bad format"}
 	default:
 		m.Content, format = encodeBase64Lines(data), jupyter.FormatBase64
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -79,8 +80,8 @@ func TestGet_BadTypeAndFormatAreRefusedLikeJupyter(t *testing.T) {
 	}
 	for _, tc := range tests {
 		_, err := s.Get(ctx, tc.path, tc.opts)
-		wantError(t, err, ErrInvalid, tc.msg)
-		var e *Error
+		wantError(t, err, domainerr.ErrInvalid, tc.msg)
+		var e *domainerr.Error
 		if errors.As(err, &e) && e.Reason != tc.reason {
 			t.Errorf("%s %+v: reason %q, want %q", tc.path, tc.opts, e.Reason, tc.reason)
 		}
@@ -90,7 +91,7 @@ func TestGet_BadTypeAndFormatAreRefusedLikeJupyter(t *testing.T) {
 func TestGet_MissingFileIsNotFound(t *testing.T) {
 	s, _ := newTestStore(t, Options{})
 	_, err := s.Get(ctx, "x/y.txt", GetOptions{})
-	wantError(t, err, ErrNotFound, "No such file or directory: x/y.txt")
+	wantError(t, err, domainerr.ErrNotFound, "No such file or directory: x/y.txt")
 }
 
 func TestGet_ListingSkipsWhatJupyterHides(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -87,7 +88,7 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 	}
 	if st.Size+int64(len(data)) > s.opts.MaxUploadSize {
 		s.dropUpload(key)
-		return nil, newError(ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, s.opts.MaxUploadSize)
+		return nil, domainerr.New(domainerr.ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, s.opts.MaxUploadSize)
 	}
 	if err := s.appendPart(key, st.Size, chunk == 1, data); err != nil {
 		return nil, fsError(p, err)
@@ -118,7 +119,7 @@ func (s *Store) uploadState(key, p string, now time.Time) (uploadState, error) {
 		err = json.Unmarshal(data, &st)
 	}
 	if err != nil || st.Path != p {
-		return st, &Error{Kind: ErrInvalid, Message: "No upload of " + p + " in progress: chunk 1 starts one", Err: err}
+		return st, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "No upload of " + p + " in progress: chunk 1 starts one", Err: err}
 	}
 	if now.Sub(st.Updated) > s.opts.UploadTTL {
 		s.dropUpload(key)

@@ -10,6 +10,7 @@ import (
 
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -56,7 +57,7 @@ func TestUpload_ChunksAssembleAtomicallyOnTheLastOne(t *testing.T) {
 		t.Errorf("upload leftovers: %v", entries)
 	}
 	_, err = chunk(t, s, "big.bin", 2, "x")
-	wantError(t, err, ErrInvalid, "No upload of big.bin in progress: chunk 1 starts one")
+	wantError(t, err, domainerr.ErrInvalid, "No upload of big.bin in progress: chunk 1 starts one")
 }
 
 func TestUpload_OutOfOrderChunkIsRefused(t *testing.T) {
@@ -65,12 +66,12 @@ func TestUpload_OutOfOrderChunkIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := chunk(t, s, "f", 3, "c")
-	wantError(t, err, ErrInvalid, "Chunk 3 of f is out of order: expected chunk 2")
+	wantError(t, err, domainerr.ErrInvalid, "Chunk 3 of f is out of order: expected chunk 2")
 	_, err = chunk(t, s, "f", 0, "c")
-	wantError(t, err, ErrInvalid, "Invalid chunk number 0")
+	wantError(t, err, domainerr.ErrInvalid, "Invalid chunk number 0")
 	n := 2
 	_, err = s.Save(ctx, "f", &jupyter.SaveModel{Type: "notebook", Chunk: &n, Content: json.RawMessage(`{}`)})
-	wantError(t, err, ErrInvalid, `File type "notebook" is not supported for large file transfer`)
+	wantError(t, err, domainerr.ErrInvalid, `File type "notebook" is not supported for large file transfer`)
 }
 
 func TestUpload_OverTheSizeLimitIsTooLargeAndDropped(t *testing.T) {
@@ -79,7 +80,7 @@ func TestUpload_OverTheSizeLimitIsTooLargeAndDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := chunk(t, s, "f", 2, "def")
-	wantError(t, err, ErrTooLarge, "Upload of f exceeds the limit of 5 bytes")
+	wantError(t, err, domainerr.ErrTooLarge, "Upload of f exceeds the limit of 5 bytes")
 	if entries, _ := os.ReadDir(filepath.Join(dir, uploadsDir)); len(entries) != 0 || exists(dir, "f") {
 		t.Errorf("leftovers after a refused upload: %v", entries)
 	}
@@ -96,7 +97,7 @@ func TestUpload_AbandonedUploadsExpireAndAreSwept(t *testing.T) {
 	}
 	clk.SetTime(testTime.Add(2 * time.Minute))
 	_, err := chunk(t, s, "old", 2, "b")
-	wantError(t, err, ErrInvalid, "The upload of old was abandoned: start again with chunk 1")
+	wantError(t, err, domainerr.ErrInvalid, "The upload of old was abandoned: start again with chunk 1")
 	if _, err := chunk(t, s, "new", 1, "a"); err != nil {
 		t.Fatal(err)
 	}

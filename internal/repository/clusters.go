@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -98,7 +99,7 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 	switch {
 	case apierrors.IsInvalid(err):
 		return jupyter.Cluster{}, invalid(err.Error())
-	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict):
+	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict):
 		return jupyter.Cluster{}, err
 	case err != nil:
 		return jupyter.Cluster{}, fmt.Errorf("update cluster: %w", err)
@@ -113,7 +114,7 @@ func (r *Clusters) get(ctx context.Context, u identity.User, id string) (*nbv1.C
 
 // checkCluster tells whether the user may attach a kernel to the cluster named id.
 func checkCluster(ctx context.Context, reader client.Reader, namespace string, u identity.User, id string) error {
-	if _, err := ownedClusters.get(ctx, reader, namespace, u, id); errors.Is(err, ErrNotFound) {
+	if _, err := ownedClusters.get(ctx, reader, namespace, u, id); errors.Is(err, domainerr.ErrNotFound) {
 		return invalid("No such cluster: " + id)
 	} else if err != nil {
 		return err

@@ -87,7 +87,7 @@ func (k *KernelSpecs) GetKernelSpecResource(ctx context.Context, name, file stri
 	return KernelSpecResource{FileName: logo.FileName, ContentType: logoTypes[path.Ext(logo.FileName)], Data: logo.Data}, nil
 }
 
-// get returns the kernel spec called name; the error of a missing one matches ErrNotFound.
+// get returns the kernel spec called name; the error of a missing one matches domainerr.ErrNotFound.
 func (k *KernelSpecs) get(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
 	key := strings.ToLower(name)
 	if !validName(key) {

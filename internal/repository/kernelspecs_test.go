@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/repository"
@@ -83,8 +84,8 @@ func TestKernelSpecs(t *testing.T) {
 		repo := &repository.KernelSpecs{Reader: c, Namespace: testenv.Namespace(t, c)}
 		for _, name := range []string{"nope", "my_kernel", "a/b", "..", ""} {
 			_, err := repo.GetKernelSpec(t.Context(), name)
-			if !errors.Is(err, repository.ErrNotFound) {
-				t.Errorf("get %q: %v, want ErrNotFound", name, err)
+			if !errors.Is(err, domainerr.ErrNotFound) {
+				t.Errorf("get %q: %v, want domainerr.ErrNotFound", name, err)
 			}
 		}
 		if _, err := repo.GetKernelSpec(t.Context(), "nope"); err == nil || err.Error() != "Kernel spec nope not found" {

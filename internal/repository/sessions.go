@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -256,7 +257,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		return jupyter.Session{}, invalid(err.Error())
 	}
 	if err != nil {
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+		if errors.Is(err, domainerr.ErrNotFound) || errors.Is(err, domainerr.ErrInvalid) {
 			return jupyter.Session{}, err
 		}
 		return jupyter.Session{}, fmt.Errorf("update session: %w", err)
@@ -286,7 +287,7 @@ func (r *Sessions) DeleteSession(ctx context.Context, u identity.User, id string
 	if own {
 		// Garbage collection would stop the kernel too, but not before this answer: Jupyter
 		// has shut it down when DELETE returns.
-		if err := r.Kernels.DeleteKernel(ctx, u, kn.Name); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := r.Kernels.DeleteKernel(ctx, u, kn.Name); err != nil && !errors.Is(err, domainerr.ErrNotFound) {
 			return err
 		}
 	}
