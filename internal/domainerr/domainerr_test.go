@@ -26,7 +26,7 @@ func TestError_MatchesItsKindAndUnwrapsItsCause(t *testing.T) {
 
 func TestNew_FormatsTheMessage(t *testing.T) {
 	err := New(ErrInvalid, "%s is not a directory", "a")
-	if err.Message != "a is not a directory" || err.Kind != ErrInvalid || err.Reason != "" || err.Err != nil {
+	if err.Message != "a is not a directory" || !errors.Is(err, ErrInvalid) || err.Reason != "" || err.Unwrap() != nil {
 		t.Errorf("New = %+v", err)
 	}
 }
