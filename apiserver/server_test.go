@@ -275,15 +275,15 @@ func TestAPI_WithoutServicesAnswersAsWithNone(t *testing.T) {
 		t.Errorf("kernel specs %v", specs)
 	}
 	for _, c := range []struct{ method, path, message string }{
-		{"GET", "/api/kernels/k1", "Kernel does not exist: k1"},
-		{"DELETE", "/api/kernels/k1", "Kernel does not exist: k1"},
-		{"POST", "/api/kernels/k1/restart", "Kernel does not exist: k1"},
-		{"GET", "/api/sessions/s1", "Session not found: s1"},
-		{"GET", "/api/clusters/c1", "profile not found: c1"},
-		{"POST", "/api/clusters/c1/stop", "profile not found: c1"},
-		{"GET", "/api/kernelspecs/python3", "Kernel spec python3 not found"},
-		{"POST", "/api/kernels", "No such kernel named python3"},
-		{"POST", "/api/sessions", "No such kernel named python3"},
+		{method: "GET", path: "/api/kernels/k1", message: "Kernel does not exist: k1"},
+		{method: "DELETE", path: "/api/kernels/k1", message: "Kernel does not exist: k1"},
+		{method: "POST", path: "/api/kernels/k1/restart", message: "Kernel does not exist: k1"},
+		{method: "GET", path: "/api/sessions/s1", message: "Session not found: s1"},
+		{method: "GET", path: "/api/clusters/c1", message: "profile not found: c1"},
+		{method: "POST", path: "/api/clusters/c1/stop", message: "profile not found: c1"},
+		{method: "GET", path: "/api/kernelspecs/python3", message: "Kernel spec python3 not found"},
+		{method: "POST", path: "/api/kernels", message: "No such kernel named python3"},
+		{method: "POST", path: "/api/sessions", message: "No such kernel named python3"},
 	} {
 		r := s.do(c.method, c.path, nil)
 		expect(t, r, http.StatusNotFound)
