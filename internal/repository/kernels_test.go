@@ -14,13 +14,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/scheme"
 )
 
 // A pod has its address before its agent listens. WaitReady asks the agent again after a
@@ -57,18 +56,11 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := nbv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
 	kernel := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"}}
 	kernel.Status.PodIP = host
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"},
 		Data: map[string][]byte{agentapi.SecretKeyToken: []byte("agent-token")}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(kernel, secret).WithStatusSubresource(kernel).Build()
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(kernel, secret).WithStatusSubresource(kernel).Build()
 	if err := c.Status().Update(context.Background(), kernel); err != nil {
 		t.Fatal(err)
 	}
