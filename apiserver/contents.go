@@ -27,6 +27,18 @@ func apiPath(c *gin.Context) string { return strings.Trim(c.Param("path"), "/") 
 // quote renders a path as Python's repr does in Jupyter's messages.
 func quote(p string) string { return "'" + p + "'" }
 
+// requestPath is the contents path as Jupyter's handler receives it from its route, which its
+// refusals of hidden paths quote: decoded, with a leading slash ("" for the root).
+func requestPath(c *gin.Context) string {
+	if p := apiPath(c); p != "" {
+		return "/" + p
+	}
+	if c.Param("path") != "" {
+		return "/"
+	}
+	return ""
+}
+
 // contents is /api/contents/<path>: a file, notebook or directory, or the checkpoints or
 // trust of one.
 func (s *Server) contents(c *gin.Context) error {
@@ -117,7 +129,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 		return err
 	}
 	if s.hidden(p) {
-		return notFound("file or directory %s does not exist", quote(p))
+		return notFound("file or directory %s does not exist", quote(requestPath(c)))
 	}
 	m, err := s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
 	if err != nil {
@@ -136,7 +148,7 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 		return badRequest("JSON body missing")
 	}
 	if body.Path != "" && (s.hidden(p) || s.hidden(body.Path)) {
-		return badRequest("Cannot rename file or directory %s", quote(p))
+		return badRequest("Cannot rename file or directory %s", quote(requestPath(c)))
 	}
 	target := p
 	ctx := c.Request.Context()
@@ -156,21 +168,27 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 
 func (s *Server) postContents(c *gin.Context, p string) error {
 	ctx := c.Request.Context()
-	isFile, _, err := s.opts.Contents.Exists(ctx, p)
-	if err != nil {
-		return err
-	}
-	if isFile {
-		return badRequest("Cannot POST to files, use PUT instead.")
+	// The store refuses to look at a hidden path; the refusals below answer for it.
+	if !s.hidden(p) {
+		isFile, _, err := s.opts.Contents.Exists(ctx, p)
+		if err != nil {
+			return err
+		}
+		if isFile {
+			return badRequest("Cannot POST to files, use PUT instead.")
+		}
 	}
 	var body jupyter.SaveModel
 	if _, err := readJSON(c, &body); err != nil {
 		return err
 	}
-	var m *jupyter.ContentsModel
+	var (
+		m   *jupyter.ContentsModel
+		err error
+	)
 	if body.CopyFrom != "" {
 		if s.hidden(p) || s.hidden(body.CopyFrom) {
-			return badRequest("Cannot copy file or directory %s", quote(p))
+			return badRequest("Cannot copy file or directory %s", quote(requestPath(c)))
 		}
 		m, err = s.opts.Contents.Copy(ctx, strings.Trim(body.CopyFrom, "/"), p)
 	} else {
@@ -200,7 +218,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		return badRequest("Cannot copy with PUT, only POST")
 	}
 	if (body.Path != "" && s.hidden(body.Path)) || s.hidden(p) {
-		return badRequest("Cannot create file or directory %s", quote(p))
+		return badRequest("Cannot create file or directory %s", quote(requestPath(c)))
 	}
 	isFile, isDir, err := s.opts.Contents.Exists(ctx, p)
 	if err != nil {
@@ -219,7 +237,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 
 func (s *Server) deleteContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
-		return badRequest("Cannot delete file or directory %s", quote(p))
+		return badRequest("Cannot delete file or directory %s", quote(requestPath(c)))
 	}
 	if err := s.opts.Contents.Delete(c.Request.Context(), p); err != nil {
 		return err

@@ -335,3 +335,44 @@ func TestContents_ChunkedUploadAssemblesTheFile(t *testing.T) {
 		t.Errorf("assembled %q, want %q", got, want)
 	}
 }
+
+// TestContents_HiddenRefusalsAreJupytersAnswers: the status and message of each handler-level
+// refusal of a hidden path are those of Jupyter Server 1.23, which quotes the request's path
+// with its leading slash. A copy into a hidden directory that exists is refused like the
+// others, not answered by the store's own refusal.
+func TestContents_HiddenRefusalsAreJupytersAnswers(t *testing.T) {
+	s := newServer(t)
+	for name, data := range map[string]string{".secret": "x", "a.txt": "y"} {
+		if err := os.WriteFile(filepath.Join(s.root, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(s.root, "sub", ".hid"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method, path string
+		body         any
+		status       int
+		message      string
+	}{
+		{"POST", "/api/contents", map[string]string{"copy_from": ".secret"}, 400, "Cannot copy file or directory ''"},
+		{"POST", "/api/contents/sub/.hid", map[string]string{"copy_from": "a.txt"}, 400, "Cannot copy file or directory '/sub/.hid'"},
+		{"POST", "/api/contents/sub%2F.hid", map[string]string{"copy_from": "a.txt"}, 400, "Cannot copy file or directory '/sub/.hid'"},
+		{"POST", "/api/contents/.nope", map[string]string{"copy_from": "a.txt"}, 400, "Cannot copy file or directory '/.nope'"},
+		{"POST", "/api/contents/sub", map[string]string{"copy_from": "/.secret"}, 400, "Cannot copy file or directory '/sub'"},
+		{"DELETE", "/api/contents/.secret", nil, 400, "Cannot delete file or directory '/.secret'"},
+		{"PATCH", "/api/contents/.secret", map[string]string{"path": "v"}, 400, "Cannot rename file or directory '/.secret'"},
+		{"PUT", "/api/contents/.env", map[string]string{"type": "file", "format": "text", "content": "x"}, 400, "Cannot create file or directory '/.env'"},
+		{"GET", "/api/contents/.secret", nil, 404, "file or directory '/.secret' does not exist"},
+	} {
+		r := s.do(tc.method, tc.path, tc.body)
+		expect(t, r, tc.status)
+		if got := r.json(t)["message"]; got != tc.message {
+			t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, got, tc.message)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "sub", ".hid", "a.txt")); err == nil {
+		t.Error("a refused copy was made")
+	}
+}
