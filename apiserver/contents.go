@@ -239,7 +239,7 @@ func (s *Server) deleteContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
 		return badRequest("Cannot delete file or directory %s", quote(requestPath(c)))
 	}
-	if err := s.opts.Contents.Delete(c.Request.Context(), p); err != nil {
+	if err := s.opts.Contents.Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)

@@ -135,8 +135,10 @@ func TestContents_FilesDirectoriesAndQueryErrors(t *testing.T) {
 	}
 	expect(t, s.do("GET", "/api/contents/data?type=file", nil), http.StatusBadRequest)
 	expect(t, s.do("PUT", "/api/contents/x.txt", "{not json"), http.StatusBadRequest)
-	expect(t, s.do("DELETE", "/api/contents/data", nil), http.StatusBadRequest)
 	expect(t, s.do("GET", "/api/contents/nowhere/x.txt", nil), http.StatusNotFound)
+	// As Jupyter's default delete_to_trash, a directory with contents goes to the trash.
+	expect(t, s.do("DELETE", "/api/contents/data", nil), http.StatusNoContent)
+	expect(t, s.do("GET", "/api/contents/data", nil), http.StatusNotFound)
 }
 
 func TestContents_HiddenAndEscapingPathsAreRefused(t *testing.T) {

@@ -215,7 +215,7 @@ func (s *Server) deleteLegacyNotebook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opts.Contents.Delete(c.Request.Context(), p); err != nil {
+	if err := s.opts.Contents.Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)

@@ -60,6 +60,10 @@ func (s *Server) routes() *gin.Engine {
 		auth.Handle(m, "api/contents", h(s.contents))
 		auth.Handle(m, "api/contents/*path", h(s.contents))
 	}
+	auth.GET("api/trash", h(s.listTrash))
+	auth.DELETE("api/trash", h(s.emptyTrash))
+	auth.DELETE("api/trash/:id", h(s.deleteTrash))
+	auth.POST("api/trash/:id/restore", h(s.restoreTrash))
 	auth.GET("files/*path", h(s.getFile))
 	auth.HEAD("files/*path", h(s.getFile))
 

@@ -57,6 +57,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported by GET /api.
 	Version string
+	// TrashSweepInterval is how often Serve deletes expired trash entries;
+	// DefaultTrashSweepInterval when zero.
+	TrashSweepInterval time.Duration
 	// Clock stamps /api/status; the real clock when nil.
 	Clock clock.PassiveClock
 	// Log receives request and error logs; never tokens or cookies.
@@ -99,6 +102,9 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.TrashSweepInterval <= 0 {
+		opts.TrashSweepInterval = DefaultTrashSweepInterval
+	}
 	if opts.Kernels == nil {
 		opts.Kernels = repository.None{}
 	}
@@ -140,8 +146,19 @@ func NormalizeBaseURL(b string) string {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Serve answers requests on l until ctx ends, then shuts down gracefully.
+// Serve answers requests on l, and sweeps the trash, until ctx ends, then shuts down
+// gracefully.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	sweepCtx, stopSweeping := context.WithCancel(ctx)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		s.sweepTrash(sweepCtx)
+	}()
+	defer func() {
+		stopSweeping()
+		<-swept
+	}()
 	srv := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -87,7 +87,7 @@ func TestCheckpoints_FollowRenameAndGoWithDelete(t *testing.T) {
 	if len(list) != 1 || list[0].ID != cp.ID {
 		t.Fatalf("renamed file checkpoints = %v, want [%s]", list, cp.ID)
 	}
-	if err := s.Delete(ctx, "d/b.txt"); err != nil {
+	if err := s.Delete(ctx, "alice", "d/b.txt"); err != nil {
 		t.Fatal(err)
 	}
 	saveText(t, s, "d/b.txt", "new file")

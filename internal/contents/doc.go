@@ -20,8 +20,8 @@
 //
 // State. Everything lives in the tree, so replicas sharing a volume see the same store:
 // checkpoints in .ipynb_checkpoints/ next to each file (Jupyter's layout, several per file;
-// see checkpoints.go), partial uploads and notebook ids under .nbkube/ (see upload.go and
-// ids.go). The one in-memory state is a cache of notebook validation results, keyed by the
+// see checkpoints.go), partial uploads, notebook ids and each user's trash under .nbkube/
+// (see upload.go, ids.go and trash.go). The one in-memory state is a cache of notebook validation results, keyed by the
 // identity of the file version validated (device, inode, size, modification and change
 // times), so it cannot tell one replica something another would not compute.
 //

@@ -43,7 +43,7 @@ func TestNotebookIDs_StableAcrossStoresRenamesAndReplicas(t *testing.T) {
 			t.Errorf("NotebookID(%s) = %q, want %q", want, again, id)
 		}
 	}
-	if err := s.Delete(ctx, "e/d2/b.ipynb"); err != nil {
+	if err := s.Delete(ctx, "alice", "e/d2/b.ipynb"); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.NotebookPath(ctx, idB)

@@ -398,10 +398,12 @@ func sameFile(ofd int, oname string, nfd int, nname string) bool {
 	return err1 == nil && err2 == nil && a.dev == b.dev && a.ino == b.ino
 }
 
-// Delete is DELETE /api/contents/<path>. A directory must be empty but for checkpoints
-// unless DeleteNonEmptyDirs is set; a file's checkpoints and notebook ids go with it. A
-// symbolic link is removed, not what it points at.
-func (s *Store) Delete(_ context.Context, path string) error {
+// Delete is DELETE /api/contents/<path>: it moves the file or directory to user's trash
+// (see trash.go), or, with DeletePermanently, deletes it for good, and then a directory must
+// be empty but for checkpoints unless DeleteNonEmptyDirs is set. A file's checkpoints are
+// deleted for good either way, as Jupyter's delete does; a directory's travel in it. Notebook
+// ids are dropped. A symbolic link is deleted, not what it points at.
+func (s *Store) Delete(_ context.Context, user, path string) error {
 	p, err := s.check(path, "Cannot delete file or directory '%s'")
 	if err != nil {
 		return err
@@ -416,13 +418,22 @@ func (s *Store) Delete(_ context.Context, path string) error {
 	if err != nil {
 		return fsError(p, err)
 	}
+	trashed, err := s.trashOrDelete(user, p)
+	if err != nil {
+		return err
+	}
 	if !fi.IsDir() {
-		if err := s.root.Remove(p); err != nil {
-			return fsError(p, err)
+		if !trashed {
+			if err := s.root.Remove(p); err != nil {
+				return fsError(p, err)
+			}
 		}
 		if err := s.deleteCheckpoints(p); err != nil {
 			return err
 		}
+		return s.forgetIDs(p)
+	}
+	if trashed {
 		return s.forgetIDs(p)
 	}
 	if s.opts.DeleteNonEmptyDirs {

@@ -256,11 +256,11 @@ func TestRename_MovesFilesAndDirectories(t *testing.T) {
 	wantError(t, err, domainerr.ErrForbidden, "Cannot rename file or directory '.b.txt'")
 }
 
-func TestDelete_NonEmptyDirectoryIsRefusedUnlessAllowed(t *testing.T) {
+func TestDelete_PermanentlyRefusesNonEmptyDirectoriesUnlessAllowed(t *testing.T) {
 	for _, allow := range []bool{false, true} {
-		s, dir := newTestStore(t, Options{DeleteNonEmptyDirs: allow})
+		s, dir := newTestStore(t, Options{DeletePermanently: true, DeleteNonEmptyDirs: allow})
 		writeTree(t, dir, map[string]string{"d/x.txt": "x", "cp/.ipynb_checkpoints/n-checkpoint.ipynb": "{}"})
-		err := s.Delete(ctx, "d")
+		err := s.Delete(ctx, "alice", "d")
 		if allow {
 			if err != nil || exists(dir, "d") {
 				t.Errorf("DeleteNonEmptyDirs: %v", err)
@@ -272,17 +272,20 @@ func TestDelete_NonEmptyDirectoryIsRefusedUnlessAllowed(t *testing.T) {
 			}
 		}
 		// Only checkpoints inside: empty for Jupyter.
-		if err := s.Delete(ctx, "cp"); err != nil || exists(dir, "cp") {
+		if err := s.Delete(ctx, "alice", "cp"); err != nil || exists(dir, "cp") {
 			t.Errorf("delete of checkpoint-only directory: %v", err)
+		}
+		if exists(dir, trashDir) {
+			t.Error("deleting for good made a trash")
 		}
 	}
 }
 
 func TestDelete_RefusesRootMissingAndHidden(t *testing.T) {
 	s, _ := newTestStore(t, Options{})
-	wantError(t, s.Delete(ctx, "/"), domainerr.ErrInvalid, "Can't delete root")
-	wantError(t, s.Delete(ctx, "nope"), domainerr.ErrNotFound, "File or directory does not exist: nope")
-	wantError(t, s.Delete(ctx, ".x"), domainerr.ErrForbidden, "Cannot delete file or directory '.x'")
+	wantError(t, s.Delete(ctx, "alice", "/"), domainerr.ErrInvalid, "Can't delete root")
+	wantError(t, s.Delete(ctx, "alice", "nope"), domainerr.ErrNotFound, "File or directory does not exist: nope")
+	wantError(t, s.Delete(ctx, "alice", ".x"), domainerr.ErrForbidden, "Cannot delete file or directory '.x'")
 }
 
 func TestDelete_SymlinkRemovesTheLinkOnly(t *testing.T) {
@@ -291,7 +294,7 @@ func TestDelete_SymlinkRemovesTheLinkOnly(t *testing.T) {
 	if err := os.Symlink("d", filepath.Join(dir, "l")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(ctx, "l"); err != nil || exists(dir, "l") || !exists(dir, "d/x") {
+	if err := s.Delete(ctx, "alice", "l"); err != nil || exists(dir, "l") || !exists(dir, "d/x") {
 		t.Errorf("delete link: %v", err)
 	}
 }

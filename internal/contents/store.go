@@ -38,10 +38,17 @@ type Options struct {
 	MaxCheckpoints int
 	// AllowHidden serves dot files and directories, as Jupyter's allow_hidden does.
 	AllowHidden bool
-	// DeleteNonEmptyDirs lets Delete remove a directory with contents, as Jupyter's
-	// always_delete_dir does. There is no trash: the deletion is final.
+	// DeletePermanently makes Delete delete for good instead of moving to the user's trash:
+	// Jupyter's delete_to_trash = False.
+	DeletePermanently bool
+	// DeleteNonEmptyDirs lets Delete remove a directory with contents for good, as Jupyter's
+	// always_delete_dir does; without it, deleting for good refuses them. Moving to the trash
+	// takes any directory.
 	DeleteNonEmptyDirs bool
-	// Clock dates checkpoints and chunked uploads. Nil means the real clock.
+	// TrashMaxAge is how long an entry stays in a trash before SweepTrash deletes it for good.
+	// Zero keeps entries until their user deletes them.
+	TrashMaxAge time.Duration
+	// Clock dates checkpoints, chunked uploads and trash entries. Nil means the real clock.
 	Clock clock.PassiveClock
 	// MaxUploadSize bounds the total size of a chunked upload (domainerr.ErrTooLarge beyond it).
 	// Zero means DefaultMaxUploadSize.

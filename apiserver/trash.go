@@ -1,0 +1,83 @@
+package apiserver
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+)
+
+// The trash routes are nbkube's own: Jupyter's delete_to_trash moves files to the desktop's
+// trash, which a server's clients cannot reach. DELETE /api/contents/<path> moves to the
+// user's trash (see package contents); these list, restore and empty it.
+
+// DefaultTrashSweepInterval is how often a server deletes expired trash entries unless
+// configured.
+const DefaultTrashSweepInterval = time.Hour
+
+// listTrash is GET /api/trash: the user's trash entries, newest first.
+func (s *Server) listTrash(c *gin.Context) error {
+	list, err := s.opts.Contents.ListTrash(c.Request.Context(), userOf(c).Name)
+	if err != nil {
+		return err
+	}
+	c.JSON(http.StatusOK, list)
+	return nil
+}
+
+// restoreBody is the optional body of POST /api/trash/<id>/restore.
+type restoreBody struct {
+	// Path restores the entry there instead of where it was deleted from.
+	Path string `json:"path"`
+}
+
+// restoreTrash is POST /api/trash/<id>/restore: the entry goes back, and the answer is its
+// model, as a rename's.
+func (s *Server) restoreTrash(c *gin.Context) error {
+	var body restoreBody
+	if _, err := readJSON(c, &body); err != nil {
+		return err
+	}
+	m, err := s.opts.Contents.RestoreTrash(c.Request.Context(), userOf(c).Name, c.Param("id"), body.Path)
+	if err != nil {
+		return err
+	}
+	return s.writeModel(c, http.StatusOK, m, true)
+}
+
+// deleteTrash is DELETE /api/trash/<id>: the entry is gone for good.
+func (s *Server) deleteTrash(c *gin.Context) error {
+	if err := s.opts.Contents.DeleteTrash(c.Request.Context(), userOf(c).Name, c.Param("id")); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// emptyTrash is DELETE /api/trash: every entry is gone for good.
+func (s *Server) emptyTrash(c *gin.Context) error {
+	if err := s.opts.Contents.EmptyTrash(c.Request.Context(), userOf(c).Name); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
+}
+
+// sweepTrash deletes expired trash entries now and every TrashSweepInterval until ctx ends.
+// Every replica sweeps: the store's sweep is safe to run in several at once, and a replica
+// that stops leaves the others sweeping.
+func (s *Server) sweepTrash(ctx context.Context) {
+	tick := time.NewTicker(s.opts.TrashSweepInterval)
+	defer tick.Stop()
+	for {
+		if err := s.opts.Contents.SweepTrash(ctx); err != nil && ctx.Err() == nil {
+			s.opts.Log.Error(err, "Trash sweep failed")
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

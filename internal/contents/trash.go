@@ -1,0 +1,365 @@
+package contents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
+	"github.com/nbkube/nbkube/internal/jupyter"
+)
+
+// Deleting moves a file or directory to its user's trash, as Jupyter's delete_to_trash does
+// with the desktop's trash. Each user has one under the store's own directory, laid out as
+// the XDG trash specification lays out a trash directory, so that an admin can inspect it:
+//
+//	.nbkube/trash/<user>/files/<id>             the file or directory as it was
+//	.nbkube/trash/<user>/info/<id>.trashinfo    "[Trash Info]", Path= the API path it had
+//	                                            (percent-encoded, relative to the contents
+//	                                            root), DeletionDate= when, in UTC
+//
+// <user> is the user's name made a safe file name (trashUserDir). <id> is the deleted file's
+// own name, or, when the trash holds one of that name, the name with -1, -2, ... before its
+// extension. The trash is under .nbkube/, which no path reaches and no listing shows.
+//
+// Like the rest of the store, the trash takes no locks: replicas sharing the volume agree
+// through renames and creations that cannot replace.
+//
+//   - Trashing claims an id by creating its info file exclusively, then renames the file into
+//     files/ without replacing (as the specification orders: info first). A name taken in
+//     either directory moves on to the next candidate.
+//   - Restoring renames files/<id> to its path without replacing, then removes the info file.
+//   - Removing an entry for good (DELETE, emptying, expiry) first takes its info file away by
+//     renaming it to a name of its own; whoever loses that rename leaves the entry alone, so
+//     that two replicas sweeping at once remove each entry once. While files/<id> remains,
+//     no new entry can take the id, since its rename into files/ would fail.
+//   - An expiry that took an info file re-reads it and puts it back if it is not the one it
+//     judged expired (the entry was removed and the id reused in between).
+//
+// A crash between two steps leaves an info file without its entry or an entry without its
+// info file; neither is listed, and the sweep removes them once they are older than
+// trashGrace, which no operation in progress lasts.
+const trashDir = metaDir + "/trash"
+
+// trashExpungedExt ends the name of an info file taken by an operation removing its entry.
+const trashExpungedExt = ".expunged"
+
+// errOtherDevice says that a file cannot be renamed into the trash: it is on another file
+// system than the trash (a mount inside the root).
+var errOtherDevice = errors.New("on another file system than the trash")
+
+func noTrashEntry(id string, err error) error {
+	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such entry in the trash: " + id, Err: err}
+}
+
+// moveToTrash renames p into user's trash under a fresh id. It returns errOtherDevice when
+// p cannot be renamed there.
+func (s *Store) moveToTrash(user, p string) error {
+	if !s.writable(p) {
+		// As Jupyter, which refuses to trash what the server cannot write, though it could
+		// delete it for good.
+		return forbidden("Permission denied: %s", p)
+	}
+	t := trashOf(user)
+	for _, d := range []string{t.files, t.info} {
+		if err := s.root.MkdirAll(d, 0o700); err != nil {
+			return fsError(p, err)
+		}
+	}
+	info := trashInfo{path: p, deleted: s.clock.Now()}.marshal()
+	srcDir, srcName := splitPath(p)
+	src, err := s.openDir(srcDir)
+	if err != nil {
+		return fsError(p, err)
+	}
+	defer src.Close()
+	files, err := s.openDir(t.files)
+	if err != nil {
+		return fsError(p, err)
+	}
+	defer files.Close()
+	infos, err := s.openDir(t.info)
+	if err != nil {
+		return fsError(p, err)
+	}
+	defer infos.Close()
+	return withFD(src, func(sfd int) error {
+		return withFD(files, func(ffd int) error {
+			return withFD(infos, func(ifd int) error {
+				return s.claimTrashID(t, p, info, sfd, srcName, ffd, ifd)
+			})
+		})
+	})
+}
+
+// claimTrashID tries the ids of srcName in turn: a free one gets info, exclusively, and then
+// the entry.
+func (s *Store) claimTrashID(t trashPaths, p string, info []byte, sfd int, srcName string, ffd, ifd int) error {
+	tries := 0
+	for id := range candidateNames(trashName(srcName), "-") {
+		if tries++; tries > maxUntitled {
+			break
+		}
+		if _, err := fstatat(ifd, id+trashInfoExt); err == nil {
+			continue
+		}
+		if _, err := fstatat(ffd, id); err == nil {
+			continue
+		}
+		err := s.writeFile(t.infoFile(id), true, writeBytes(info))
+		if errors.Is(err, domainerr.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		err = renameNoReplace(sfd, srcName, ffd, id)
+		if errors.Is(err, unix.EEXIST) || errors.Is(err, unix.ENOTEMPTY) {
+			_ = unix.Unlinkat(ifd, id+trashInfoExt, 0)
+			continue
+		}
+		if err != nil {
+			_ = unix.Unlinkat(ifd, id+trashInfoExt, 0)
+			if errors.Is(err, unix.EXDEV) {
+				return errOtherDevice
+			}
+			if errors.Is(err, unix.ENOENT) {
+				return notFound("File or directory does not exist: %s", p)
+			}
+			return fsError(p, err)
+		}
+		if err := unix.Fsync(ffd); err != nil {
+			return fsError(p, err)
+		}
+		if err := unix.Fsync(sfd); err != nil {
+			return fsError(p, err)
+		}
+		// Emptying the trash meanwhile may have removed the info file just made: an entry
+		// without one would be neither listed nor kept.
+		if _, err := fstatat(ifd, id+trashInfoExt); errors.Is(err, unix.ENOENT) {
+			return s.writeFile(t.infoFile(id), false, writeBytes(info))
+		}
+		return nil
+	}
+	return domainerr.New(domainerr.ErrConflict, "No free name for %s in the trash", p)
+}
+
+// ListTrash is GET /api/trash: the entries of user's trash, newest first.
+func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry, error) {
+	t := trashOf(user)
+	var out []jupyter.TrashEntry
+	err := s.listDir(t.info, func(_ int, names []string) {
+		files, err := s.openDir(t.files)
+		if err != nil {
+			return
+		}
+		defer files.Close()
+		_ = withFD(files, func(ffd int) error {
+			for _, n := range names {
+				id, ok := strings.CutSuffix(n, trashInfoExt)
+				if !ok || !validTrashID(id) {
+					continue
+				}
+				if e, ok := s.trashEntry(t, ffd, id); ok {
+					out = append(out, e)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fsError("trash", err)
+	}
+	slices.SortFunc(out, func(a, b jupyter.TrashEntry) int {
+		if c := b.Deleted.Compare(a.Deleted.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if out == nil {
+		out = []jupyter.TrashEntry{}
+	}
+	return out, nil
+}
+
+// trashEntry is the entry id of the trash t, or false when it has no readable info file or
+// no file (an operation in progress, or a crash's leftover).
+func (s *Store) trashEntry(t trashPaths, ffd int, id string) (jupyter.TrashEntry, bool) {
+	data, err := s.root.ReadFile(t.infoFile(id))
+	if err != nil {
+		return jupyter.TrashEntry{}, false
+	}
+	ti, err := parseTrashInfo(data)
+	if err != nil {
+		return jupyter.TrashEntry{}, false
+	}
+	st, err := fstatat(ffd, id)
+	if err != nil {
+		return jupyter.TrashEntry{}, false
+	}
+	typ, _ := modelType(ti.path, st, "")
+	_, name := splitPath(ti.path)
+	e := jupyter.TrashEntry{ID: id, Name: name, OriginalPath: ti.path, Type: typ, Deleted: jupyter.Time{Time: ti.deleted}}
+	if typ != jupyter.TypeDirectory {
+		size := st.size
+		e.Size = &size
+	}
+	return e, true
+}
+
+// RestoreTrash is POST /api/trash/<id>/restore: the entry goes back to the path it was
+// deleted from, whose missing directories are made again, or to the path to, whose
+// directory must exist. Either must not exist (domainerr.ErrConflict). It returns the model
+// of the restored file or directory.
+func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.ContentsModel, error) {
+	if !validTrashID(id) {
+		return nil, noTrashEntry(id, nil)
+	}
+	t := trashOf(user)
+	data, err := s.root.ReadFile(t.infoFile(id))
+	if err != nil {
+		return nil, noTrashEntry(id, err)
+	}
+	ti, err := parseTrashInfo(data)
+	if err != nil {
+		return nil, fmt.Errorf("trash entry %s: %w", id, err)
+	}
+	dest := ti.path
+	if to != "" {
+		dest = to
+	}
+	p, err := s.check(dest, "Cannot restore file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	if p == "" {
+		return nil, invalid("Can't restore to root")
+	}
+	dir, name := splitPath(p)
+	if to == "" {
+		if err := s.root.MkdirAll(osName(dir), 0o777); err != nil {
+			return nil, parentError(dir, err)
+		}
+	}
+	if err := s.moveOutOfTrash(t, id, p, dir, name); err != nil {
+		return nil, err
+	}
+	if err := s.root.Remove(t.infoFile(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fsError(p, err)
+	}
+	return s.modelOf(p)
+}
+
+// moveOutOfTrash renames files/<id> of t to name in dir (the API path p) without replacing.
+func (s *Store) moveOutOfTrash(t trashPaths, id, p, dir, name string) error {
+	files, err := s.openDir(t.files)
+	if err != nil {
+		return noTrashEntry(id, err)
+	}
+	defer files.Close()
+	d, err := s.openDir(dir)
+	if err != nil {
+		return parentError(dir, err)
+	}
+	defer d.Close()
+	return withFD(files, func(ffd int) error {
+		return withFD(d, func(dfd int) error {
+			err := renameNoReplace(ffd, id, dfd, name)
+			switch {
+			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
+			case errors.Is(err, unix.ENOENT):
+				return noTrashEntry(id, err)
+			case errors.Is(err, unix.EXDEV):
+				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot restore to " + p + ": another file system than the trash", Err: err}
+			case err != nil:
+				return fsError(p, err)
+			}
+			if err := unix.Fsync(dfd); err != nil {
+				return fsError(p, err)
+			}
+			return fsError(p, unix.Fsync(ffd))
+		})
+	})
+}
+
+// DeleteTrash is DELETE /api/trash/<id>: the entry is deleted for good.
+func (s *Store) DeleteTrash(_ context.Context, user, id string) error {
+	if !validTrashID(id) {
+		return noTrashEntry(id, nil)
+	}
+	t := trashOf(user)
+	taken, err := s.takeTrashInfo(t, id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return noTrashEntry(id, err)
+	}
+	if err != nil {
+		return fsError("trash", err)
+	}
+	return s.expunge(t, id, taken)
+}
+
+// EmptyTrash is DELETE /api/trash: every entry of user's trash is deleted for good.
+func (s *Store) EmptyTrash(ctx context.Context, user string) error {
+	t := trashOf(user)
+	var errs []error
+	err := s.listDir(t.info, func(_ int, names []string) {
+		for _, n := range names {
+			if ctx.Err() != nil {
+				errs = append(errs, ctx.Err())
+				return
+			}
+			id, ok := strings.CutSuffix(n, trashInfoExt)
+			if !ok || !validTrashID(id) {
+				continue
+			}
+			if err := s.DeleteTrash(ctx, user, id); err != nil && !errors.Is(err, domainerr.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fsError("trash", err))
+	}
+	return errors.Join(errs...)
+}
+
+// takeTrashInfo renames the info file of id to a name of its own and returns that name; an
+// error satisfying fs.ErrNotExist means another operation took it first.
+func (s *Store) takeTrashInfo(t trashPaths, id string) (string, error) {
+	taken := t.info + "/" + tempPrefix + randomHex(8) + trashExpungedExt
+	if err := s.root.Rename(t.infoFile(id), taken); err != nil {
+		return "", err
+	}
+	return taken, nil
+}
+
+// expunge removes the entry id of t, whose info file was taken to taken.
+func (s *Store) expunge(t trashPaths, id, taken string) error {
+	if err := s.root.RemoveAll(t.files + "/" + id); err != nil {
+		return fsError("trash", err)
+	}
+	if err := s.root.Remove(taken); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fsError("trash", err)
+	}
+	return nil
+}
+
+// trashOrDelete moves p to user's trash unless the store deletes for good; deleted reports
+// whether it did, false when p must be deleted for good (the store's setting, or p on
+// another file system than the trash, where Jupyter deletes for good too).
+func (s *Store) trashOrDelete(user, p string) (trashed bool, err error) {
+	if s.opts.DeletePermanently {
+		return false, nil
+	}
+	err = s.moveToTrash(user, p)
+	if errors.Is(err, errOtherDevice) {
+		return false, nil
+	}
+	return err == nil, err
+}
