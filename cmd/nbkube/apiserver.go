@@ -22,7 +22,9 @@ type apiFlags struct {
 	defaultKernel                                  string
 	maxBody                                        int64
 	checkpoints                                    int
-	deleteNonEmpty                                 bool
+	alwaysDeleteDir                                bool
+	deleteToTrash                                  bool
+	trashMaxAge                                    time.Duration
 	kernelStartTimeout, rateLimitWindow            time.Duration
 	iopubMsgRate, iopubDataRate                    float64
 }
@@ -36,7 +38,9 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
-	fs.BoolVar(&f.deleteNonEmpty, "delete-non-empty-dirs", false, "let DELETE remove directories with contents (there is no trash: deletion is final)")
+	fs.BoolVar(&f.deleteToTrash, "delete-to-trash", true, "DELETE moves files and directories to the user's trash (restorable through /api/trash), Jupyter's delete_to_trash; false deletes for good")
+	fs.BoolVar(&f.alwaysDeleteDir, "always-delete-dir", false, "with --delete-to-trash=false, let DELETE remove directories with contents for good, Jupyter's always_delete_dir")
+	fs.DurationVar(&f.trashMaxAge, "trash-max-age", 30*24*time.Hour, "how long a trash entry is kept before it is deleted for good (0: until its user deletes it)")
 	fs.DurationVar(&f.kernelStartTimeout, "kernel-start-timeout", 5*time.Minute, "how long a kernel start may take (image pulls included) before it fails")
 	fs.Float64Var(&f.iopubMsgRate, "iopub-msg-rate-limit", agentapi.DefaultRateLimits.MsgRate, "iopub messages per second a client gets before output is dropped (0: no limit), Jupyter's iopub_msg_rate_limit")
 	fs.Float64Var(&f.iopubDataRate, "iopub-data-rate-limit", agentapi.DefaultRateLimits.DataRate, "stream output bytes per second a client gets before output is dropped (0: no limit), Jupyter's iopub_data_rate_limit")
@@ -102,5 +106,10 @@ func (f *apiFlags) contentsStore() (*contents.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return contents.New(root, contents.Options{MaxCheckpoints: f.checkpoints, DeleteNonEmptyDirs: f.deleteNonEmpty})
+	return contents.New(root, contents.Options{
+		MaxCheckpoints:     f.checkpoints,
+		DeletePermanently:  !f.deleteToTrash,
+		DeleteNonEmptyDirs: f.alwaysDeleteDir,
+		TrashMaxAge:        f.trashMaxAge,
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +107,8 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "contents.accessModes={ReadWriteSometimes}", want: "/contents/accessModes/0"},
 		{set: "kernelImagePullPolicy=Sometimes", want: "/kernelImagePullPolicy"},
 		{set: "apiserver.baseURL=nb", want: "/apiserver/baseURL"},
+		{set: "apiserver.trashMaxAge=30 days", want: "/apiserver/trashMaxAge"},
+		{set: "apiserver.deleteToTrash=maybe", want: "/apiserver/deleteToTrash"},
 		{set: "kernelSpecs.Bad_Name.displayName=x", want: "/kernelSpecs"},
 		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
 	} {
@@ -131,7 +134,8 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 			"quota.hard.pods=40", "contents.storageClass=-", "kernelImagePullPolicy=Never", "apiserver.replicas=3",
 			"manager.replicas=2", "culling.idleTimeout=1h", "culling.cullBusy=true", "apiserver.baseURL=/nb/",
 			"ingress.tls[0].secretName=tls", "ingress.tls[0].hosts[0]=notebooks.example.com"},
-		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false"},
+		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false",
+			"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=24h"},
 	} {
 		ns := "chart-" + string(rune('a'+i))
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -164,6 +168,32 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 			}
 			if err != nil {
 				t.Errorf("%v: %s %s is refused: %v", sets, o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+}
+
+// TestChart_APIServerGetsTheTrashSettings: the values reach the API server's flags.
+func TestChart_APIServerGetsTheTrashSettings(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want []string
+	}{
+		{want: []string{"--delete-to-trash=true", "--always-delete-dir=false", "--trash-max-age=720h"}},
+		{sets: []string{"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=0"},
+			want: []string{"--delete-to-trash=false", "--always-delete-dir=true", "--trash-max-age=0"}},
+	} {
+		var args []string
+		for _, o := range render(t, "nb", tc.sets...) {
+			if o.GetKind() == "Deployment" && o.GetName() == "nb-nbkube-apiserver" {
+				containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+				c, _ := containers[0].(map[string]any)
+				args, _, _ = unstructured.NestedStringSlice(c, "args")
+			}
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(args, w) {
+				t.Errorf("%v: API server args %v lack %s", tc.sets, args, w)
 			}
 		}
 	}
