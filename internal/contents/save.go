@@ -418,7 +418,7 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 	if err != nil {
 		return fsError(p, err)
 	}
-	trashed, err := s.trashOrDelete(user, p)
+	trashed, err := s.trashOrDelete(user, p, fi)
 	if err != nil {
 		return err
 	}

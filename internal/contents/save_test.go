@@ -297,4 +297,10 @@ func TestDelete_SymlinkRemovesTheLinkOnly(t *testing.T) {
 	if err := s.Delete(ctx, "alice", "l"); err != nil || exists(dir, "l") || !exists(dir, "d/x") {
 		t.Errorf("delete link: %v", err)
 	}
+	if err := os.Symlink("nowhere", filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "alice", "dangling"); err != nil || exists(dir, "dangling") {
+		t.Errorf("delete dangling link: %v", err)
+	}
 }

@@ -57,12 +57,12 @@ func noTrashEntry(id string, err error) error {
 	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such entry in the trash: " + id, Err: err}
 }
 
-// moveToTrash renames p into user's trash under a fresh id. It returns errOtherDevice when
-// p cannot be renamed there.
-func (s *Store) moveToTrash(user, p string) error {
-	if !s.writable(p) {
-		// As Jupyter, which refuses to trash what the server cannot write, though it could
-		// delete it for good.
+// moveToTrash renames p, whose entry is fi, into user's trash under a fresh id. It returns
+// errOtherDevice when p cannot be renamed there.
+func (s *Store) moveToTrash(user, p string, fi fs.FileInfo) error {
+	// As Jupyter, which refuses to trash what the server cannot write, though it could delete
+	// it for good. A symbolic link is moved, not what it points at, which may not exist.
+	if fi.Mode()&fs.ModeSymlink == 0 && !s.writable(p) {
 		return forbidden("Permission denied: %s", p)
 	}
 	t := trashOf(user)
@@ -350,14 +350,14 @@ func (s *Store) expunge(t trashPaths, id, taken string) error {
 	return nil
 }
 
-// trashOrDelete moves p to user's trash unless the store deletes for good; deleted reports
-// whether it did, false when p must be deleted for good (the store's setting, or p on
-// another file system than the trash, where Jupyter deletes for good too).
-func (s *Store) trashOrDelete(user, p string) (trashed bool, err error) {
+// trashOrDelete moves p, whose entry is fi, to user's trash unless the store deletes for
+// good. It reports whether it did; false means that p is to be deleted for good: the store's
+// setting, or p on another file system than the trash, where Jupyter deletes for good too.
+func (s *Store) trashOrDelete(user, p string, fi fs.FileInfo) (trashed bool, err error) {
 	if s.opts.DeletePermanently {
 		return false, nil
 	}
-	err = s.moveToTrash(user, p)
+	err = s.moveToTrash(user, p, fi)
 	if errors.Is(err, errOtherDevice) {
 		return false, nil
 	}
