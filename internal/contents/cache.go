@@ -2,6 +2,7 @@ package contents
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -63,6 +64,9 @@ func (c *validationCache) put(k validationKey, msg string) {
 // returns it, and its validation message.
 func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessage, string, error) {
 	content, minor, err := transformNotebook(data)
+	if errors.Is(err, errOlderFormat) {
+		return s.readUpgraded(p, data)
+	}
 	if err != nil {
 		return nil, "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
 	}

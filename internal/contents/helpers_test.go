@@ -1,9 +1,12 @@
 package contents
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -79,3 +82,75 @@ func wantError(t testing.TB, err, kind error, msg string) {
 var ctx = context.Background()
 
 const emptyNotebook = "{\n \"cells\": [],\n \"metadata\": {},\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n"
+
+// nbformatJob asks Debian's nbformat (python3-nbformat, which python3-jupyter-server brings)
+// for what it makes of a notebook's JSON text:
+//   - "read": nbformat.reads(text, as_version=4), what Jupyter's get serves;
+//   - "downgrade": that, downgraded to v3 and written by nbformat's v3 writer without
+//     splitting lines, with Name in its metadata;
+//   - "write": nbformat.writes(text, version=NO_CONVERT) and a final newline, what Jupyter's
+//     save stores.
+type nbformatJob struct {
+	Op   string `json:"op"`
+	Text string `json:"text"`
+	Name string `json:"name,omitempty"`
+}
+
+// nbformatAnswer is nbformat's answer to a job: the notebook (read, downgrade) or the text
+// (write), whether it failed validation, or the exception that refused it.
+type nbformatAnswer struct {
+	NB      json.RawMessage `json:"nb"`
+	Text    string          `json:"text"`
+	Invalid bool            `json:"invalid"`
+	Error   string          `json:"error"`
+}
+
+const nbformatScript = `
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import nbformat
+answers = []
+for job in json.load(sys.stdin):
+    try:
+        cap = {}
+        if job["op"] == "write":
+            nb = nbformat.from_dict(json.loads(job["text"]))
+            s = nbformat.writes(nb, version=nbformat.NO_CONVERT, capture_validation_error=cap)
+            answers.append({"text": s if s.endswith("\n") else s + "\n", "invalid": "ValidationError" in cap})
+            continue
+        nb = nbformat.reads(job["text"], as_version=4, capture_validation_error=cap)
+        if job["op"] == "downgrade":
+            nb = nbformat.v4.downgrade(nb)
+            nb.metadata.name = job["name"]
+            nb = json.loads(nbformat.v3.writes_json(nb, split_lines=False))
+        answers.append({"nb": nb, "invalid": "ValidationError" in cap})
+    except Exception as e:
+        answers.append({"error": repr(e)})
+json.dump(answers, sys.stdout)
+`
+
+// runNbformat answers jobs with one run of /usr/bin/python3, or skips the test when its
+// nbformat is missing.
+func runNbformat(t testing.TB, jobs []nbformatJob) []nbformatAnswer {
+	t.Helper()
+	if err := exec.Command("/usr/bin/python3", "-c", "import nbformat").Run(); err != nil {
+		t.Skipf("python3's nbformat is missing (hack/install-test-deps.sh installs python3-jupyter-server, which brings it): %v", err)
+	}
+	in, err := json.Marshal(jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/usr/bin/python3", "-c", nbformatScript)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nbformat: %v\n%s", err, stderr.String())
+	}
+	var answers []nbformatAnswer
+	if err := json.Unmarshal(out, &answers); err != nil || len(answers) != len(jobs) {
+		t.Fatalf("nbformat answered %d of %d jobs (%v): %.500s", len(answers), len(jobs), err, out)
+	}
+	return answers
+}

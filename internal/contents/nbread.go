@@ -33,8 +33,8 @@ type notebookReader struct {
 }
 
 // transformNotebook returns the notebook JSON text b as nbformat's reader and Jupyter's
-// get present it, and the notebook's minor format version. Anything but a JSON object of
-// nbformat 4 is an error.
+// get present it, and the notebook's minor format version. A notebook of nbformat 1 to 3
+// is errOlderFormat; anything else but a JSON object of nbformat 4 is an error.
 func transformNotebook(b []byte) ([]byte, int, error) {
 	doc, top, err := jsonspan.ParseObject(b, maxJSONDepth)
 	switch {
@@ -53,8 +53,11 @@ func transformNotebook(b []byte) ([]byte, int, error) {
 	if s, ok := jsonspan.Last(top, "nbformat_minor"); ok {
 		minor = r.integer(s)
 	}
+	if major >= 1 && major < nbformatMajor {
+		return nil, 0, errOlderFormat
+	}
 	if major != nbformatMajor {
-		return nil, 0, fmt.Errorf("unsupported nbformat version %s: only nbformat 4 notebooks are served", r.versionText(top))
+		return nil, 0, fmt.Errorf("Unsupported nbformat version %s", r.versionText(top)) //nolint:staticcheck // nbformat's message
 	}
 	r.out = make([]byte, 0, len(b)+len(b)/16)
 	r.writeMembers(top, func(m jsonspan.Member) {

@@ -213,8 +213,11 @@ func writeNotebook(nb map[string]any) ([]byte, string, error) {
 // works on a copy, so it may run concurrently with the write.
 func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	major, minor := version(nb)
+	if major == 3 {
+		return encodeV3ForWrite(nb)
+	}
 	if major != nbformatMajor {
-		return nil, nil, invalid("Unsupported nbformat version %v: only nbformat 4 notebooks are stored", nb["nbformat"])
+		return nil, nil, invalid("Unsupported nbformat version %v: only nbformat 3 and 4 notebooks are stored", nb["nbformat"])
 	}
 	if minor >= 5 {
 		normalizeIDs(nb)
