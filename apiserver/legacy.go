@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path"
@@ -15,7 +16,9 @@ import (
 )
 
 // The IPython notebook's first web service: notebooks of one flat directory (the contents
-// root), addressed by ids that stay with the file.
+// root), addressed by ids that stay with the file. IPython 1.x's clients read and write
+// nbformat 3: notebooks are served downgraded to it (its "json" format, the default), and
+// a v3 notebook saved here is named by its metadata, as IPython's notebook manager named it.
 
 const notebookExt = ".ipynb"
 
@@ -67,7 +70,7 @@ func (s *Server) legacyNotebooks(ctx context.Context, u User) ([]jupyter.LegacyN
 }
 
 // newLegacyNotebook is POST /notebooks: it saves the body as a new notebook (named by
-// ?name=), or makes an empty one, and answers with its id.
+// legacyName), or makes an empty one, and answers with its id.
 func (s *Server) newLegacyNotebook(c *gin.Context) error {
 	if err := legacyFormat(c); err != nil {
 		return err
@@ -80,7 +83,7 @@ func (s *Server) newLegacyNotebook(c *gin.Context) error {
 	ctx := c.Request.Context()
 	var m *jupyter.ContentsModel
 	if present {
-		m, err = s.saveNewNotebook(ctx, c.Query("name"), &nb)
+		m, err = s.saveNewNotebook(ctx, legacyName(c, nb.Content), &nb)
 	} else {
 		m, err = s.opts.Contents.NewUntitled(ctx, "", jupyter.TypeNotebook, notebookExt)
 	}
@@ -143,6 +146,26 @@ func (s *Server) legacyNotebookPath(c *gin.Context) (string, error) {
 	return s.legacyPath(c)
 }
 
+// legacyName is the name a request gives the notebook it saves: ?name=, or else the name
+// in a v3 notebook's metadata (IPython 1.x's page renamed a notebook by saving it with a new
+// one there).
+func legacyName(c *gin.Context, body json.RawMessage) string {
+	if name := c.Query("name"); name != "" {
+		return name
+	}
+	var nb struct {
+		Nbformat json.RawMessage `json:"nbformat"`
+		Metadata struct {
+			Name any `json:"name"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(body, &nb) != nil || string(nb.Nbformat) != "3" {
+		return ""
+	}
+	name, _ := nb.Metadata.Name.(string)
+	return name
+}
+
 func legacyFormat(c *gin.Context) error {
 	if f := c.DefaultQuery("format", "json"); f != "json" {
 		return badRequest("Unsupported notebook format %s: only json is served", quote(f))
@@ -150,7 +173,8 @@ func legacyFormat(c *gin.Context) error {
 	return nil
 }
 
-// getLegacyNotebook is GET /notebooks/<id>: the notebook's JSON, as a download.
+// getLegacyNotebook is GET /notebooks/<id>: the notebook's JSON in nbformat 3, as a
+// download.
 func (s *Server) getLegacyNotebook(c *gin.Context) error {
 	p, err := s.legacyNotebookPath(c)
 	if err != nil {
@@ -160,15 +184,20 @@ func (s *Server) getLegacyNotebook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	content, _ := m.Content.(json.RawMessage)
 	name := strings.TrimSuffix(path.Base(p), notebookExt)
+	v3, err := contents.NotebookV3(content, name)
+	if err != nil {
+		return err
+	}
 	c.Header("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.ipynb"`, strings.ReplaceAll(name, `"`, "")))
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
-	c.JSON(http.StatusOK, m.Content)
+	c.JSON(http.StatusOK, v3)
 	return nil
 }
 
 // putLegacyNotebook is PUT /notebooks/<id>: it saves the body over the notebook, renaming it
-// first when ?name= differs.
+// first when the name legacyName finds differs.
 func (s *Server) putLegacyNotebook(c *gin.Context) error {
 	p, err := s.legacyNotebookPath(c)
 	if err != nil {
@@ -183,7 +212,7 @@ func (s *Server) putLegacyNotebook(c *gin.Context) error {
 		return badRequest("JSON body missing")
 	}
 	ctx := c.Request.Context()
-	if p, err = s.renameLegacyNotebook(ctx, p, c.Query("name")); err != nil {
+	if p, err = s.renameLegacyNotebook(ctx, p, legacyName(c, nb.Content)); err != nil {
 		return err
 	}
 	if _, err := s.opts.Contents.Save(ctx, p, &nb); err != nil {

@@ -88,16 +88,16 @@ const emptyNotebook = "{\n \"cells\": [],\n \"metadata\": {},\n \"nbformat\": 4,
 //   - "read": nbformat.reads(text, as_version=4), what Jupyter's get serves;
 //   - "downgrade": that, downgraded to v3 and written by nbformat's v3 writer without
 //     splitting lines, with Name in its metadata;
-//   - "write": nbformat.writes(text, version=NO_CONVERT) and a final newline, what Jupyter's
-//     save stores.
+//   - "save": Jupyter Server's FileContentsManager.save of it as a notebook, Text being
+//     the file it writes.
 type nbformatJob struct {
 	Op   string `json:"op"`
 	Text string `json:"text"`
 	Name string `json:"name,omitempty"`
 }
 
-// nbformatAnswer is nbformat's answer to a job: the notebook (read, downgrade) or the text
-// (write), whether it failed validation, or the exception that refused it.
+// nbformatAnswer is nbformat's answer to a job: the notebook (read, downgrade) or the file
+// (save), whether it failed validation, or the exception that refused it.
 type nbformatAnswer struct {
 	NB      json.RawMessage `json:"nb"`
 	Text    string          `json:"text"`
@@ -106,17 +106,22 @@ type nbformatAnswer struct {
 }
 
 const nbformatScript = `
-import json, sys, warnings
+import json, logging, os, sys, tempfile, warnings
 warnings.simplefilter("ignore")
+logging.disable(logging.CRITICAL)
 import nbformat
+from jupyter_server.services.contents.filemanager import FileContentsManager
+root = tempfile.mkdtemp()
+manager = FileContentsManager(root_dir=root)
 answers = []
 for job in json.load(sys.stdin):
     try:
         cap = {}
-        if job["op"] == "write":
-            nb = nbformat.from_dict(json.loads(job["text"]))
-            s = nbformat.writes(nb, version=nbformat.NO_CONVERT, capture_validation_error=cap)
-            answers.append({"text": s if s.endswith("\n") else s + "\n", "invalid": "ValidationError" in cap})
+        if job["op"] == "save":
+            model = manager.save({"type": "notebook", "content": json.loads(job["text"])}, "n.ipynb")
+            with open(os.path.join(root, "n.ipynb"), encoding="utf-8") as f:
+                answers.append({"text": f.read(), "invalid": "message" in model})
+            os.remove(os.path.join(root, "n.ipynb"))
             continue
         nb = nbformat.reads(job["text"], as_version=4, capture_validation_error=cap)
         if job["op"] == "downgrade":
@@ -125,16 +130,16 @@ for job in json.load(sys.stdin):
             nb = json.loads(nbformat.v3.writes_json(nb, split_lines=False))
         answers.append({"nb": nb, "invalid": "ValidationError" in cap})
     except Exception as e:
-        answers.append({"error": repr(e)})
+        answers.append({"error": repr(e) + " " + str(getattr(e, "log_message", ""))})
 json.dump(answers, sys.stdout)
 `
 
 // runNbformat answers jobs with one run of /usr/bin/python3, or skips the test when its
-// nbformat is missing.
+// nbformat or Jupyter Server is missing.
 func runNbformat(t testing.TB, jobs []nbformatJob) []nbformatAnswer {
 	t.Helper()
-	if err := exec.Command("/usr/bin/python3", "-c", "import nbformat").Run(); err != nil {
-		t.Skipf("python3's nbformat is missing (hack/install-test-deps.sh installs python3-jupyter-server, which brings it): %v", err)
+	if err := exec.Command("/usr/bin/python3", "-c", "import nbformat, jupyter_server").Run(); err != nil {
+		t.Skipf("python3's nbformat or jupyter_server is missing (hack/install-test-deps.sh installs python3-jupyter-server, which brings both): %v", err)
 	}
 	in, err := json.Marshal(jobs)
 	if err != nil {
