@@ -31,5 +31,7 @@
 // Jupyter's reader returns, without decoding it (see nbread.go and package jsonspan). Reads
 // report validation failures as Jupyter's do, but validate each file version once: schema
 // validation costs far more than the rest of a read, so its result is cached by file
-// identity, and a save fills the cache for the version it wrote.
+// identity, and a save fills the cache for the version it wrote. Notebooks of nbformat 1 to
+// 3 are decoded and upgraded on every read, as nbformat.read(f, as_version=4) upgrades them
+// (upgrade.go), and a v3 notebook is saved as v3 (nbwrite_v3.go), as Jupyter saves it.
 package contents

@@ -209,8 +209,9 @@ func writeNotebook(nb map[string]any) ([]byte, string, error) {
 	return data, msg, err
 }
 
-// encodeForWrite normalizes nb and encodes it as nbformat.write does. The returned validation
-// works on a copy, so it may run concurrently with the write.
+// encodeForWrite normalizes nb and encodes it as nbformat.write does, in its own format (v3
+// notebooks as nbwrite_v3.go writes them). The returned validation works on a copy, so it
+// may run concurrently with the write.
 func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	major, minor := version(nb)
 	if major == 3 {
