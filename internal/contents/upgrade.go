@@ -42,8 +42,12 @@ var errOlderFormat = errors.New("notebook is older than nbformat 4")
 
 // readUpgraded returns the content of the nbformat 1-3 notebook file p (data) upgraded to
 // nbformat 4 as Jupyter's get returns it, and its validation message. The validation is not
-// cached: the message shows the notebook, whose cell ids each read makes anew.
+// cached: the message shows the notebook, whose cell ids each read makes anew. Decoding,
+// converting, validating and encoding again is the work of a save, so it waits its turn
+// with saves.
 func (s *Store) readUpgraded(p string, data []byte) (json.RawMessage, string, error) {
+	s.cpu <- struct{}{}
+	defer func() { <-s.cpu }()
 	unreadable := func(err error) error {
 		return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
 	}

@@ -325,8 +325,8 @@ func TestGet_OlderNotebookNbformatCannotReadIsUnreadable(t *testing.T) {
 }
 
 // FuzzUpgrade feeds notebooks of nbformat 1 to 3 to the upgrade: it must never panic, its
-// result must stay within a bound of the input's size, encode as JSON and get a verdict from
-// the v4 validator; and a notebook valid under nbformat's v3 schema must come out valid
+// result must stay within a bound of the input's size, encode as JSON, downgrade again
+// without panicking and get a verdict from the v4 validator; and a notebook valid under nbformat's v3 schema must come out valid
 // under the v4 schema but for metadata, where v4 constrains members (collapsed, scrolled,
 // name, kernelspec, ...) that v3 let through and nbformat carries over as they are.
 func FuzzUpgrade(f *testing.F) {
@@ -364,6 +364,9 @@ func FuzzUpgrade(f *testing.F) {
 		}
 		if bound := 16*len(data) + 1<<20 + 1024; len(out) > bound {
 			t.Fatalf("upgrade of %d bytes made %d", len(data), len(out))
+		}
+		if v3, err := NotebookV3(out, "n"); err == nil && !json.Valid(v3) {
+			t.Fatalf("downgrade made invalid JSON: %q", v3)
 		}
 		msg, err := validateNotebook(deepCopyJSON(nb).(map[string]any))
 		if err != nil {
