@@ -40,11 +40,12 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
 	fs.BoolVar(&f.deleteToTrash, "delete-to-trash", true, "DELETE moves files and directories to the user's trash (restorable through /api/trash), Jupyter's delete_to_trash; false deletes for good")
 	fs.BoolVar(&f.alwaysDeleteDir, "always-delete-dir", false, "with --delete-to-trash=false, let DELETE remove directories with contents for good, Jupyter's always_delete_dir")
-	fs.DurationVar(&f.trashMaxAge, "trash-max-age", 30*24*time.Hour, "how long a trash entry is kept before it is deleted for good (0: until its user deletes it)")
-	fs.DurationVar(&f.kernelStartTimeout, "kernel-start-timeout", 5*time.Minute, "how long a kernel start may take (image pulls included) before it fails")
+	f.trashMaxAge, f.kernelStartTimeout, f.rateLimitWindow = 30*24*time.Hour, 5*time.Minute, agentapi.DefaultRateLimits.Window
+	durationFlag(fs, &f.trashMaxAge, "trash-max-age", true, "how long a trash entry is kept before it is deleted for good (0: until its user deletes it)")
+	durationFlag(fs, &f.kernelStartTimeout, "kernel-start-timeout", false, "how long a kernel start may take (image pulls included) before it fails")
 	fs.Float64Var(&f.iopubMsgRate, "iopub-msg-rate-limit", agentapi.DefaultRateLimits.MsgRate, "iopub messages per second a client gets before output is dropped (0: no limit), Jupyter's iopub_msg_rate_limit")
 	fs.Float64Var(&f.iopubDataRate, "iopub-data-rate-limit", agentapi.DefaultRateLimits.DataRate, "stream output bytes per second a client gets before output is dropped (0: no limit), Jupyter's iopub_data_rate_limit")
-	fs.DurationVar(&f.rateLimitWindow, "rate-limit-window", agentapi.DefaultRateLimits.Window, "time window of the iopub rate limits, Jupyter's rate_limit_window")
+	durationFlag(fs, &f.rateLimitWindow, "rate-limit-window", false, "time window of the iopub rate limits, Jupyter's rate_limit_window")
 }
 
 // resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without

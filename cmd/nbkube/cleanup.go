@@ -23,7 +23,8 @@ import (
 func runCleanup(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("cleanup")
 	namespace := fs.String("namespace", envOr("POD_NAMESPACE", "default"), "namespace to clean")
-	timeout := fs.Duration("timeout", 2*time.Minute, "how long to wait for the pods to go")
+	timeout := new(2 * time.Minute)
+	durationFlag(fs, timeout, "timeout", false, "how long to wait for the pods to go")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
