@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nbkube/nbkube/apiserver"
@@ -31,7 +32,14 @@ type apiFlags struct {
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.listen, "listen", listenDefault, "address of the Jupyter API server (empty: no API server)")
-	fs.StringVar(&f.token, "token", "", "token of the Jupyter API (default: $NBKUBE_TOKEN, else generated)")
+	fs.Func("token", "token of the Jupyter API (default: $NBKUBE_TOKEN, else $JUPYTER_TOKEN, else the contents of $JUPYTER_TOKEN_FILE, else generated)", func(s string) error {
+		if s == "" {
+			// Jupyter's --token='' turns authentication off; nbkube has no such mode.
+			return errors.New("nbkube always requires a token: leave --token out to have one generated")
+		}
+		f.token = s
+		return nil
+	})
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
@@ -49,12 +57,29 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 }
 
 // resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without
-// putting it on the command line), then a fresh random token.
+// putting it on the command line), then Jupyter Server's $JUPYTER_TOKEN and $JUPYTER_TOKEN_FILE
+// in Jupyter's order, then a fresh random token. As in Jupyter, an empty variable counts as
+// unset. Unlike Jupyter, the file's final line break is not part of the token (`echo token >
+// file` makes such files), and a file without a token is refused, where Jupyter would run
+// without authentication.
 func (f *apiFlags) resolveToken() (string, error) {
 	if f.token != "" {
 		return f.token, nil
 	}
-	if t := os.Getenv("NBKUBE_TOKEN"); t != "" {
+	for _, name := range []string{"NBKUBE_TOKEN", "JUPYTER_TOKEN"} {
+		if t := os.Getenv(name); t != "" {
+			return t, nil
+		}
+	}
+	if path := os.Getenv("JUPYTER_TOKEN_FILE"); path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("JUPYTER_TOKEN_FILE: %w", err)
+		}
+		t := strings.TrimRight(string(data), "\r\n")
+		if t == "" {
+			return "", fmt.Errorf("JUPYTER_TOKEN_FILE %s holds no token, and nbkube never runs without one", path)
+		}
 		return t, nil
 	}
 	return randomHex(24)
