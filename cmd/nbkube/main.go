@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"os"
 
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -80,10 +82,40 @@ func main() {
 	}
 }
 
-// newFlagSet makes a command's flag set with the logging flags every command shares.
+// newFlagSet makes a command's flag set with the logging flags every command shares. Logs are
+// zap's console lines, for a person at a terminal, unless --log-format=json asks for the JSON
+// that log collectors read (the Helm chart does).
 func newFlagSet(name string) (*flag.FlagSet, *zap.Options) {
 	fs := flag.NewFlagSet("nbkube "+name, flag.ContinueOnError)
-	logOpts := &zap.Options{Development: false}
+	logOpts := &zap.Options{Development: false, NewEncoder: consoleEncoder}
 	logOpts.BindFlags(fs)
+	fs.Func("log-format", `"console" (readable lines, the default) or "json"`, func(s string) error {
+		switch s {
+		case "console":
+			logOpts.NewEncoder = consoleEncoder
+		case "json":
+			logOpts.NewEncoder = jsonEncoder
+		default:
+			return fmt.Errorf(`%q: want "console" or "json"`, s)
+		}
+		return nil
+	})
 	return fs, logOpts
+}
+
+// consoleEncoder and jsonEncoder are zap's encoders with controller-runtime's settings for
+// each: its development encoder configuration for the console, its production one for JSON.
+func consoleEncoder(opts ...zap.EncoderConfigOption) zapcore.Encoder {
+	return zapcore.NewConsoleEncoder(encoderConfig(uberzap.NewDevelopmentEncoderConfig(), opts))
+}
+
+func jsonEncoder(opts ...zap.EncoderConfigOption) zapcore.Encoder {
+	return zapcore.NewJSONEncoder(encoderConfig(uberzap.NewProductionEncoderConfig(), opts))
+}
+
+func encoderConfig(c zapcore.EncoderConfig, opts []zap.EncoderConfigOption) zapcore.EncoderConfig {
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
 }
