@@ -61,6 +61,10 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	agentHostDir, err := agentDir(self)
+	if err != nil {
+		return err
+	}
 
 	started := time.Now()
 	progress("starting the control plane in %s", *dataDir)
@@ -100,8 +104,8 @@ func runLocal(ctx context.Context, args []string) error {
 	opts.AgentImage, opts.DefaultKernelImage, opts.DefaultClusterImage = "nbkube.local/nbkube:"+version, "nbkube.local/host:local", "nbkube.local/host:local"
 	// The local node has no Services: engines and kernels find an ipcontroller at its pod IP.
 	opts.ClusterControllerByPodIP = true
-	// Kernel pods run the nbkube-agent beside this binary where it lies, without copying it.
-	opts.AgentHostDir = filepath.Dir(self)
+	// Kernel pods run the nbkube-agent where it lies, without copying it.
+	opts.AgentHostDir = agentHostDir
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kinds,
 		Cache:                  controllers.CacheOptions(),

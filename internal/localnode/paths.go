@@ -130,9 +130,10 @@ type hostResolver struct {
 // resolveCommand turns a container's command and args into a host command line: $(VAR)
 // references are expanded with the container's declared env (as the kubelet does), paths under
 // volume mounts are rewritten, and command[0] resolves to the nbkube binary (base name "nbkube"),
-// a path under a mount, an absolute host path that exists, a path relative to the working
-// directory, or else its base name on the host's PATH. The working directory is workingDir
-// translated, or the pod's own directory when unset.
+// a path under a mount, nbkube-agent (beside nbkube, else on the host's PATH), an absolute host
+// path that exists, a path relative to the working directory, or else its base name on the
+// host's PATH. The working directory is workingDir translated, or the pod's own directory when
+// unset.
 func resolveCommand(c *corev1.Container, t mountTable, env func(string) (string, bool), podDir string, h hostResolver) (hostCommand, error) {
 	if len(c.Command) == 0 {
 		return hostCommand{}, fmt.Errorf("container %s has no command", c.Name)
@@ -154,8 +155,13 @@ func resolveCommand(c *corev1.Container, t mountTable, env func(string) (string,
 	case underMount:
 		exe = hp
 	case filepath.Base(cmd0) == agentName:
-		// The agent of the nbkube image: the one beside this nbkube.
+		// The agent of the nbkube image: the one beside this nbkube, else the host's.
 		exe = filepath.Join(filepath.Dir(h.self), agentName)
+		if !h.exists(exe) {
+			if p, err := h.lookPath(agentName); err == nil {
+				exe = p
+			}
+		}
 	case filepath.IsAbs(cmd0) && h.exists(cmd0):
 		exe = cmd0
 	case !filepath.IsAbs(cmd0) && strings.Contains(cmd0, "/"):

@@ -78,12 +78,15 @@ func TestResolveCommand_MapsCommandArgsAndWorkingDirToTheHost(t *testing.T) {
 	host := hostResolver{
 		self: "/opt/nbkube/bin/nbkube",
 		lookPath: func(file string) (string, error) {
-			if file == "python3" {
+			switch file {
+			case "python3":
 				return "/usr/bin/python3", nil
+			case "nbkube-agent":
+				return "/usr/local/bin/nbkube-agent", nil
 			}
 			return "", errors.New("executable file not found in $PATH")
 		},
-		exists: func(p string) bool { return p == "/bin/sh" },
+		exists: func(p string) bool { return p == "/bin/sh" || p == "/opt/nbkube/bin/nbkube-agent" },
 	}
 	env := func(name string) (string, bool) {
 		if name == "PORT" {
@@ -94,6 +97,7 @@ func TestResolveCommand_MapsCommandArgsAndWorkingDirToTheHost(t *testing.T) {
 	tests := []struct {
 		name    string
 		c       corev1.Container
+		host    *hostResolver // when not the one above
 		want    hostCommand
 		wantErr string
 	}{{
@@ -117,6 +121,20 @@ func TestResolveCommand_MapsCommandArgsAndWorkingDirToTheHost(t *testing.T) {
 		c:    corev1.Container{Command: []string{"./run.sh"}, WorkingDir: "/data"},
 		want: hostCommand{path: "/pvc/data/users/ada/run.sh", argv: []string{"/pvc/data/users/ada/run.sh"}, dir: "/pvc/data/users/ada"},
 	}, {
+		name: "nbkube-agent is the one beside nbkube, before the one on PATH",
+		c:    corev1.Container{Command: []string{"/usr/local/bin/nbkube-agent", "install", "/x"}},
+		want: hostCommand{path: "/opt/nbkube/bin/nbkube-agent", argv: []string{"/opt/nbkube/bin/nbkube-agent", "install", "/x"}, dir: "/pods/p"},
+	}, {
+		name: "nbkube-agent on the host's PATH when none is beside nbkube",
+		c:    corev1.Container{Command: []string{"/usr/local/bin/nbkube-agent", "install", "/x"}},
+		host: &hostResolver{self: "/go/bin/nbkube", lookPath: func(file string) (string, error) {
+			if file == "nbkube-agent" {
+				return "/home/ada/go/bin/nbkube-agent", nil
+			}
+			return "", errors.New("executable file not found in $PATH")
+		}, exists: func(string) bool { return false }},
+		want: hostCommand{path: "/home/ada/go/bin/nbkube-agent", argv: []string{"/home/ada/go/bin/nbkube-agent", "install", "/x"}, dir: "/pods/p"},
+	}, {
 		name:    "a command the host lacks",
 		c:       corev1.Container{Command: []string{"/usr/bin/ruby"}},
 		wantErr: `"ruby" is not on the host's PATH`,
@@ -127,7 +145,11 @@ func TestResolveCommand_MapsCommandArgsAndWorkingDirToTheHost(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := resolveCommand(&tt.c, tbl, env, "/pods/p", host)
+			h := host
+			if tt.host != nil {
+				h = *tt.host
+			}
+			got, err := resolveCommand(&tt.c, tbl, env, "/pods/p", h)
 			if endsInError(t, err, tt.wantErr) {
 				return
 			}
