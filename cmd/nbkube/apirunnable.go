@@ -20,10 +20,10 @@ import (
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
-// newAPIRunnable builds the API server over the contents root and the cluster's resources.
-// host, when not nil, brings this machine's kernel specs into every kernel spec answer.
-// ready receives the URL to open (with the token) once GET /api/status answers.
-func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.User, host *kernelspecs.Host, ready func(string)) (*apiserver.Runnable, error) {
+// newAPIRunnable builds the API server over the contents root and the cluster's resources,
+// serving on l. host, when not nil, brings this machine's kernel specs into every kernel spec
+// answer. ready receives the URL to open (without the token) once GET /api/status answers.
+func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -57,7 +57,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		return nil, err
 	}
 	base := apiserver.NormalizeBaseURL(f.baseURL)
-	return &apiserver.Runnable{Server: srv, Listen: f.listen, Ready: func(addr net.Addr) {
+	return &apiRunnable{server: srv, listener: l, ready: func(addr net.Addr) {
 		host := addr.String()
 		if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
 			host = fmt.Sprintf("127.0.0.1:%d", tcp.Port)
@@ -68,10 +68,29 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 				ctrl.Log.Error(err, "The API server does not answer")
 				return
 			}
-			ready(url + "?token=" + token)
+			ready(url)
 		}()
 	}}, nil
 }
+
+// apiRunnable serves the API as a controller-runtime manager runnable, on a listener bound
+// before the manager starts, so that a port in use stops the start at once instead of after
+// the caches have synced. Every replica serves, so it needs no leader election.
+type apiRunnable struct {
+	server   *apiserver.Server
+	listener net.Listener
+	// ready is called with the listening address once the server starts.
+	ready func(addr net.Addr)
+}
+
+// Start serves until ctx ends.
+func (r *apiRunnable) Start(ctx context.Context) error {
+	r.ready(r.listener.Addr())
+	return r.server.Serve(ctx, r.listener)
+}
+
+// NeedLeaderElection is false: all replicas serve.
+func (r *apiRunnable) NeedLeaderElection() bool { return false }
 
 // waitForStatus polls GET /api/status until the server answers it.
 func waitForStatus(base, token string) error {

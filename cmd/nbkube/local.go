@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/controlplane"
 	"github.com/nbkube/nbkube/internal/crds"
+	"github.com/nbkube/nbkube/internal/jpserver"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/localnode"
 	"github.com/nbkube/nbkube/internal/scheme"
@@ -30,8 +32,13 @@ import (
 func runLocal(ctx context.Context, args []string) error {
 	fs, logOpts := newFlagSet("local")
 	dataDir := fs.String("data-dir", ".nbkube", "directory of the state (cluster data, kubeconfig, pod directories)")
+	listenDefault, retriesDefault, err := localListenDefaults(os.Getenv)
+	if err != nil {
+		return err
+	}
 	var api apiFlags
-	api.bind(fs, "127.0.0.1:8888")
+	api.bind(fs, listenDefault)
+	portRetries := fs.Int("port-retries", retriesDefault, "how many ports after the default one to try when it is taken, Jupyter's port_retries (with --listen: none unless given)")
 	root := &api.root
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
@@ -44,7 +51,6 @@ func runLocal(ctx context.Context, args []string) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	progress := func(format string, args ...any) { fmt.Fprintf(os.Stderr, "nbkube: "+format+"\n", args...) }
 
-	var err error
 	if *dataDir, err = filepath.Abs(*dataDir); err != nil {
 		return err
 	}
@@ -64,6 +70,16 @@ func runLocal(ctx context.Context, args []string) error {
 	agentHostDir, err := agentDir(self)
 	if err != nil {
 		return err
+	}
+	var listener net.Listener
+	if api.listen != "" {
+		if api.token, err = api.resolveToken(); err != nil {
+			return err
+		}
+		if listener, err = listenLocal(fs, api.listen, *portRetries, progress); err != nil {
+			return err
+		}
+		defer listener.Close()
 	}
 
 	started := time.Now()
@@ -140,7 +156,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), host, func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}
@@ -166,7 +182,17 @@ func runLocal(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("nbkube local is ready (%s): contents %s, namespace %s\n", time.Since(started).Round(10*time.Millisecond), *root, *namespace)
 	if url != "" {
-		fmt.Printf("  Jupyter API: %s\n", url)
+		fmt.Printf("  Jupyter API: %s?token=%s\n", url, api.token)
+		// Jupyter's tools (`jupyter server list`, editors) find running servers by this file.
+		if path, err := writeRuntimeFile(&api, url, listener.Addr()); err != nil {
+			progress("no Jupyter runtime file: %v", err)
+		} else {
+			defer func() {
+				if err := jpserver.Remove(path); err != nil {
+					progress("removing the Jupyter runtime file: %v", err)
+				}
+			}()
+		}
 	}
 	fmt.Printf("  kubectl --kubeconfig %s get kernelspecs,kernels,sessions,clusters\n", cp.KubeconfigPath())
 	err = <-done

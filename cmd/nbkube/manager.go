@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -139,11 +140,16 @@ func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
 	if api.cookieSecretFile == "" {
 		return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
 	}
+	l, err := net.Listen("tcp", api.listen)
+	if err != nil {
+		return err
+	}
 	log := ctrl.Log.WithName("apiserver")
-	runnable, err := newAPIRunnable(api, mgr.GetClient(), namespace, identity.User{Name: "admin", Admin: true}, nil, func(string) {
+	runnable, err := newAPIRunnable(api, mgr.GetClient(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
 		log.Info("Jupyter API server ready", "listen", api.listen)
 	})
 	if err != nil {
+		l.Close()
 		return err
 	}
 	return mgr.Add(runnable)

@@ -61,12 +61,20 @@ type instance struct {
 	done    chan error
 	// apiURL is the Jupyter API URL the instance printed, with its token.
 	apiURL string
+	// logPath is the file with the instance's standard error.
+	logPath string
 }
 
 func startLocal(t *testing.T, dataDir, root string) *instance {
 	t.Helper()
-	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0")
+	return startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
+		"--listen", "127.0.0.1:0"), dataDir, root)
+}
+
+// startLocalCmd starts cmd, an `nbkube local` with dataDir and root, and waits until it is
+// ready.
+func startLocalCmd(t *testing.T, cmd *exec.Cmd, dataDir, root string) *instance {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +87,7 @@ func startLocal(t *testing.T, dataDir, root string) *instance {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	inst := &instance{cmd: cmd, dataDir: dataDir, root: root, done: make(chan error, 1)}
+	inst := &instance{cmd: cmd, dataDir: dataDir, root: root, done: make(chan error, 1), logPath: logFile.Name()}
 	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
