@@ -102,7 +102,8 @@ func TestChart_LintIsClean(t *testing.T) {
 func TestChart_SchemaRefusesBadValues(t *testing.T) {
 	for _, tc := range []struct{ set, want string }{
 		{set: "apiserver.replicas=-1", want: "/apiserver/replicas"},
-		{set: "culling.idleTimeout=3600", want: "/culling/idleTimeout"},
+		{set: "culling.idleTimeout=-5", want: "/culling/idleTimeout"},
+		{set: "logFormat=text", want: "/logFormat"},
 		{set: "culling.interval=5 minutes", want: "/culling/interval"},
 		{set: "contents.accessModes={ReadWriteSometimes}", want: "/contents/accessModes/0"},
 		{set: "kernelImagePullPolicy=Sometimes", want: "/kernelImagePullPolicy"},
@@ -132,7 +133,7 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 		nil,
 		{"metrics.enabled=true", "ingress.enabled=true", "ingress.className=nginx", "quota.enabled=true",
 			"quota.hard.pods=40", "contents.storageClass=-", "kernelImagePullPolicy=Never", "apiserver.replicas=3",
-			"manager.replicas=2", "culling.idleTimeout=1h", "culling.cullBusy=true", "apiserver.baseURL=/nb/",
+			"manager.replicas=2", "culling.idleTimeout=3600", "culling.interval=90s", "culling.cullBusy=true", "apiserver.baseURL=/nb/",
 			"ingress.tls[0].secretName=tls", "ingress.tls[0].hosts[0]=notebooks.example.com"},
 		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false",
 			"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=24h"},

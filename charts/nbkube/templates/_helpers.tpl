@@ -53,6 +53,7 @@ securityContext:
 
 {{/* Flags both processes share. */}}
 {{- define "nbkube.commonArgs" -}}
+- --log-format={{ .Values.logFormat }}
 - --health-probe-bind-address=:8081
 {{- if .Values.metrics.enabled }}
 - --metrics-bind-address=:8443
