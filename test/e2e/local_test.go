@@ -38,6 +38,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nbkubeBin = filepath.Join(dir, "nbkube")
+	// nbkube local, like Jupyter Server, leaves a server info file in Jupyter's runtime
+	// directory: the tests' go with them, not into the home directory.
+	if err := os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(dir, "jupyter-runtime")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube.
 	for _, cmd := range []string{"nbkube", "nbkube-agent"} {
 		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
