@@ -32,7 +32,7 @@ type apiFlags struct {
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.listen, "listen", listenDefault, "address of the Jupyter API server (empty: no API server)")
-	fs.Func("token", "token of the Jupyter API (default: $NBKUBE_TOKEN, else $JUPYTER_TOKEN, else the contents of $JUPYTER_TOKEN_FILE, else generated)", func(s string) error {
+	fs.Func("token", "the `token` of the Jupyter API (default: $NBKUBE_TOKEN, else $JUPYTER_TOKEN, else the contents of $JUPYTER_TOKEN_FILE, else generated)", func(s string) error {
 		if s == "" {
 			// Jupyter's --token='' turns authentication off; nbkube has no such mode.
 			return errors.New("nbkube always requires a token: leave --token out to have one generated")

@@ -89,7 +89,7 @@ func newFlagSet(name string) (*flag.FlagSet, *zap.Options) {
 	fs := flag.NewFlagSet("nbkube "+name, flag.ContinueOnError)
 	logOpts := &zap.Options{Development: false, NewEncoder: consoleEncoder}
 	logOpts.BindFlags(fs)
-	fs.Func("log-format", `"console" (readable lines, the default) or "json"`, func(s string) error {
+	fs.Func("log-format", "log `format`: console (readable lines, the default) or json", func(s string) error {
 		switch s {
 		case "console":
 			logOpts.NewEncoder = consoleEncoder
