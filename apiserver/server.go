@@ -179,27 +179,3 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	return nil
 }
-
-// Runnable serves the API as a controller-runtime manager runnable. Every replica serves, so
-// it needs no leader election.
-type Runnable struct {
-	Server *Server
-	Listen string
-	// Ready, when set, is called with the listening address once requests are answered.
-	Ready func(addr net.Addr)
-}
-
-// Start listens and serves until ctx ends.
-func (r *Runnable) Start(ctx context.Context) error {
-	l, err := net.Listen("tcp", r.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", r.Listen, err)
-	}
-	if r.Ready != nil {
-		r.Ready(l.Addr())
-	}
-	return r.Server.Serve(ctx, l)
-}
-
-// NeedLeaderElection is false: all replicas serve.
-func (r *Runnable) NeedLeaderElection() bool { return false }

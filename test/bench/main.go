@@ -167,6 +167,8 @@ func startNbkube(bin, dir string) (*server, error) {
 	token := "bench-token"
 	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
+	// Its Jupyter runtime file stays in the bench's directory, not the user's.
+	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	s := &server{name: "nbkube", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
 	return s, startAndWait(cmd, s)
