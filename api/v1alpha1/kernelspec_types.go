@@ -21,6 +21,19 @@ const (
 // pod of this kind runs. It mirrors Jupyter's kernel.json plus what a pod needs.
 // +kubebuilder:validation:XValidation:rule="self.argv.exists(a, a.contains('{connection_file}'))",message="argv must pass {connection_file} to the kernel"
 type KernelSpecSpec struct {
+	// kernelName is the spec's name in Jupyter's API: its key in /api/kernelspecs, the name
+	// that starts a kernel of it, and those kernels' "name". Empty means the resource's name.
+	// Jupyter names a spec after its directory, which may hold what a resource name cannot
+	// ("sample 2", "my_kernel"), so the two are kept apart. Jupyter matches names
+	// case-insensitively and lists them in lower case, hence no upper case here. Two
+	// KernelSpecs of a namespace with one name: the older is served, the other hidden.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +kubebuilder:validation:Pattern=`^[^/A-Z\x00-\x1f\x7f]+$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="kernelName cannot be . or .."
+	KernelName string `json:"kernelName,omitempty"`
+
 	// displayName is the name shown to users, kernel.json's display_name.
 	// +required
 	// +kubebuilder:validation:MinLength=1
@@ -73,6 +86,13 @@ type KernelSpecSpec struct {
 	// +optional
 	Logo *KernelLogo `json:"logo,omitempty"`
 
+	// files are the spec's other files, those Jupyter serves from a kernel spec's directory
+	// under /kernelspecs/<name>/: kernel.js and kernel.css for the front end, logos, and
+	// whatever else they fetch. logo, when set, is served as well and wins over a file of the
+	// same name.
+	// +optional
+	Files *KernelSpecFiles `json:"files,omitempty"`
+
 	// culling overrides the operator's idle culling for kernels of this spec; fields left
 	// unset take the operator's settings (--cull-idle-timeout, --cull-connected, --cull-busy).
 	// +optional
@@ -115,6 +135,19 @@ type KernelLogo struct {
 	Data []byte `json:"data"`
 }
 
+// KernelSpecFiles says where a kernel spec's files are.
+type KernelSpecFiles struct {
+	// configMapName names a ConfigMap in the KernelSpec's namespace: each key is a file name,
+	// its value the file, in data (UTF-8 text) or binaryData (anything else). Files in
+	// subdirectories of a Jupyter kernel spec cannot be keys, so only the top-level files of
+	// a spec's directory can be served. A missing ConfigMap means no files.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	ConfigMapName string `json:"configMapName"`
+}
+
 // KernelSpecStatus reports whether the spec is usable.
 type KernelSpecStatus struct {
 	// observedGeneration is the generation the status was computed for.
@@ -133,6 +166,7 @@ type KernelSpecStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ks;kspec,categories=nbkube
+// +kubebuilder:printcolumn:name="Kernel Name",type=string,JSONPath=`.spec.kernelName`,priority=1
 // +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
 // +kubebuilder:printcolumn:name="Language",type=string,JSONPath=`.spec.language`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
@@ -157,4 +191,12 @@ type KernelSpecList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []KernelSpec `json:"items"`
+}
+
+// JupyterName is the spec's name in Jupyter's API: spec.kernelName, else the resource's name.
+func (ks *KernelSpec) JupyterName() string {
+	if ks.Spec.KernelName != "" {
+		return ks.Spec.KernelName
+	}
+	return ks.Name
 }
