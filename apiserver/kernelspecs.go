@@ -25,7 +25,8 @@ type KernelSpecLister interface {
 	// matching domainerr.ErrNotFound when there is none.
 	GetKernelSpec(ctx context.Context, name string) (jupyter.KernelSpec, error)
 	// GetKernelSpecResource returns a file of the spec called name; an error matching
-	// domainerr.ErrNotFound when there is no such spec or file.
+	// domainerr.ErrNotFound when there is no such spec or file. A file name is one path
+	// segment.
 	GetKernelSpecResource(ctx context.Context, name, file string) (repository.KernelSpecResource, error)
 }
 
@@ -87,15 +88,23 @@ func (s *Server) servedKernelSpec(name string, ks jupyter.KernelSpec) jupyter.Ke
 	return ks
 }
 
-// getKernelSpecResource serves /kernelspecs/<name>/<file>.
+// getKernelSpecResource serves /kernelspecs/<name>/<file>, any file of the spec as Jupyter
+// serves its directory's, with its MIME type from its name as /files does. Only files at the
+// top of a spec exist (see KernelSpecLister), so a path of more than one segment, "." or ".."
+// is no file.
 func (s *Server) getKernelSpecResource(c *gin.Context) error {
-	res, err := s.opts.KernelSpecs.GetKernelSpecResource(c.Request.Context(), c.Param("name"), strings.TrimPrefix(c.Param("file"), "/"))
+	file := strings.TrimPrefix(c.Param("file"), "/")
+	if file == "" || file == "." || file == ".." || strings.Contains(file, "/") {
+		return errNotFound
+	}
+	res, err := s.opts.KernelSpecs.GetKernelSpecResource(c.Request.Context(), c.Param("name"), file)
 	if err != nil {
 		return err
 	}
 	h := c.Writer.Header()
-	h.Set("Content-Type", res.ContentType)
-	// An SVG opened on its own is a page of this origin: it must not run scripts.
+	h.Set("Content-Type", fileMimetype(res.FileName))
+	// An SVG or HTML file opened on its own is a page of this origin: it must not run
+	// scripts. A kernel.js that a page loads is not confined by its own CSP.
 	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox")
 	if path.Ext(res.FileName) == ".png" {
 		// Jupyter's month for logos.

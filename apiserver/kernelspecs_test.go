@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -64,14 +66,6 @@ func TestKernelSpecs(t *testing.T) {
 				t.Errorf("%s: Content-Type %q", path, ct)
 			}
 			want := readJSON(t, filepath.Join("testdata", golden))
-			// A KernelSpec carries one logo, so nbkube offers only the 64x64 one.
-			model := want
-			if ks, ok := want["kernelspecs"].(map[string]any); ok {
-				model = ks["python3"].(map[string]any)
-			}
-			for _, other := range []string{"logo-32x32", "logo-svg"} {
-				delete(model["resources"].(map[string]any), other)
-			}
 			if d := cmp.Diff(want, r.json(t)); d != "" {
 				t.Errorf("%s (-Jupyter Server +nbkube):\n%s", path, d)
 			}
@@ -80,6 +74,15 @@ func TestKernelSpecs(t *testing.T) {
 		expect(t, r, http.StatusOK)
 		if string(r.body) != string(logo) || r.header.Get("Content-Type") != "image/png" || r.header.Get("Cache-Control") != "max-age=2592000" {
 			t.Errorf("logo: %d bytes, headers %v", len(r.body), r.header)
+		}
+		for _, file := range []string{"logo-32x32.png", "logo-svg.svg", "kernel.json"} {
+			want, err := os.ReadFile(filepath.Join(debianKernels, "python3", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := s.do("GET", "/base/kernelspecs/python3/"+file, nil); r.status != http.StatusOK || string(r.body) != string(want) {
+				t.Errorf("%s: %d, %d bytes, want %d", file, r.status, len(r.body), len(want))
+			}
 		}
 	})
 
@@ -136,32 +139,93 @@ func TestKernelSpecs(t *testing.T) {
 		expect(t, s.do("GET", "/api/kernelspecs/r", nil, "Authorization", ""), http.StatusForbidden)
 	})
 
-	t.Run("ResourcesAreTheLogoOnly", func(t *testing.T) {
+	t.Run("ResourcesAreTheFilesOfTheSpec", func(t *testing.T) {
 		s, ns := kernelSpecServer(t, nil)
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "svg-files", Namespace: ns},
+			Data:       map[string]string{"kernel.js": "define([], {});", "kernel.css": "body {}", "page.html": "<script>alert(1)</script>"},
+			BinaryData: map[string][]byte{"data.bin": {0, 1, 2, 0xff}},
+		}
 		svg := kernelSpec(ns, "svg")
 		svg.Spec.Logo = &nbv1.KernelLogo{FileName: "logo-svg.svg", Data: []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`)}
+		svg.Spec.Files = &nbv1.KernelSpecFiles{ConfigMapName: cm.Name}
+		if err := c.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
 		create(t, svg, kernelSpec(ns, "nologo"))
 
-		r := s.do("GET", "/kernelspecs/SVG/logo-svg.svg", nil)
-		expect(t, r, http.StatusOK)
-		if string(r.body) != string(svg.Spec.Logo.Data) || r.header.Get("Content-Type") != "image/svg+xml" {
-			t.Errorf("logo %q, headers %v", r.body, r.header)
+		resources := s.do("GET", "/api/kernelspecs/svg", nil).json(t)["resources"]
+		if d := cmp.Diff(map[string]any{"kernel.js": "/kernelspecs/svg/kernel.js", "kernel.css": "/kernelspecs/svg/kernel.css",
+			"logo-svg": "/kernelspecs/svg/logo-svg.svg"}, resources); d != "" {
+			t.Errorf("resources (-want +got):\n%s", d)
 		}
-		if csp := r.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; sandbox") {
-			t.Errorf("an SVG logo may run scripts: CSP %q", csp)
+		for file, want := range map[string]struct{ body, contentType string }{
+			"logo-svg.svg": {string(svg.Spec.Logo.Data), "image/svg+xml"},
+			"kernel.js":    {"define([], {});", "text/javascript; charset=utf-8"},
+			"kernel.css":   {"body {}", "text/css; charset=utf-8"},
+			"page.html":    {"<script>alert(1)</script>", "text/html; charset=utf-8"},
+			"data.bin":     {"\x00\x01\x02\xff", "application/octet-stream"},
+		} {
+			r := s.do("GET", "/kernelspecs/SVG/"+file, nil)
+			expect(t, r, http.StatusOK)
+			if string(r.body) != want.body || r.header.Get("Content-Type") != want.contentType || r.header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s: %q, headers %v", file, r.body, r.header)
+			}
+			// An SVG or HTML file opened on its own must not run scripts.
+			if csp := r.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; sandbox") {
+				t.Errorf("%s may run scripts: CSP %q", file, csp)
+			}
 		}
 		if r := s.do("HEAD", "/kernelspecs/svg/logo-svg.svg", nil); r.status != http.StatusOK || len(r.body) != 0 || r.header.Get("Content-Length") != strconv.Itoa(len(svg.Spec.Logo.Data)) {
 			t.Errorf("HEAD: %d, %q, %v", r.status, r.body, r.header)
 		}
-		etag := r.header.Get("Etag")
-		if r := s.do("GET", "/kernelspecs/svg/logo-svg.svg", nil, "If-None-Match", etag); etag == "" || r.status != http.StatusNotModified {
+		etag := s.do("GET", "/kernelspecs/svg/kernel.js", nil).header.Get("Etag")
+		if r := s.do("GET", "/kernelspecs/svg/kernel.js", nil, "If-None-Match", etag); etag == "" || r.status != http.StatusNotModified {
 			t.Errorf("revalidation with Etag %q: %d", etag, r.status)
 		}
+		// Only files at the top of a spec exist; nothing leads out of it.
 		for _, p := range []string{
 			"/kernelspecs/svg/kernel.json", "/kernelspecs/svg/logo-64x64.png", "/kernelspecs/svg/x/logo-svg.svg",
-			"/kernelspecs/nologo/logo-svg.svg", "/kernelspecs/nope/logo-svg.svg",
+			"/kernelspecs/svg/..%2Fnologo%2Fkernel.js", "/kernelspecs/svg/%2E%2E", "/kernelspecs/svg/%2Fkernel.js",
+			"/kernelspecs/nologo/logo-svg.svg", "/kernelspecs/nologo/kernel.js", "/kernelspecs/nope/logo-svg.svg",
 		} {
 			expect(t, s.do("GET", p, nil), http.StatusNotFound)
+		}
+	})
+
+	t.Run("NamesThatCannotBeResourceNames", func(t *testing.T) {
+		dir := t.TempDir()
+		d := filepath.Join(dir, "sample 2")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, content := range map[string]string{
+			"kernel.json": `{"argv":["R","{connection_file}"],"display_name":"Sample 2","language":"R"}`,
+			"kernel.js":   "define([], {});",
+		} {
+			if err := os.WriteFile(filepath.Join(d, file), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, _ := kernelSpecServer(t, []string{dir})
+		specs := s.do("GET", "/api/kernelspecs", nil).json(t)["kernelspecs"].(map[string]any)
+		sample, ok := specs["sample 2"].(map[string]any)
+		if !ok || sample["name"] != "sample 2" {
+			t.Fatalf("kernel specs %v, want sample 2", specs)
+		}
+		js := sample["resources"].(map[string]any)["kernel.js"]
+		if js != "/kernelspecs/sample%202/kernel.js" {
+			t.Errorf("kernel.js at %v", js)
+		}
+		if r := s.do("GET", js.(string), nil); r.status != http.StatusOK || string(r.body) != "define([], {});" {
+			t.Errorf("GET %s: %d %q", js, r.status, r.body)
+		}
+		for _, name := range []string{"sample%202", "Sample%202"} {
+			r := s.do("GET", "/api/kernelspecs/"+name, nil)
+			expect(t, r, http.StatusOK)
+			if got, _ := url.PathUnescape(name); r.json(t)["name"] != got {
+				t.Errorf("GET %s: name %v", name, r.json(t)["name"])
+			}
 		}
 	})
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // nativeKernel is the spec Jupyter offers even when no kernel.json names it, from the
@@ -52,9 +53,10 @@ func (h *Host) SyncedWithin(d time.Duration) bool {
 
 // Refresh syncs the host's kernel specs into KernelSpecs (see Sync) when the directories
 // changed since the last successful sync, and on the first call. It reports whether it
-// synced and, if so, the names now offered from the host; err joins the specs it skipped
-// (malformed, or with a name that cannot be a resource name) and the writes that failed.
-// After failed writes the next call tries again.
+// synced and, if so, the Jupyter names now offered from the host; err joins the specs it
+// skipped (malformed, or with a name no KernelSpec can have) and the writes that failed.
+// After failed writes the next call tries again. Files of a spec left out of its ConfigMap
+// are logged.
 func (h *Host) Refresh(ctx context.Context) (names []string, synced bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -63,15 +65,20 @@ func (h *Host) Refresh(ctx context.Context) (names []string, synced bool, err er
 		return nil, false, nil
 	}
 	specs, problems := Find(h.Dirs)
-	// Names that cannot be resources are skipped here rather than by Sync, so that they do
-	// not count as failed writes and make every later call sync again.
+	// Names no KernelSpec can have are skipped here rather than by Sync, so that they do not
+	// count as failed writes and make every later call sync again.
 	specs = slices.DeleteFunc(specs, func(s Spec) bool {
-		_, err := ResourceName(s.Name)
+		_, _, err := Names(s.Name)
 		if err != nil {
 			problems = append(problems, err)
 		}
 		return err != nil
 	})
+	for _, s := range specs {
+		if len(s.Skipped) > 0 {
+			log.FromContext(ctx).Info("Files of a kernel spec left out: a ConfigMap cannot hold them", "kernel", s.Name, "files", s.Skipped)
+		}
+	}
 	if len(h.Python) > 0 && !slices.ContainsFunc(specs, func(s Spec) bool { return strings.EqualFold(s.Name, nativeKernel) }) {
 		if py, ok := PythonSpec(ctx, h.Python); ok {
 			specs = append(specs, py)
@@ -86,10 +93,9 @@ func (h *Host) Refresh(ctx context.Context) (names []string, synced bool, err er
 }
 
 // fingerprint sums up what Find would read under dirs: the name, size and modification time
-// of every kernel.json and logo file. Comparing it is enough to tell that a spec was added,
-// removed or edited, without reading or parsing any file.
+// of every file at the top of every spec directory. Comparing it is enough to tell that a spec
+// or one of its files was added, removed or edited, without reading or parsing any file.
 func fingerprint(dirs []string) string {
-	files := append([]string{"kernel.json"}, logoFiles...)
 	var b strings.Builder
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
@@ -97,9 +103,13 @@ func fingerprint(dirs []string) string {
 			continue
 		}
 		for _, e := range entries {
+			files, err := os.ReadDir(filepath.Join(dir, e.Name()))
+			if err != nil {
+				continue
+			}
 			for _, f := range files {
-				p := filepath.Join(dir, e.Name(), f)
-				if st, err := os.Stat(p); err == nil {
+				p := filepath.Join(dir, e.Name(), f.Name())
+				if st, err := os.Stat(p); err == nil && !st.IsDir() {
 					fmt.Fprintf(&b, "%s\x00%d\x00%d\n", p, st.Size(), st.ModTime().UnixNano())
 				}
 			}

@@ -1,9 +1,20 @@
 // Package kernelspecs reads the Jupyter kernel specs installed on a host (kernel.json files in
 // Jupyter's data directories) and turns them into KernelSpec resources, so that `nbkube local`
 // offers the kernels a Jupyter user already has.
+//
+// A spec's Jupyter name is its directory's name, lower-cased; when that cannot be a resource
+// name, the resource gets a name made from it and carries the Jupyter name in
+// spec.kernelName. The files of a spec's directory go into a ConfigMap the KernelSpec names,
+// the one place the API server serves kernel spec files from, for the host's specs and an
+// admin's alike. A ConfigMap holds at most 1 MiB and its keys cannot hold a "/", so what is
+// left out is: files in subdirectories, files whose names cannot be keys, anything but
+// regular files, and files beyond the 1 MiB (taken in the order of filePriority, then by
+// name).
 package kernelspecs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +22,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -20,19 +35,20 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// LabelSource marks KernelSpecs made from a host's kernel.json, so that they can be kept in
-// step with the host without touching those an admin applied.
+// LabelSource marks KernelSpecs (and their ConfigMaps) made from a host's kernel.json, so
+// that they can be kept in step with the host without touching those an admin applied.
 const LabelSource = "nbkube.io/source"
 
 // SourceHost is the LabelSource value of specs read from the host.
 const SourceHost = "host"
 
-// maxLogo bounds a logo carried into the resource (the CRD's limit).
-const maxLogo = 64 << 10
+// maxFiles bounds the files of one spec, counted as a ConfigMap counts them (keys and
+// values): the API server refuses ConfigMaps over 1 MiB.
+const maxFiles = corev1.MaxSecretSize
 
-// logoFiles are Jupyter's logo files in the order one is chosen for the resource, which holds
-// only one: the 64x64 PNG first, the logo every Jupyter client knows to show.
-var logoFiles = []string{"logo-64x64.png", "logo-svg.svg", "logo-32x32.png"}
+// filePriority are the files kept first when a spec's files do not all fit: what Jupyter's
+// clients fetch (kernel.js, kernel.css, the logos), then kernel.json.
+var filePriority = []string{"kernel.js", "kernel.css", "logo-64x64.png", "logo-svg.svg", "logo-32x32.png", "kernel.json"}
 
 // Spec is one kernel.json found on the host.
 type Spec struct {
@@ -42,8 +58,10 @@ type Spec struct {
 	Dir string
 	// JSON is the parsed kernel.json.
 	JSON KernelJSON
-	// Logo is the first of Jupyter's logo files present, if any.
-	Logo *nbv1.KernelLogo
+	// Files are the files of Dir that its ConfigMap holds, by name.
+	Files map[string][]byte
+	// Skipped says which files of Dir were left out of Files, and why.
+	Skipped []string
 }
 
 // KernelJSON is Jupyter's kernel.json.
@@ -126,55 +144,146 @@ func load(dir, name string) (Spec, error) {
 	if len(s.JSON.Argv) == 0 {
 		return Spec{}, fmt.Errorf("%s/kernel.json: empty argv", dir)
 	}
-	for _, logo := range logoFiles {
-		if data, ok := readLogo(filepath.Join(dir, logo)); ok {
-			s.Logo = &nbv1.KernelLogo{FileName: logo, Data: data}
-			break
-		}
+	s.Files, s.Skipped, err = readFiles(dir)
+	if err != nil {
+		return Spec{}, err
 	}
 	return s, nil
 }
 
-// readLogo reads a logo file of at most maxLogo bytes; larger ones are not read to the end.
-func readLogo(path string) ([]byte, bool) {
+// readFiles reads the top-level files of dir that a ConfigMap can hold, within maxFiles,
+// and says which it left out.
+func readFiles(dir string) (map[string][]byte, []string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		pa, pb := slices.Index(filePriority, a), slices.Index(filePriority, b)
+		switch {
+		case pa >= 0 && pb >= 0:
+			return pa - pb
+		case pa >= 0:
+			return -1
+		case pb >= 0:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	files := map[string][]byte{}
+	var skipped []string
+	left := maxFiles
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			skipped = append(skipped, fmt.Sprintf("%s: %v", name, err))
+			continue
+		case st.IsDir():
+			skipped = append(skipped, name+"/: a directory (a ConfigMap holds no directories)")
+			continue
+		case !st.Mode().IsRegular():
+			skipped = append(skipped, name+": not a regular file")
+			continue
+		case len(validation.IsConfigMapKey(name)) > 0:
+			skipped = append(skipped, name+": the name cannot be a ConfigMap key")
+			continue
+		case st.Size()+int64(len(name)) > int64(left):
+			skipped = append(skipped, fmt.Sprintf("%s: %d bytes, over the %d left of a ConfigMap's 1 MiB", name, st.Size(), left-len(name)))
+			continue
+		}
+		data, err := readAtMost(p, left-len(name))
+		if err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		files[name] = data
+		left -= len(name) + len(data)
+	}
+	return files, skipped, nil
+}
+
+// readAtMost reads a file of at most limit bytes; a larger one (it grew since its size was
+// taken) is an error, not read to the end.
+func readAtMost(path string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, false
+		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxLogo+1))
-	return data, err == nil && len(data) <= maxLogo
-}
-
-// ResourceName is the KernelSpec name for a Jupyter kernel name, or an error when the name
-// cannot be one (Jupyter allows upper case and underscores; resource names do not).
-func ResourceName(name string) (string, error) {
-	n := strings.ToLower(name)
-	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 {
-		return "", fmt.Errorf("kernel %q cannot be a resource name: %s", name, strings.Join(errs, ", "))
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && len(data) > limit {
+		err = fmt.Errorf("over the %d bytes left of a ConfigMap's 1 MiB", limit)
 	}
-	return n, nil
+	return data, err
 }
 
-// Resource is the KernelSpec for a host kernel spec in namespace.
+// maxKernelName is the longest Jupyter name a KernelSpec takes (spec.kernelName's bound), a
+// file name's longest on Linux.
+const maxKernelName = 255
+
+// Names are the resource name and spec.kernelName of the KernelSpec for a Jupyter kernel
+// name. Jupyter lists names lower-cased; one that is a valid resource name is the resource's
+// name, with no kernelName. Any other becomes a resource name by keeping its ASCII letters
+// and digits, turning the rest into dashes, and adding a hash of the whole name, which keeps
+// two names that differ only in the rest apart. The error says why a name cannot be a KernelSpec's at all.
+func Names(name string) (resource, kernelName string, err error) {
+	n := strings.ToLower(name)
+	if len(validation.IsDNS1123Subdomain(n)) == 0 {
+		return n, "", nil
+	}
+	switch {
+	case n == "" || n == "." || n == "..":
+		return "", "", fmt.Errorf("kernel %q: not a name", name)
+	case len(n) > maxKernelName:
+		return "", "", fmt.Errorf("kernel %q: names are at most %d bytes", name, maxKernelName)
+	case strings.ContainsFunc(n, func(r rune) bool { return r == '/' || unicode.IsControl(r) || r == utf8.RuneError }):
+		return "", "", fmt.Errorf("kernel %q: a name holds no \"/\", control characters or invalid UTF-8", name)
+	}
+	var b strings.Builder
+	for _, r := range n {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	sum := sha256.Sum256([]byte(n))
+	// Leaves room for the hash within a resource name's 253 bytes; the ends must be
+	// alphanumeric.
+	base := strings.Trim(b.String()[:min(b.Len(), 230)], "-")
+	resource = strings.TrimPrefix(base+"-"+hex.EncodeToString(sum[:4]), "-")
+	return resource, n, nil
+}
+
+// Resource is the KernelSpec for a host kernel spec in namespace. Its files are in the
+// ConfigMap of FilesConfigMap, of the same name.
 func (s Spec) Resource(namespace string) (*nbv1.KernelSpec, error) {
-	name, err := ResourceName(s.Name)
+	name, kernelName, err := Names(s.Name)
 	if err != nil {
 		return nil, err
 	}
 	ks := &nbv1.KernelSpec{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: namespace,
-			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, LabelSource: SourceHost},
+			Labels: hostLabels(),
 		},
 		Spec: nbv1.KernelSpecSpec{
+			KernelName:    kernelName,
 			DisplayName:   s.JSON.DisplayName,
 			Language:      s.JSON.Language,
 			Argv:          s.JSON.Argv,
 			InterruptMode: nbv1.InterruptMode(s.JSON.InterruptMode),
 			Env:           s.JSON.Env,
-			Logo:          s.Logo,
 		},
+	}
+	if len(s.Files) > 0 {
+		ks.Spec.Files = &nbv1.KernelSpecFiles{ConfigMapName: name}
 	}
 	if ks.Spec.DisplayName == "" {
 		ks.Spec.DisplayName = s.Name
@@ -186,4 +295,35 @@ func (s Spec) Resource(namespace string) (*nbv1.KernelSpec, error) {
 		ks.Spec.Metadata = &apiextensionsv1.JSON{Raw: s.JSON.Metadata}
 	}
 	return ks, nil
+}
+
+// FilesConfigMap is the ConfigMap of the spec's files for its KernelSpec ks: text in data,
+// the rest in binaryData. It is owned by ks, so that deleting the KernelSpec deletes it.
+func (s Spec) FilesConfigMap(ks *nbv1.KernelSpec) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ks.Name, Namespace: ks.Namespace, Labels: hostLabels(),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: nbv1.GroupVersion.String(), Kind: "KernelSpec", Name: ks.Name, UID: ks.UID,
+			}},
+		},
+	}
+	for name, data := range s.Files {
+		if utf8.Valid(data) {
+			if cm.Data == nil {
+				cm.Data = map[string]string{}
+			}
+			cm.Data[name] = string(data)
+			continue
+		}
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[name] = data
+	}
+	return cm
+}
+
+func hostLabels() map[string]string {
+	return map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, LabelSource: SourceHost}
 }

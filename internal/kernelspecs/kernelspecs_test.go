@@ -3,9 +3,11 @@ package kernelspecs
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 func writeSpec(t *testing.T, dir, name, json string) {
@@ -60,8 +62,12 @@ func TestFind_EarlierDirectoriesWinAndBadSpecsAreReported(t *testing.T) {
 		}
 		switch s.Name {
 		case "ir":
-			if ks.Spec.Logo == nil || ks.Spec.Logo.FileName != "logo-64x64.png" || ks.Spec.InterruptMode != "message" {
+			if ks.Spec.Files == nil || ks.Spec.Files.ConfigMapName != "ir" || ks.Spec.InterruptMode != "message" {
 				t.Errorf("ir resource %+v", ks.Spec)
+			}
+			cm := s.FilesConfigMap(ks)
+			if string(cm.BinaryData["logo-64x64.png"]) != "\x89PNG\r\n\x1a\nrest" || cm.Data["kernel.json"] == "" {
+				t.Errorf("ir files: data %v, binaryData %v", cm.Data, cm.BinaryData)
 			}
 		case "python3":
 			if ks.Spec.Metadata == nil || string(ks.Spec.Metadata.Raw) != `{"debugger":true}` || ks.Labels[LabelSource] != SourceHost {
@@ -71,14 +77,29 @@ func TestFind_EarlierDirectoriesWinAndBadSpecsAreReported(t *testing.T) {
 	}
 }
 
-func TestResourceName(t *testing.T) {
-	for in, want := range map[string]string{"Python3": "python3", "julia-1.10": "julia-1.10"} {
-		if got, err := ResourceName(in); err != nil || got != want {
-			t.Errorf("ResourceName(%q) = %q, %v", in, got, err)
+func TestNames_KeepTheJupyterNameWhenItCannotBeAResourceName(t *testing.T) {
+	for _, c := range []struct{ in, resource, kernelName string }{
+		{in: "Python3", resource: "python3"},
+		{in: "julia-1.10", resource: "julia-1.10"},
+		{in: "sample 2", resource: "sample-2-76c7b704", kernelName: "sample 2"},
+		{in: "Sample 2", resource: "sample-2-76c7b704", kernelName: "sample 2"},
+		{in: "my_kernel", resource: "my-kernel-dc86feef", kernelName: "my_kernel"},
+		{in: "a..b", resource: "a--b-f62b4241", kernelName: "a..b"},
+		{in: "_é_", resource: "154aaa14", kernelName: "_é_"},
+		{in: strings.Repeat("x", 254) + "_", resource: strings.Repeat("x", 230) + "-c3e17ee1", kernelName: strings.Repeat("x", 254) + "_"},
+	} {
+		resource, kernelName, err := Names(c.in)
+		if err != nil || resource != c.resource || kernelName != c.kernelName {
+			t.Errorf("Names(%q) = %q, %q, %v; want %q, %q", c.in, resource, kernelName, err, c.resource, c.kernelName)
+		}
+		if errs := validation.IsDNS1123Subdomain(resource); len(errs) > 0 {
+			t.Errorf("Names(%q): resource name %q: %v", c.in, resource, errs)
 		}
 	}
-	if _, err := ResourceName("my_kernel"); err == nil {
-		t.Error("underscore accepted")
+	for _, bad := range []string{"", "..", "tab\there", strings.Repeat("x", 256)} {
+		if r, k, err := Names(bad); err == nil {
+			t.Errorf("Names(%q) = %q, %q; want an error", bad, r, k)
+		}
 	}
 }
 

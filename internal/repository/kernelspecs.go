@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -18,10 +21,18 @@ import (
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 )
 
+// The files of kernel specs are ConfigMaps the KernelSpecs name, read through the same cache:
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+
 // KernelSpecs reads the KernelSpecs of one namespace: the kinds of kernel users can start.
 // Every user sees all of them.
+//
+// A KernelSpec answers to its Jupyter name (spec.kernelName, else its resource name),
+// case-insensitively as jupyter_client matches names. The CRD cannot keep two KernelSpecs
+// from taking one name, so reads do: the older is served and the other hidden, which keeps a
+// name from moving to a spec applied later.
 type KernelSpecs struct {
-	// Reader reads the KernelSpecs, usually the manager's cached client.
+	// Reader reads the KernelSpecs and their ConfigMaps, usually the manager's cached client.
 	Reader client.Reader
 	// Namespace holds the KernelSpecs.
 	Namespace string
@@ -38,25 +49,21 @@ type KernelSpecs struct {
 
 // KernelSpecResource is a file of a kernel spec, served under /kernelspecs/<name>/.
 type KernelSpecResource struct {
-	FileName    string
-	ContentType string
-	Data        []byte
+	FileName string
+	Data     []byte
 }
-
-// logoTypes are the Content-Types of the logo files the KernelSpec CRD admits.
-var logoTypes = map[string]string{".png": "image/png", ".svg": "image/svg+xml"}
 
 // ListKernelSpecs returns the model of every kernel spec, sorted by name. A model's Resources
 // map each resource to its file name, for the API server to make URLs of.
 func (k *KernelSpecs) ListKernelSpecs(ctx context.Context) ([]jupyter.KernelSpec, error) {
-	var list nbv1.KernelSpecList
-	if err := k.reader(ctx).List(ctx, &list, client.InNamespace(k.Namespace)); err != nil {
-		return nil, fmt.Errorf("list kernel specs: %w", err)
+	r := k.reader(ctx)
+	specs, err := k.served(ctx, r)
+	if err != nil {
+		return nil, err
 	}
-	slices.SortFunc(list.Items, func(a, b nbv1.KernelSpec) int { return strings.Compare(a.Name, b.Name) })
-	out := make([]jupyter.KernelSpec, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, kernelSpecModel(&list.Items[i]))
+	out := make([]jupyter.KernelSpec, 0, len(specs))
+	for _, ks := range specs {
+		out = append(out, kernelSpecModel(ks, k.files(ctx, r, ks)))
 	}
 	return out, nil
 }
@@ -65,53 +72,133 @@ func (k *KernelSpecs) ListKernelSpecs(ctx context.Context) ([]jupyter.KernelSpec
 // Names match case-insensitively, as jupyter_client lower-cases them; the model has the
 // spec's own name.
 func (k *KernelSpecs) GetKernelSpec(ctx context.Context, name string) (jupyter.KernelSpec, error) {
-	ks, err := k.get(ctx, name)
+	r := k.reader(ctx)
+	ks, err := k.find(ctx, r, name)
 	if err != nil {
 		return jupyter.KernelSpec{}, err
 	}
-	return kernelSpecModel(ks), nil
+	return kernelSpecModel(ks, k.files(ctx, r, ks)), nil
 }
 
-// GetKernelSpecResource returns the file of the kernel spec called name. A KernelSpec carries
-// one file, its logo; Jupyter serves any file of the spec's directory.
+// GetKernelSpecResource returns the file of the kernel spec called name: its logo, or a file
+// of its ConfigMap. A file name is one path segment, since ConfigMap keys cannot hold more;
+// one that cannot be a key is no file.
 func (k *KernelSpecs) GetKernelSpecResource(ctx context.Context, name, file string) (KernelSpecResource, error) {
-	ks, err := k.get(ctx, name)
+	r := k.reader(ctx)
+	ks, err := k.find(ctx, r, name)
 	if err != nil {
 		return KernelSpecResource{}, err
 	}
-	logo := ks.Spec.Logo
-	if logo == nil || file != logo.FileName {
-		// Tornado's message for a file that is not there.
-		return KernelSpecResource{}, notFound("Not Found")
+	// Tornado's message for a file that is not there.
+	missing := notFound("Not Found")
+	if logo := ks.Spec.Logo; logo != nil && file == logo.FileName {
+		return KernelSpecResource{FileName: logo.FileName, Data: logo.Data}, nil
 	}
-	return KernelSpecResource{FileName: logo.FileName, ContentType: logoTypes[path.Ext(logo.FileName)], Data: logo.Data}, nil
+	if len(validation.IsConfigMapKey(file)) > 0 {
+		return KernelSpecResource{}, missing
+	}
+	cm, err := k.configMap(ctx, r, ks)
+	if err != nil {
+		return KernelSpecResource{}, err
+	}
+	if cm == nil {
+		return KernelSpecResource{}, missing
+	}
+	if data, ok := cm.Data[file]; ok {
+		return KernelSpecResource{FileName: file, Data: []byte(data)}, nil
+	}
+	if data, ok := cm.BinaryData[file]; ok {
+		return KernelSpecResource{FileName: file, Data: data}, nil
+	}
+	return KernelSpecResource{}, missing
 }
 
-// get returns the kernel spec called name; the error of a missing one matches domainerr.ErrNotFound.
-func (k *KernelSpecs) get(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
-	key := strings.ToLower(name)
-	if !validName(key) {
-		return nil, kernelSpecMissing(name)
+// served returns the KernelSpecs that answer to their Jupyter names, sorted by name: of
+// those that share a name, the oldest (by creation, then by resource name).
+func (k *KernelSpecs) served(ctx context.Context, r client.Reader) ([]*nbv1.KernelSpec, error) {
+	var list nbv1.KernelSpecList
+	if err := r.List(ctx, &list, client.InNamespace(k.Namespace)); err != nil {
+		return nil, fmt.Errorf("list kernel specs: %w", err)
 	}
-	ks := &nbv1.KernelSpec{}
-	err := k.reader(ctx).Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: key}, ks)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, kernelSpecMissing(name)
-	case err != nil:
-		return nil, fmt.Errorf("get kernel spec %s: %w", key, err)
+	slices.SortFunc(list.Items, func(a, b nbv1.KernelSpec) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Name, b.Name))
+	})
+	seen := map[string]bool{}
+	out := make([]*nbv1.KernelSpec, 0, len(list.Items))
+	for i := range list.Items {
+		ks := &list.Items[i]
+		if key := strings.ToLower(ks.JupyterName()); !seen[key] {
+			seen[key] = true
+			out = append(out, ks)
+		}
 	}
-	return ks, nil
+	slices.SortFunc(out, func(a, b *nbv1.KernelSpec) int { return strings.Compare(a.JupyterName(), b.JupyterName()) })
+	return out, nil
+}
+
+// find returns the served KernelSpec called name; the error of a missing one matches
+// domainerr.ErrNotFound.
+func (k *KernelSpecs) find(ctx context.Context, r client.Reader, name string) (*nbv1.KernelSpec, error) {
+	specs, err := k.served(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	for _, ks := range specs {
+		if strings.EqualFold(ks.JupyterName(), name) {
+			return ks, nil
+		}
+	}
+	return nil, kernelSpecMissing(name)
 }
 
 func kernelSpecMissing(name string) error {
 	return notFound(fmt.Sprintf("Kernel spec %s not found", name))
 }
 
-// kernelSpecModel is Jupyter Server's kernelspec_model of ks, with kernel.json as
-// jupyter_client reports it: env and metadata {} rather than missing, interrupt_mode
-// "signal" unless set.
-func kernelSpecModel(ks *nbv1.KernelSpec) jupyter.KernelSpec {
+// configMap is the ConfigMap of the spec's files; nil when it names none or the ConfigMap
+// does not exist.
+func (k *KernelSpecs) configMap(ctx context.Context, r client.Reader, ks *nbv1.KernelSpec) (*corev1.ConfigMap, error) {
+	if ks.Spec.Files == nil {
+		return nil, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: ks.Spec.Files.ConfigMapName}, cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get the files of kernel spec %s: %w", ks.Name, err)
+	}
+	return cm, nil
+}
+
+// files are the names of the files in the spec's ConfigMap. One that cannot be read leaves
+// the spec without files in its model rather than failing the answer, as Jupyter lists the
+// specs whose resources it cannot read.
+func (k *KernelSpecs) files(ctx context.Context, r client.Reader, ks *nbv1.KernelSpec) []string {
+	cm, err := k.configMap(ctx, r, ks)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "Files of a kernel spec not listed", "kernelSpec", ks.Name)
+	}
+	if cm == nil {
+		return nil
+	}
+	names := make([]string, 0, len(cm.Data)+len(cm.BinaryData))
+	for name := range cm.Data {
+		names = append(names, name)
+	}
+	for name := range cm.BinaryData {
+		names = append(names, name)
+	}
+	return names
+}
+
+// kernelSpecModel is Jupyter Server's kernelspec_model of ks, whose files are those named,
+// with kernel.json as jupyter_client reports it: env and metadata {} rather than missing,
+// interrupt_mode "signal" unless set. Its resources are those Jupyter Server lists of a spec
+// directory: kernel.js and kernel.css by file name, the logo-* files by name without
+// extension; the others are served but not listed.
+func kernelSpecModel(ks *nbv1.KernelSpec, files []string) jupyter.KernelSpec {
 	spec := &ks.Spec
 	file := jupyter.KernelSpecFile{
 		Argv:          spec.Argv,
@@ -130,24 +217,39 @@ func kernelSpecModel(ks *nbv1.KernelSpec) jupyter.KernelSpec {
 	if spec.Metadata != nil && len(spec.Metadata.Raw) > 0 {
 		file.Metadata = spec.Metadata.Raw
 	}
-	resources := map[string]string{}
 	if logo := spec.Logo; logo != nil {
-		resources[strings.TrimSuffix(logo.FileName, path.Ext(logo.FileName))] = logo.FileName
+		files = append(files, logo.FileName)
 	}
-	return jupyter.KernelSpec{Name: ks.Name, Spec: file, Resources: resources}
+	resources := map[string]string{}
+	for _, f := range files {
+		switch {
+		case f == "kernel.js" || f == "kernel.css":
+			resources[f] = f
+		case strings.HasPrefix(f, "logo-"):
+			resources[strings.TrimSuffix(f, path.Ext(f))] = f
+		}
+	}
+	return jupyter.KernelSpec{Name: ks.JupyterName(), Spec: file, Resources: resources}
 }
 
 // reader refreshes the host's specs, if any, and returns the reader that sees them.
 func (k *KernelSpecs) reader(ctx context.Context) client.Reader {
+	if k.Host != nil {
+		// A failed sync leaves the previous specs in place: the answer lists those rather
+		// than failing, as Jupyter lists the specs it can read and logs the others.
+		if names, synced, err := k.Host.Refresh(ctx); err != nil {
+			log.FromContext(ctx).Error(err, "Kernel specs of this machine not all synced", "offered", names)
+		} else if synced {
+			log.FromContext(ctx).V(1).Info("Kernel specs of this machine synced", "offered", names)
+		}
+	}
+	return k.current()
+}
+
+// current is the reader that sees the last sync's writes.
+func (k *KernelSpecs) current() client.Reader {
 	if k.Host == nil {
 		return k.Reader
-	}
-	// A failed sync leaves the previous specs in place: the answer lists those rather than
-	// failing, as Jupyter lists the specs it can read and logs the others.
-	if names, synced, err := k.Host.Refresh(ctx); err != nil {
-		log.FromContext(ctx).Error(err, "Kernel specs of this machine not all synced", "offered", names)
-	} else if synced {
-		log.FromContext(ctx).V(1).Info("Kernel specs of this machine synced", "offered", names)
 	}
 	settle := k.HostSettle
 	if settle <= 0 {
