@@ -35,10 +35,11 @@ func TestClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := newServer(t, func(o *apiserver.Options) {
+		specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
 		o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns}
-		o.KernelSpecs = &repository.KernelSpecs{Reader: c, Namespace: ns}
+		o.KernelSpecs = specs
 		o.Sessions = &repository.Sessions{Reader: c, Writer: c, Namespace: ns,
-			Kernels: &repository.Kernels{Reader: c, Writer: c, Namespace: ns}}
+			Kernels: &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}}
 	})
 	model := func(r response) jupyter.Cluster {
 		t.Helper()

@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
-	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
 )
@@ -21,8 +19,9 @@ type KernelService interface {
 	KernelCounter
 	ListKernels(ctx context.Context, u User) ([]jupyter.Kernel, error)
 	GetKernel(ctx context.Context, u User, id string) (jupyter.Kernel, error)
-	// StartKernel starts a kernel of a spec and returns once it answers.
-	StartKernel(ctx context.Context, u User, spec, path string) (jupyter.Kernel, error)
+	// StartKernel starts a kernel of the spec called name and returns once it answers. An
+	// unknown name is an error matching domainerr.ErrNotFound, Jupyter's "No such kernel".
+	StartKernel(ctx context.Context, u User, name, path string) (jupyter.Kernel, error)
 	DeleteKernel(ctx context.Context, u User, id string) error
 	InterruptKernel(ctx context.Context, u User, id string) error
 	RestartKernel(ctx context.Context, u User, id string) (jupyter.Kernel, error)
@@ -57,7 +56,7 @@ func (s *Server) startKernel(c *gin.Context) error {
 	if err := bindOptionalJSON(c, &body); err != nil {
 		return err
 	}
-	spec, err := s.resolveKernelSpec(c.Request.Context(), body.Name)
+	spec, err := s.kernelName(c.Request.Context(), body.Name)
 	if err != nil {
 		return err
 	}
@@ -70,24 +69,17 @@ func (s *Server) startKernel(c *gin.Context) error {
 	return nil
 }
 
-// resolveKernelSpec is the spec a start asks for: the default when unnamed; an unknown one
-// is Jupyter's 404 "No such kernel".
-func (s *Server) resolveKernelSpec(ctx context.Context, name string) (string, error) {
-	if name == "" {
-		specs, err := s.opts.KernelSpecs.ListKernelSpecs(ctx)
-		if err != nil {
-			return "", err
-		}
-		name = s.defaultKernelSpec(specs)
+// kernelName is the kernel spec name a start asks for: name, or the default when it names
+// none. Which spec a name starts is the KernelService's to say.
+func (s *Server) kernelName(ctx context.Context, name string) (string, error) {
+	if name != "" {
+		return name, nil
 	}
-	ks, err := s.opts.KernelSpecs.GetKernelSpec(ctx, name)
-	if errors.Is(err, domainerr.ErrNotFound) {
-		return "", notFound("No such kernel named %s", name)
-	}
+	specs, err := s.opts.KernelSpecs.ListKernelSpecs(ctx)
 	if err != nil {
 		return "", err
 	}
-	return ks.Name, nil
+	return s.defaultKernelSpec(specs), nil
 }
 
 // getKernel is GET /api/kernels/<id>.

@@ -68,8 +68,9 @@ func (s *Server) deleteSession(c *gin.Context) error {
 	return nil
 }
 
-// sessionChange binds a session request body to a change; a kernel spec it names (or, on
-// create without a kernel, the default) is resolved to the spec's name.
+// sessionChange binds a session request body to a change. A kernel name goes with it when
+// the body names no kernel id; on create, also when it does (a kernel of that name starts
+// if the id names no kernel), and the default name when the body names none.
 func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionChange, error) {
 	var req jupyter.SessionRequest
 	if err := bindOptionalJSON(c, &req); err != nil {
@@ -82,17 +83,16 @@ func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionC
 			ch.Name = req.Notebook.Name
 		}
 	}
+	name, named := "", false
 	if req.Kernel != nil {
 		ch.KernelID = req.Kernel.ID
-		if req.Kernel.Name != nil && (req.Kernel.ID == nil || *req.Kernel.ID == "") {
-			spec, err := s.resolveKernelSpec(c.Request.Context(), *req.Kernel.Name)
-			if err != nil {
-				return ch, err
-			}
-			ch.KernelSpec = &spec
+		if req.Kernel.Name != nil {
+			name, named = *req.Kernel.Name, true
 		}
-	} else if create {
-		spec, err := s.resolveKernelSpec(c.Request.Context(), "")
+	}
+	hasID := ch.KernelID != nil && *ch.KernelID != ""
+	if create || (named && !hasID) {
+		spec, err := s.kernelName(c.Request.Context(), name)
 		if err != nil {
 			return ch, err
 		}

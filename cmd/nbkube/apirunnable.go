@@ -36,7 +36,8 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 	if err != nil {
 		return nil, err
 	}
-	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout}
+	specs := &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:           f.baseURL,
 		Token:             token,
@@ -46,7 +47,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		Kernels:           kernels,
 		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
 		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
-		KernelSpecs:       &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host},
+		KernelSpecs:       specs,
 		DefaultKernelSpec: f.defaultKernel,
 		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,

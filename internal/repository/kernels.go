@@ -38,6 +38,9 @@ type Kernels struct {
 	Namespace string
 	// Agents calls the kernels' agents.
 	Agents *agentclient.Client
+	// Specs finds the kernel spec a start asks for, and the names kernels are called by:
+	// their specs' Jupyter names.
+	Specs *KernelSpecs
 	// StartTimeout bounds a kernel start, from the resource's creation until the kernel
 	// answers (image pulls included).
 	StartTimeout time.Duration
@@ -71,17 +74,19 @@ func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.K
 	if err != nil {
 		return nil, err
 	}
+	names := k.Specs.kernelNames(ctx)
 	out := make([]jupyter.Kernel, 0, len(list))
 	for _, kn := range list {
-		out = append(out, KernelModel(kn))
+		out = append(out, kernelModel(kn, names.of(kn.Spec.KernelSpec)))
 	}
 	return out, nil
 }
 
-// KernelModel is Jupyter's model of a Kernel as its resource tells.
-func KernelModel(kn *nbv1.Kernel) jupyter.Kernel {
+// kernelModel is Jupyter's model of a Kernel as its resource tells; name is the Jupyter name
+// of its KernelSpec.
+func kernelModel(kn *nbv1.Kernel, name string) jupyter.Kernel {
 	m := jupyter.Kernel{
-		ID: kn.Name, Name: kn.Spec.KernelSpec, ExecutionState: string(kn.Status.ExecutionState),
+		ID: kn.Name, Name: name, ExecutionState: string(kn.Status.ExecutionState),
 		Connections: int(kn.Status.Connections), LastActivity: jupyter.Time{Time: kn.CreationTimestamp.Time},
 	}
 	if kn.Status.LastActivity != nil {
@@ -103,7 +108,7 @@ func (k *Kernels) GetKernel(ctx context.Context, u identity.User, id string) (ju
 }
 
 func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel {
-	m := KernelModel(kn)
+	m := kernelModel(kn, k.Specs.kernelNames(ctx).of(kn.Spec.KernelSpec))
 	// Asked as soon as the pod has an address: the resource's Ready condition lags behind a
 	// start that the agent already answered.
 	ep, err := k.endpoint(ctx, kn)
@@ -123,17 +128,22 @@ func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel
 	return m
 }
 
-// StartKernel creates a Kernel of the kernel spec and waits until it answers.
-func (k *Kernels) StartKernel(ctx context.Context, u identity.User, spec, path string) (jupyter.Kernel, error) {
+// StartKernel creates a Kernel of the kernel spec called name (see KernelSpecs.resolveStart)
+// and waits until it answers.
+func (k *Kernels) StartKernel(ctx context.Context, u identity.User, name, path string) (jupyter.Kernel, error) {
+	if p := strings.Trim(path, "/"); p != "" && !validPath(p) {
+		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", path))
+	}
+	spec, err := k.Specs.resolveStart(ctx, name)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
 	kn := &nbv1.Kernel{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: newUUID(), Namespace: k.Namespace,
 			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		},
-		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(u.Name), KernelSpec: spec, Path: strings.Trim(path, "/")},
-	}
-	if kn.Spec.Path != "" && !validPath(kn.Spec.Path) {
-		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", path))
+		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(u.Name), KernelSpec: spec.Name, Path: strings.Trim(path, "/")},
 	}
 	if err := k.Writer.Create(ctx, kn); err != nil {
 		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
@@ -144,7 +154,7 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, spec, path s
 		k.deleteQuietly(ctx, kn.Name)
 		return jupyter.Kernel{}, err
 	}
-	return KernelModel(ready), nil
+	return kernelModel(ready, spec.JupyterName()), nil
 }
 
 // WaitReady waits until the named kernel answers kernel_info, or fails with the reason

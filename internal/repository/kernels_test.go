@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,14 +14,124 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/domainerr"
+	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/scheme"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
+
+// startEnv is a namespace of a real kube-apiserver with a python3 KernelSpec and one whose
+// Jupyter name, "sample 2", cannot be a resource name, where playCluster plays the
+// controllers; kernels and sessions start there as far as the resources go.
+func startEnv(t *testing.T) (client.Client, string, *Kernels) {
+	t.Helper()
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	argv := []string{"/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"}
+	python3 := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "python3"},
+		Spec: nbv1.KernelSpecSpec{DisplayName: "Python 3", Language: "python", Argv: argv}}
+	sample := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sample-2"},
+		Spec: nbv1.KernelSpecSpec{KernelName: "sample 2", DisplayName: "Sample 2", Language: "python", Argv: argv}}
+	for _, ks := range []*nbv1.KernelSpec{python3, sample} {
+		if err := c.Create(t.Context(), ks); err != nil {
+			t.Fatal(err)
+		}
+	}
+	playCluster(t, c, ns)
+	return c, ns, &Kernels{Reader: c, Writer: c, Namespace: ns, StartTimeout: 30 * time.Second,
+		Specs: &KernelSpecs{Reader: c, Namespace: ns}}
+}
+
+// playCluster plays the controllers for the kernels and sessions of ns until the test ends,
+// as far as the API server sees them, as the envtest suite plays the kubelet: it makes the
+// kernel a session asks for, as the Session controller does, and calls every kernel Ready, as
+// the Kernel controller does once the kernel answers. No pod or kernel process runs.
+func playCluster(t *testing.T, c client.Client, ns string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			var sessions nbv1.SessionList
+			if err := c.List(ctx, &sessions, client.InNamespace(ns)); err == nil {
+				for i := range sessions.Items {
+					s := &sessions.Items[i]
+					if s.Spec.Kernel.KernelSpec != "" {
+						_ = c.Create(ctx, &nbv1.Kernel{
+							ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sessionKernel(s)},
+							Spec:       nbv1.KernelParameters{Owner: s.Spec.Owner, KernelSpec: s.Spec.Kernel.KernelSpec},
+						})
+					}
+				}
+			}
+			var kernels nbv1.KernelList
+			if err := c.List(ctx, &kernels, client.InNamespace(ns)); err == nil {
+				for i := range kernels.Items {
+					kn := &kernels.Items[i]
+					if meta.SetStatusCondition(&kn.Status.Conditions, metav1.Condition{Type: nbv1.ConditionReady,
+						Status: metav1.ConditionTrue, Reason: "Played", Message: "the test plays the kernel controller"}) {
+						_ = c.Status().Update(ctx, kn)
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
+// Jupyter's kernel model calls a kernel by the name of its spec in Jupyter's API, which a
+// Kernel resource, naming its KernelSpec by resource name, does not have; and
+// jupyter_client's KernelManager starts "python" as python3.
+func TestStartKernel_NamesKernelsAsJupyterDoes(t *testing.T) {
+	c, ns, k := startEnv(t)
+	u := identity.User{Name: "alice"}
+	for _, tc := range []struct{ asked, resource, name string }{
+		{asked: "python", resource: "python3", name: "python3"},
+		{asked: "Sample 2", resource: "sample-2", name: "sample 2"},
+	} {
+		m, err := k.StartKernel(t.Context(), u, tc.asked, "")
+		if err != nil {
+			t.Fatalf("start %q: %v", tc.asked, err)
+		}
+		kn := &nbv1.Kernel{}
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: m.ID}, kn); err != nil {
+			t.Fatal(err)
+		}
+		if m.Name != tc.name || kn.Spec.KernelSpec != tc.resource {
+			t.Errorf("start %q: kernel called %q of KernelSpec %q, want %q of %q", tc.asked, m.Name, kn.Spec.KernelSpec, tc.name, tc.resource)
+		}
+		if got, err := k.GetKernel(t.Context(), u, m.ID); err != nil || got.Name != tc.name {
+			t.Errorf("get the %q kernel: %+v, %v", tc.asked, got, err)
+		}
+	}
+	list, err := k.ListKernels(t.Context(), u)
+	if err != nil || len(list) != 2 || list[0].Name != "python3" || list[1].Name != "sample 2" {
+		t.Errorf("list: %+v, %v", list, err)
+	}
+
+	// A resource's name is no name of its spec; without a python3 spec, "python" is none.
+	none := &Kernels{Reader: c, Writer: c, Namespace: ns, Specs: &KernelSpecs{Reader: c, Namespace: testenv.Namespace(t, c)}}
+	for _, tc := range []struct {
+		k             *Kernels
+		asked, answer string
+	}{{k, "sample-2", "No such kernel named sample-2"}, {none, "python", "No such kernel named python3"}} {
+		if _, err := tc.k.StartKernel(t.Context(), u, tc.asked, ""); !errors.Is(err, domainerr.ErrNotFound) || err.Error() != tc.answer {
+			t.Errorf("start %q: %v, want %q", tc.asked, err, tc.answer)
+		}
+	}
+}
 
 // A pod has its address before its agent listens. WaitReady asks the agent again after a
 // growing pause, not at once: asking at once would spin on the refused connections, hundreds

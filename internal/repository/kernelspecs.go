@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 )
@@ -52,6 +54,10 @@ type KernelSpecResource struct {
 	FileName string
 	Data     []byte
 }
+
+// nativeKernel is jupyter_client's NATIVE_KERNEL_NAME: the kernel its KernelManager starts
+// when asked for "python", whatever specs there are.
+const nativeKernel = "python3"
 
 // ListKernelSpecs returns the model of every kernel spec, sorted by name. A model's Resources
 // map each resource to its file name, for the API server to make URLs of.
@@ -113,6 +119,51 @@ func (k *KernelSpecs) GetKernelSpecResource(ctx context.Context, name, file stri
 	return KernelSpecResource{}, missing
 }
 
+// resolveStart is the KernelSpec that a kernel start asking for name runs: "python" is the
+// native kernel, as jupyter_client's KernelManager has it. A name that no spec answers to is
+// jupyter_client's NoSuchKernel.
+func (k *KernelSpecs) resolveStart(ctx context.Context, name string) (*nbv1.KernelSpec, error) {
+	if name == "python" {
+		name = nativeKernel
+	}
+	ks, err := k.find(ctx, k.reader(ctx), name)
+	if errors.Is(err, domainerr.ErrNotFound) {
+		return nil, noSuchKernel(name)
+	}
+	return ks, err
+}
+
+// kernelNames maps the name of each KernelSpec with a spec.kernelName to that name, for
+// the models of kernels, which run KernelSpecs by resource name and are called by their
+// spec's Jupyter name. It reads what the last sync left and does not sync: a failed read
+// leaves kernels called by their resource names.
+func (k *KernelSpecs) kernelNames(ctx context.Context) kernelNames {
+	var list nbv1.KernelSpecList
+	// Only names are read, so the cache's objects need no copies.
+	if err := k.current().List(ctx, &list, client.InNamespace(k.Namespace), client.UnsafeDisableDeepCopy); err != nil {
+		log.FromContext(ctx).V(1).Info("Kernel spec names not read; kernels are called by their specs' resource names", "error", err.Error())
+		return nil
+	}
+	names := kernelNames{}
+	for i := range list.Items {
+		if ks := &list.Items[i]; ks.Spec.KernelName != "" {
+			names[ks.Name] = ks.Spec.KernelName
+		}
+	}
+	return names
+}
+
+// kernelNames maps KernelSpec resource names to their Jupyter names where they differ.
+type kernelNames map[string]string
+
+// of is the Jupyter name of the KernelSpec named spec.
+func (n kernelNames) of(spec string) string {
+	if name, ok := n[spec]; ok {
+		return name
+	}
+	return spec
+}
+
 // served returns the KernelSpecs that answer to their Jupyter names, sorted by name: of
 // those that share a name, the oldest (by creation, then by resource name).
 func (k *KernelSpecs) served(ctx context.Context, r client.Reader) ([]*nbv1.KernelSpec, error) {
@@ -153,6 +204,10 @@ func (k *KernelSpecs) find(ctx context.Context, r client.Reader, name string) (*
 
 func kernelSpecMissing(name string) error {
 	return notFound(fmt.Sprintf("Kernel spec %s not found", name))
+}
+
+func noSuchKernel(name string) error {
+	return notFound("No such kernel named " + name)
 }
 
 // configMap is the ConfigMap of the spec's files; nil when it names none or the ConfigMap

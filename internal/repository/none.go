@@ -28,9 +28,12 @@ func (None) GetKernel(_ context.Context, _ identity.User, id string) (jupyter.Ke
 	return jupyter.Kernel{}, ownedKernels.missing(id)
 }
 
-// StartKernel starts none.
-func (None) StartKernel(context.Context, identity.User, string, string) (jupyter.Kernel, error) {
-	return jupyter.Kernel{}, errNoKernels
+// StartKernel finds no kernel spec to start.
+func (None) StartKernel(_ context.Context, _ identity.User, name, _ string) (jupyter.Kernel, error) {
+	if name == "python" {
+		name = nativeKernel
+	}
+	return jupyter.Kernel{}, noSuchKernel(name)
 }
 
 // DeleteKernel finds none.
@@ -63,8 +66,12 @@ func (None) GetSession(_ context.Context, _ identity.User, id string) (jupyter.S
 	return jupyter.Session{}, ownedSessions.missing(id)
 }
 
-// CreateSession creates none: a session needs a kernel.
-func (None) CreateSession(context.Context, identity.User, SessionChange) (jupyter.Session, bool, error) {
+// CreateSession creates none: a session needs a kernel, of a spec there is none of.
+func (n None) CreateSession(ctx context.Context, u identity.User, ch SessionChange) (jupyter.Session, bool, error) {
+	if ch.KernelSpec != nil {
+		_, err := n.StartKernel(ctx, u, *ch.KernelSpec, "")
+		return jupyter.Session{}, false, err
+	}
 	return jupyter.Session{}, false, errNoKernels
 }
 

@@ -33,7 +33,9 @@ type Sessions struct {
 // SessionChange is what a POST or PATCH asks for; nil fields stay as they are.
 type SessionChange struct {
 	Path, Name, Type *string
-	// KernelSpec starts a new kernel of that spec; KernelID uses a running kernel.
+	// KernelID uses a running kernel; KernelSpec starts a new kernel of the spec of that
+	// name (see KernelSpecs.resolveStart). When a POST names a kernel that does not exist,
+	// a kernel of KernelSpec starts, as Jupyter does; a PATCH is refused.
 	KernelSpec, KernelID *string
 	// Cluster attaches the kernel the session starts to that cluster ("" to none); a change
 	// starts a new kernel.
@@ -55,9 +57,10 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 	if err != nil {
 		return nil, err
 	}
+	names := r.Kernels.Specs.kernelNames(ctx)
 	out := make([]jupyter.Session, 0, len(list))
 	for _, s := range list {
-		m, ok, err := r.model(ctx, s)
+		m, ok, err := r.model(ctx, s, names)
 		if err != nil {
 			return nil, err
 		}
@@ -68,25 +71,30 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 	return out, nil
 }
 
-// model is the session's Jupyter model; ok is false when its kernel does not exist.
-func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
+// model is the session's Jupyter model, its kernel called by names; ok is false when its
+// kernel does not exist. Nil names are read when needed.
+func (r *Sessions) model(ctx context.Context, s *nbv1.Session, names kernelNames) (jupyter.Session, bool, error) {
 	kn := &nbv1.Kernel{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
 	switch {
 	case apierrors.IsNotFound(err):
-		return sessionModel(s, nil), false, nil
+		return sessionModel(s, nil, ""), false, nil
 	case err != nil:
-		return sessionModel(s, nil), false, fmt.Errorf("get session kernel: %w", err)
+		return sessionModel(s, nil, ""), false, fmt.Errorf("get session kernel: %w", err)
 	}
-	return sessionModel(s, kn), true, nil
+	if names == nil {
+		names = r.Kernels.Specs.kernelNames(ctx)
+	}
+	return sessionModel(s, kn, names.of(kn.Spec.KernelSpec)), true, nil
 }
 
-// sessionModel is Jupyter's model of a Session and its kernel (nil while it has none).
-func sessionModel(s *nbv1.Session, kn *nbv1.Kernel) jupyter.Session {
+// sessionModel is Jupyter's model of a Session and its kernel (nil while it has none), whose
+// spec's Jupyter name is specName.
+func sessionModel(s *nbv1.Session, kn *nbv1.Kernel, specName string) jupyter.Session {
 	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
 		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
 	if kn != nil {
-		km := KernelModel(kn)
+		km := kernelModel(kn, specName)
 		m.Kernel = &km
 	}
 	return m
@@ -117,7 +125,7 @@ func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (
 	if err != nil {
 		return jupyter.Session{}, err
 	}
-	m, ok, err := r.model(ctx, s)
+	m, ok, err := r.model(ctx, s, nil)
 	if err == nil && !ok {
 		return m, ownedSessions.missing(id)
 	}
@@ -137,7 +145,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	}
 	for _, s := range list {
 		if s.Spec.Path == p && string(s.Spec.Owner) == u.Name {
-			if m, ok, err := r.model(ctx, s); err != nil || ok {
+			if m, ok, err := r.model(ctx, s, nil); err != nil || ok {
 				return m, false, err
 			}
 		}
@@ -171,34 +179,57 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 }
 
 // setKernel points the session at a running kernel of the user's, or at a new kernel of a
-// spec; a new kernel gets a new id so that the old one is let go.
+// spec. When a new session names a kernel that does not exist, Jupyter's SessionManager
+// starts one of the kernel name the request gives (else of the default); its PATCH answers
+// 400.
 func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Session, ch SessionChange) error {
-	switch {
-	case ch.KernelID != nil && *ch.KernelID != "":
-		if _, err := r.Kernels.get(ctx, u, *ch.KernelID); err != nil {
+	create := s.CreationTimestamp.IsZero()
+	if ch.KernelID != nil && *ch.KernelID != "" {
+		_, err := r.Kernels.get(ctx, u, *ch.KernelID)
+		switch {
+		case err == nil:
+			s.Spec.Kernel = nbv1.SessionKernel{Name: *ch.KernelID}
+			return nil
+		case !errors.Is(err, domainerr.ErrNotFound):
+			return err
+		case !create:
+			return invalid("No such kernel: " + *ch.KernelID)
+		case ch.KernelSpec == nil:
 			return err
 		}
-		s.Spec.Kernel = nbv1.SessionKernel{Name: *ch.KernelID}
-	case ch.KernelSpec != nil:
-		// A new session's kernel takes the session's id (the controller's default); a
-		// changed one a new id, so that the old kernel is let go.
-		name := ""
-		if !s.CreationTimestamp.IsZero() {
-			name = newUUID()
-		}
-		cluster := s.Spec.Kernel.Cluster
-		if ch.Cluster != nil {
-			cluster = *ch.Cluster
-		}
-		if cluster != "" {
-			if err := checkCluster(ctx, r.Reader, r.Namespace, u, cluster); err != nil {
-				return err
-			}
-		}
-		s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: *ch.KernelSpec, Cluster: cluster}
-	case s.CreationTimestamp.IsZero():
-		return invalid("Missing field in JSON data: kernel")
 	}
+	if ch.KernelSpec == nil {
+		if create {
+			return invalid("Missing field in JSON data: kernel")
+		}
+		return nil
+	}
+	spec, err := r.Kernels.Specs.resolveStart(ctx, *ch.KernelSpec)
+	if err != nil {
+		return err
+	}
+	return r.newKernel(ctx, u, s, spec.Name, ch.Cluster)
+}
+
+// newKernel has the session start a new kernel of the KernelSpec named spec, attached to
+// cluster when it is set (else to the session's cluster). A new session's kernel takes the
+// session's id (the controller's default); a changed one a new id, so that the old kernel
+// is let go.
+func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec string, cluster *string) error {
+	name := ""
+	if !s.CreationTimestamp.IsZero() {
+		name = newUUID()
+	}
+	c := s.Spec.Kernel.Cluster
+	if cluster != nil {
+		c = *cluster
+	}
+	if c != "" {
+		if err := checkCluster(ctx, r.Reader, r.Namespace, u, c); err != nil {
+			return err
+		}
+	}
+	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec, Cluster: c}
 	return nil
 }
 
@@ -207,7 +238,7 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 	if err != nil {
 		return jupyter.Session{}, err
 	}
-	return sessionModel(s, kn), nil
+	return sessionModel(s, kn, r.Kernels.Specs.kernelNames(ctx).of(kn.Spec.KernelSpec)), nil
 }
 
 // UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
@@ -237,19 +268,22 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 			// Jupyter starts a new kernel whenever a PATCH names a kernel spec.
 			kernelChanged = true
 		}
-		if ch.Cluster != nil && *ch.Cluster != s.Spec.Kernel.Cluster && !kernelChanged {
+		switch {
+		case kernelChanged:
+			if err := r.setKernel(ctx, u, s, ch); err != nil {
+				return err
+			}
+		case ch.Cluster != nil && *ch.Cluster != s.Spec.Kernel.Cluster:
 			// A kernel's cluster is fixed when it starts: another one needs a new kernel
 			// of the same spec.
 			spec, err := r.kernelSpecOf(ctx, s)
 			if err != nil {
 				return err
 			}
-			ch.KernelSpec, ch.KernelID, kernelChanged = &spec, nil, true
-		}
-		if kernelChanged {
-			if err := r.setKernel(ctx, u, s, ch); err != nil {
+			if err := r.newKernel(ctx, u, s, spec, ch.Cluster); err != nil {
 				return err
 			}
+			kernelChanged = true
 		}
 		return r.Writer.Update(ctx, s)
 	})
@@ -266,7 +300,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 	if kernelChanged {
 		return r.waitKernel(ctx, s)
 	}
-	m, _, err := r.model(ctx, s)
+	m, _, err := r.model(ctx, s, nil)
 	return m, err
 }
 

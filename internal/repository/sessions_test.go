@@ -1,0 +1,50 @@
+package repository
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// Jupyter's SessionManager starts a kernel of the name a new session gives (the API server
+// fills in the default when it gives none) when its kernel id names no kernel; its PATCH
+// answers 400 to such an id. Kernel names are Jupyter's, "python" included.
+func TestCreateSession_WithAKernelIDThatNamesNoKernelStartsOneOfTheName(t *testing.T) {
+	c, ns, k := startEnv(t)
+	r := &Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: k}
+	u := identity.User{Name: "alice"}
+	str := func(s string) *string { return &s }
+	const unknown = "00000000-0000-4000-8000-000000000000"
+
+	m, created, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("a.ipynb"), KernelID: str(unknown), KernelSpec: str("sample 2")})
+	if err != nil || !created {
+		t.Fatalf("create with an unknown kernel id: %v, %v", created, err)
+	}
+	if m.Kernel == nil || m.Kernel.ID == unknown || m.Kernel.Name != "sample 2" {
+		t.Errorf("create with an unknown kernel id: kernel %+v, want a new sample 2", m.Kernel)
+	}
+	if got, err := r.GetSession(t.Context(), u, m.ID); err != nil || got.Kernel == nil || got.Kernel.Name != "sample 2" {
+		t.Errorf("get: %+v, %v", got, err)
+	}
+
+	// A kernel that exists is used, whatever the name says.
+	shared, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("b.ipynb"), KernelID: &m.Kernel.ID, KernelSpec: str("python3")})
+	if err != nil || shared.Kernel == nil || shared.Kernel.ID != m.Kernel.ID {
+		t.Errorf("create with a kernel id: %+v, %v; want kernel %s", shared.Kernel, err, m.Kernel.ID)
+	}
+
+	py, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("c.ipynb"), KernelSpec: str("python")})
+	if err != nil || py.Kernel == nil || py.Kernel.Name != "python3" {
+		t.Errorf("create with kernel name python: %+v, %v; want python3", py.Kernel, err)
+	}
+
+	_, err = r.UpdateSession(t.Context(), u, py.ID, SessionChange{KernelID: str(unknown)})
+	if !errors.Is(err, domainerr.ErrInvalid) || err.Error() != "No such kernel: "+unknown {
+		t.Errorf("PATCH to an unknown kernel id: %v, want Jupyter's 400", err)
+	}
+	if _, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("d.ipynb"), KernelID: str(unknown)}); !errors.Is(err, domainerr.ErrNotFound) {
+		t.Errorf("create with an unknown kernel id and no name: %v, want not found", err)
+	}
+}
