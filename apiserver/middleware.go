@@ -1,13 +1,17 @@
 package apiserver
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/gorilla/websocket"
 )
 
 // securityHeaders are Jupyter Server's: no sniffing, no framing by other sites, and nothing
@@ -71,4 +75,50 @@ func (s *Server) recoverPanics(c *gin.Context) {
 		}
 	}()
 	c.Next()
+}
+
+// measureRequests observes every request in the request histogram, by method, route and
+// status, and records the activity of the server. A WebSocket upgrade is observed when the
+// connection is taken over, with status 101, as Jupyter Server logs it: the time it stays
+// open is the kernel's, not the request's. While it is open it counts as a channels
+// connection.
+func (s *Server) measureRequests(c *gin.Context) {
+	start := s.opts.Clock.Now()
+	if websocket.IsWebSocketUpgrade(c.Request) {
+		w := &upgradeWatcher{ResponseWriter: c.Writer, taken: func() {
+			s.metrics.requests.WithLabelValues(c.Request.Method, s.handlerLabel(c), strconv.Itoa(http.StatusSwitchingProtocols)).
+				Observe(s.opts.Clock.Since(start).Seconds())
+			s.metrics.channels.Inc()
+		}}
+		c.Writer = w
+		c.Next()
+		if w.hijacked {
+			s.metrics.channels.Dec()
+			return
+		}
+	} else {
+		c.Next()
+	}
+	handler := s.handlerLabel(c)
+	s.metrics.requests.WithLabelValues(c.Request.Method, handler, strconv.Itoa(c.Writer.Status())).
+		Observe(s.opts.Clock.Since(start).Seconds())
+	if tracksActivity(c, handler) {
+		s.metrics.activity(s.opts.Clock.Now())
+	}
+}
+
+// upgradeWatcher tells when a handler takes the connection over.
+type upgradeWatcher struct {
+	gin.ResponseWriter
+	taken    func()
+	hijacked bool
+}
+
+func (w *upgradeWatcher) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := w.ResponseWriter.Hijack()
+	if err == nil && !w.hijacked {
+		w.hijacked = true
+		w.taken()
+	}
+	return conn, rw, err
 }

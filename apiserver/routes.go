@@ -20,7 +20,7 @@ func (s *Server) routes() *gin.Engine {
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.HandleMethodNotAllowed = true
-	e.Use(s.recoverPanics, s.logRequests, s.securityHeaders, s.stripTrailingSlash, s.limitBody)
+	e.Use(s.measureRequests, s.recoverPanics, s.logRequests, s.securityHeaders, s.stripTrailingSlash, s.limitBody)
 	e.NoRoute(func(c *gin.Context) { s.abortErr(c, errNotFound) })
 	e.NoMethod(func(c *gin.Context) { s.abortErr(c, errMethodNotAllowed) })
 	h := s.handle
@@ -33,6 +33,7 @@ func (s *Server) routes() *gin.Engine {
 	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root
 	// listing. The ?token= of the printed URL has logged the browser in on the way.
 	auth.GET("", func(c *gin.Context) { c.Redirect(http.StatusFound, s.opts.BaseURL+"api/contents") })
+	auth.GET("metrics", s.serveMetrics())
 	auth.GET("api/status", h(s.getStatus))
 	auth.GET("api/me", s.getMe)
 	auth.GET("api/nbconvert", s.getNbconvert)
@@ -57,8 +58,8 @@ func (s *Server) routes() *gin.Engine {
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodPost, http.MethodDelete} {
 		auth.Handle(m, "api/notebooks", s.redirectNotebooks)
 		auth.Handle(m, "api/notebooks/*path", s.redirectNotebooks)
-		auth.Handle(m, "api/contents", h(s.contents))
-		auth.Handle(m, "api/contents/*path", h(s.contents))
+		auth.Handle(m, "api/contents", s.countContents, h(s.contents))
+		auth.Handle(m, "api/contents/*path", s.countContents, h(s.contents))
 	}
 	auth.GET("api/trash", h(s.listTrash))
 	auth.DELETE("api/trash", h(s.emptyTrash))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -60,8 +61,11 @@ type Options struct {
 	// TrashSweepInterval is how often Serve deletes expired trash entries;
 	// DefaultTrashSweepInterval when zero.
 	TrashSweepInterval time.Duration
-	// Clock stamps /api/status; the real clock when nil.
+	// Clock stamps /api/status and times requests; the real clock when nil.
 	Clock clock.PassiveClock
+	// Metrics is where the server registers its metrics, and what GET /metrics serves; a
+	// registry of its own when nil.
+	Metrics Registry
 	// Log receives request and error logs; never tokens or cookies.
 	Log logr.Logger
 }
@@ -86,6 +90,7 @@ type Server struct {
 	auth    *authenticator
 	engine  *gin.Engine
 	started time.Time
+	metrics *serverMetrics
 }
 
 // New builds the server and its routes.
@@ -129,7 +134,13 @@ func New(opts Options) (*Server, error) {
 		limits := agentapi.DefaultRateLimits
 		opts.RateLimits = &limits
 	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
 	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New()}
+	if s.metrics, err = newServerMetrics(s); err != nil {
+		return nil, err
+	}
 	s.engine = s.routes()
 	return s, nil
 }
