@@ -33,6 +33,7 @@ func (s *Server) routes() *gin.Engine {
 	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root
 	// listing. The ?token= of the printed URL has logged the browser in on the way.
 	auth.GET("", func(c *gin.Context) { c.Redirect(http.StatusFound, s.opts.BaseURL+"api/contents") })
+	auth.GET("api/spec.yaml", s.getSpec)
 	auth.GET("metrics", s.serveMetrics())
 	auth.GET("api/status", h(s.getStatus))
 	auth.GET("api/me", s.getMe)
