@@ -229,5 +229,8 @@ func (c *Culler) cull(ctx context.Context, k *nbv1.Kernel, v verdict, now time.T
 		logger.Error(err, "Delete culled kernel")
 		return
 	}
+	if err == nil {
+		kernelsCulled.WithLabelValues(k.Spec.KernelSpec, string(v.reason)).Inc()
+	}
 	logger.Info("Culled kernel", "reason", v.reason, "message", v.message)
 }

@@ -46,6 +46,8 @@ type KernelReconciler struct {
 	Agents AgentStatus
 	// StatusInterval is how often a running kernel's agent is asked.
 	StatusInterval time.Duration
+
+	starts kernelStarts
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -71,12 +73,15 @@ const (
 
 // Reconcile makes the Kernel's Secret and Pod exist and computes its status.
 func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	began := r.Clock.Now()
 	kernel := &nbv1.Kernel{}
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
+		r.starts.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
+		r.starts.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var obs kernelObservation
@@ -90,7 +95,9 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 	now := metav1.NewTime(r.Clock.Now())
-	lost, werr := r.updateStatus(ctx, kernel, kernelStatus(kernel, obs, now))
+	st := kernelStatus(kernel, obs, now)
+	r.starts.observe(kernel, &obs, &st, began, now.Time)
+	lost, werr := r.updateStatus(ctx, kernel, st)
 	if lost && werr == nil {
 		// The cache had not caught up with a write, most often this controller's own of a
 		// moment ago (a starting kernel's pod changes in quick steps): the same observations
@@ -251,7 +258,11 @@ func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st 
 	if err != nil {
 		return false, err
 	}
-	if after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed); res == statusWritten && after != nil && (before == nil || before.Reason != after.Reason) {
+	after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed)
+	if res == statusWritten && after != nil && before == nil {
+		countFailure(k, k.Status, nbv1.ConditionReason(after.Reason))
+	}
+	if res == statusWritten && after != nil && (before == nil || before.Reason != after.Reason) {
 		// The failure is an event too, with the condition's reason, so that an admin
 		// watching events sees it.
 		recordEvent(r.Recorder, k, nil, corev1.EventTypeWarning, nbv1.EventReason(after.Reason), "Start", "%s", after.Message)
