@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -23,6 +24,9 @@ import (
 // newAPIRunnable builds the API server over the contents root and the cluster's resources,
 // serving on l. host, when not nil, brings this machine's kernel specs into every kernel spec
 // answer. ready receives the URL to open (without the token) once GET /api/status answers.
+// The API server registers its metrics with controller-runtime's registry: the process's
+// metrics port (HTTPS, authorized through the Kubernetes API) serves them, and the API's own
+// /metrics serves the controllers' too when they run in the same process.
 func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
@@ -52,6 +56,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,
 		Version:           version,
+		Metrics:           ctrlmetrics.Registry,
 		Log:               ctrl.Log.WithName("apiserver"),
 	})
 	if err != nil {
