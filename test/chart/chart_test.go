@@ -6,6 +6,7 @@ package chart_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -247,4 +249,86 @@ func runtimeFromUnstructured(u *unstructured.Unstructured, into any) error {
 		return err
 	}
 	return yaml.Unmarshal(data, into)
+}
+
+// TestChart_MetricsServicesFindTheirPorts checks that each metrics Service's target port is a
+// port of its component's pods that serves metrics, and that the component's service account
+// may review the scrapers' tokens; without metrics.enabled, nothing listens.
+func TestChart_MetricsServicesFindTheirPorts(t *testing.T) {
+	type component struct {
+		args           []string
+		ports          map[string]int64
+		serviceAccount string
+	}
+	components := func(objs []*unstructured.Unstructured) map[string]component {
+		out := map[string]component{}
+		for _, o := range objs {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			var d appsv1.Deployment
+			if err := runtimeFromUnstructured(o, &d); err != nil {
+				t.Fatal(err)
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			ports := map[string]int64{}
+			for _, p := range c.Ports {
+				ports[p.Name] = int64(p.ContainerPort)
+			}
+			out[d.Spec.Template.Labels["app.kubernetes.io/component"]] = component{args: c.Args, ports: ports, serviceAccount: d.Spec.Template.Spec.ServiceAccountName}
+		}
+		return out
+	}
+
+	objs := render(t, "nb", "metrics.enabled=true")
+	byComponent := components(objs)
+	services := 0
+	var reviewers []string
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Service" && o.GetLabels()["nbkube.io/metrics"] == "true":
+			services++
+			var svc corev1.Service
+			if err := runtimeFromUnstructured(o, &svc); err != nil {
+				t.Fatal(err)
+			}
+			name := svc.Spec.Selector["app.kubernetes.io/component"]
+			c, ok := byComponent[name]
+			if !ok {
+				t.Errorf("Service %s selects component %q, which no Deployment has", svc.Name, name)
+				continue
+			}
+			target := svc.Spec.Ports[0].TargetPort.String()
+			port, ok := c.ports[target]
+			if !ok {
+				t.Errorf("Service %s targets port %q, which the %s container does not declare (it has %v)", svc.Name, target, name, c.ports)
+				continue
+			}
+			if want := fmt.Sprintf("--metrics-bind-address=:%d", port); !slices.Contains(c.args, want) {
+				t.Errorf("the %s container does not serve metrics on its %s port: args %v lack %s", name, target, c.args, want)
+			}
+		case o.GetKind() == "ClusterRoleBinding" && strings.HasSuffix(o.GetName(), "-metrics-auth"):
+			var b rbacv1.ClusterRoleBinding
+			if err := runtimeFromUnstructured(o, &b); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range b.Subjects {
+				reviewers = append(reviewers, s.Name)
+			}
+		}
+	}
+	if services != 2 {
+		t.Errorf("%d metrics Services, want the manager's and the API server's", services)
+	}
+	for name, c := range byComponent {
+		if !slices.Contains(reviewers, c.serviceAccount) {
+			t.Errorf("the %s's service account %s may not review tokens and access (bound: %v)", name, c.serviceAccount, reviewers)
+		}
+	}
+
+	for name, c := range components(render(t, "nb")) {
+		if _, ok := c.ports["metrics"]; ok || !slices.Contains(c.args, "--metrics-bind-address=0") {
+			t.Errorf("without metrics.enabled the %s serves metrics: ports %v, args %v", name, c.ports, c.args)
+		}
+	}
 }
