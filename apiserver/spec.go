@@ -3,11 +3,10 @@ package apiserver
 import (
 	"bytes"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"net/http"
 	"time"
-
-	_ "embed"
 
 	"github.com/gin-gonic/gin"
 )

@@ -141,6 +141,9 @@ func TestSpec_IsAWellFormedOpenAPI3Document(t *testing.T) {
 	if _, err := openapiv3.ParseDocument(raw); err != nil {
 		t.Fatalf("not an OpenAPI 3 document: %v", err)
 	}
+	if v := doc["info"].(map[string]any)["version"]; v != apiserver.APIVersion {
+		t.Errorf("info.version %v, but GET /api reports %s", v, apiserver.APIVersion)
+	}
 	// What gnostic does not check: that references lead somewhere, that each path's
 	// parameters are declared, operation ids are unique, and every authenticated operation
 	// says how it refuses.

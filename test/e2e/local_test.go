@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -262,6 +263,13 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	inst.api(t).getJSON(t, "api/status", &status)
 	if n := status["kernels"]; n != float64(3) {
 		t.Errorf("/api/status kernels = %v, want 3", n)
+	}
+	// One /metrics, with the token, carries the API server's metrics and the controllers'.
+	metrics := string(inst.api(t).call(t, http.MethodGet, "metrics", nil).want(t, http.StatusOK).body)
+	for _, want := range []string{`kernel_currently_running_total{type="python3"} 3`, `nbkube_kernel_start_duration_seconds_count{kernel_spec="python3"} `} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 	if err := inst.client.Delete(ctx, s); err != nil {
 		t.Fatal(err)
