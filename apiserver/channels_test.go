@@ -109,8 +109,11 @@ func execute(t *testing.T, ws *websocket.Conn, v1 bool, code string) string {
 		t.Fatal(err)
 	}
 	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	result := ""
-	for {
+	// The reply comes on shell, the result on iopub: the two channels are not ordered with
+	// each other, so the call is done when both the reply and iopub's idle (which follows the
+	// result) have come.
+	result, replied, idle := "", false, false
+	for !replied || !idle {
 		typ, data, err := ws.ReadMessage()
 		if err != nil {
 			t.Fatalf("read: %v", err)
@@ -140,9 +143,16 @@ func execute(t *testing.T, ws *websocket.Conn, v1 bool, code string) string {
 			_ = json.Unmarshal(got.Content, &c)
 			result = c.Data["text/plain"]
 		case "execute_reply":
-			return result
+			replied = true
+		case "status":
+			var c struct {
+				State string `json:"execution_state"`
+			}
+			_ = json.Unmarshal(got.Content, &c)
+			idle = idle || c.State == "idle"
 		}
 	}
+	return result
 }
 
 func TestChannels_RelaysBothProtocolsAndLeavesNothingBehind(t *testing.T) {

@@ -97,11 +97,12 @@ func TestMetrics_JupyterServersMetricsAfterRealRequests(t *testing.T) {
 	if err := c.Status().Update(ctx, k2); err != nil {
 		t.Fatal(err)
 	}
-	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns}
+	specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}
 	s := newServer(t, func(o *apiserver.Options) {
 		o.Clock = clk
 		o.Kernels = kernels
-		o.KernelSpecs = &repository.KernelSpecs{Reader: c, Namespace: ns}
+		o.KernelSpecs = specs
 	})
 
 	notebook := map[string]any{"type": "notebook", "content": map[string]any{

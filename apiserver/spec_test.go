@@ -400,12 +400,13 @@ func TestSpec_TheServersAnswersMatchIt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns}
+	specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}
 	s := newServer(t, func(o *apiserver.Options) {
 		o.Kernels = kernels
 		o.Sessions = &repository.Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: kernels}
 		o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns}
-		o.KernelSpecs = &repository.KernelSpecs{Reader: c, Namespace: ns}
+		o.KernelSpecs = specs
 	})
 	notebook := map[string]any{"type": "notebook", "content": map[string]any{
 		"cells": []any{}, "metadata": map[string]any{}, "nbformat": 4, "nbformat_minor": 5}}
