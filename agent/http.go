@@ -116,14 +116,19 @@ func (a *Agent) serveStatus(w http.ResponseWriter, r *http.Request) {
 func (a *Agent) Status() agentapi.Status {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// Expired sessions go first, so that their bytes are not reported as held until the
+	// next sweep.
+	a.evictLocked()
 	conns := 0
+	var replay int64
 	for _, s := range a.sessions {
 		if s.conn != nil {
 			conns++
 		}
+		replay += int64(s.bufBytes)
 	}
 	return agentapi.Status{ExecutionState: a.state, LastActivity: a.lastActivity.UTC(), Connections: conns,
-		RestartCount: int(a.restarts.Load()), Ready: a.isReady()}
+		RestartCount: int(a.restarts.Load()), Ready: a.isReady(), ReplayBytes: replay}
 }
 
 var upgrader = websocket.Upgrader{

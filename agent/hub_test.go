@@ -166,3 +166,51 @@ func TestAgent_HeartbeatReportsAFrozenKernelDead(t *testing.T) {
 		return nil
 	})
 }
+
+// The bytes kept for sessions that are away are reported, so that the manager can tell how
+// much memory replay holds; they go when the session comes back or expires.
+func TestAgent_StatusReportsTheBytesHeldForReplay(t *testing.T) {
+	ra := startAgent(t, func(c *Config) { c.Replay.TTL = 8 * time.Second })
+	stay := ra.connect(t, "stay", false)
+	leave := func(c *client) {
+		t.Helper()
+		_ = c.ws.Close()
+		testenv.Eventually(t, "the agent to see the client go", 10*time.Second, func() error {
+			if n := ra.status(t, "").Connections; n != 1 {
+				return fmt.Errorf("%d connections", n)
+			}
+			return nil
+		})
+	}
+	leave(ra.connect(t, "away", false))
+
+	stay.execute("print('x' * 1000)")
+	first := ra.status(t, "").ReplayBytes
+	if first < 1000 {
+		t.Fatalf("replay bytes %d after 1000 bytes of output for a session that is away", first)
+	}
+	stay.execute("print('y' * 5000)")
+	if second := ra.status(t, "").ReplayBytes; second < first+5000 {
+		t.Fatalf("replay bytes %d after %d and 5000 bytes more output", second, first)
+	}
+
+	back := ra.connect(t, "away", false)
+	testenv.Eventually(t, "the replayed session to hold nothing", 10*time.Second, func() error {
+		if b := ra.status(t, "").ReplayBytes; b != 0 {
+			return fmt.Errorf("%d replay bytes", b)
+		}
+		return nil
+	})
+
+	leave(back)
+	stay.execute("print('z' * 1000)")
+	if b := ra.status(t, "").ReplayBytes; b < 1000 {
+		t.Fatalf("replay bytes %d after 1000 bytes of output for a session that left again", b)
+	}
+	testenv.Eventually(t, "the expired session's bytes to go", 30*time.Second, func() error {
+		if b := ra.status(t, "").ReplayBytes; b != 0 {
+			return fmt.Errorf("%d replay bytes", b)
+		}
+		return nil
+	})
+}

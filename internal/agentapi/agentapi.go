@@ -116,6 +116,10 @@ type Status struct {
 	RestartCount int `json:"restart_count"`
 	// Ready tells that the kernel has answered once.
 	Ready bool `json:"ready"`
+	// ReplayBytes is what the agent holds for client sessions that are away, to replay when
+	// they come back: the sizes of the kept messages' headers, metadata, content and buffers.
+	// Connected sessions hold nothing; a session's bytes go when it returns or expires.
+	ReplayBytes int64 `json:"replay_bytes"`
 }
 
 // Jupyter's execution states, as a kernel's status messages and the kernel model say them.
