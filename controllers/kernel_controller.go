@@ -48,6 +48,7 @@ type KernelReconciler struct {
 	StatusInterval time.Duration
 
 	starts kernelStarts
+	replay replayHeld
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -77,11 +78,13 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	kernel := &nbv1.Kernel{}
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
 		r.starts.forget(req.NamespacedName)
+		r.replay.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
 		r.starts.forget(req.NamespacedName)
+		r.replay.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var obs kernelObservation
@@ -93,6 +96,14 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if obs.stepErr = step(ctx, kernel, &obs); obs.stepErr != nil || obs.problem != nil {
 			break
 		}
+	}
+	switch {
+	case obs.agent != nil:
+		r.replay.set(req.NamespacedName, kernel.Spec.KernelSpec, obs.agent.ReplayBytes)
+	case obs.stepErr == nil && !obs.running:
+		// The kernel ended, or never ran: its agent holds nothing. An agent that only missed
+		// an answer keeps its last report.
+		r.replay.forget(req.NamespacedName)
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	st := kernelStatus(kernel, obs, now)

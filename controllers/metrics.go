@@ -1,7 +1,10 @@
 package controllers
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -32,6 +35,11 @@ var (
 		Name: "nbkube_kernels_culled_total",
 		Help: "Kernels the culler shut down, by the reason of their Culled condition.",
 	}, []string{"kernel_spec", "reason"})
+	kernelReplayBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "nbkube_kernel_replay_bytes",
+		Help: "Bytes the agents of running kernels hold for client sessions that are away, to replay when they come " +
+			"back, as the kernel controller last heard from each agent.",
+	}, []string{"kernel_spec"})
 )
 
 // startBuckets span a kernel start from a local process (a fraction of a second) to an image
@@ -39,7 +47,7 @@ var (
 var startBuckets = []float64{.1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(kernelStartPhaseSeconds, kernelStartSeconds, kernelFailures, kernelsCulled)
+	ctrlmetrics.Registry.MustRegister(kernelStartPhaseSeconds, kernelStartSeconds, kernelFailures, kernelsCulled, kernelReplayBytes)
 }
 
 // failureReasons are the Failed reasons counted under their own name: nbkube's and those of
@@ -70,4 +78,47 @@ func countFailure(k *nbv1.Kernel, before nbv1.KernelStatus, reason nbv1.Conditio
 		stage = "start"
 	}
 	kernelFailures.WithLabelValues(k.Spec.KernelSpec, string(reason), stage).Inc()
+}
+
+// replayHeld keeps each running kernel's last reported replay bytes, so that the gauge of its
+// spec, the sum over the spec's kernels, loses a kernel's share when the kernel ends. The
+// gauge is per spec rather than per kernel: a label per kernel would grow without bound as
+// kernels come and go, and an admin sizes memory by kernel spec.
+type replayHeld struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]replayShare
+}
+
+type replayShare struct {
+	spec  string
+	bytes int64
+}
+
+// set records what a kernel's agent reported. The gauge moves by the difference, which is
+// exact: the bytes are integers far below 2^53.
+func (h *replayHeld) set(key types.NamespacedName, spec string, bytes int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.last == nil {
+		h.last = map[types.NamespacedName]replayShare{}
+	}
+	old, ok := h.last[key]
+	// The spec is immutable, but a Kernel deleted and made again under its name between two
+	// reconciles may run another.
+	if ok && old.spec != spec {
+		kernelReplayBytes.WithLabelValues(old.spec).Sub(float64(old.bytes))
+		old = replayShare{}
+	}
+	kernelReplayBytes.WithLabelValues(spec).Add(float64(bytes - old.bytes))
+	h.last[key] = replayShare{spec: spec, bytes: bytes}
+}
+
+// forget takes a kernel that is gone or no longer running out of the sum.
+func (h *replayHeld) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if old, ok := h.last[key]; ok {
+		kernelReplayBytes.WithLabelValues(old.spec).Sub(float64(old.bytes))
+		delete(h.last, key)
+	}
 }

@@ -172,3 +172,46 @@ func TestCuller_CountsCulledKernelsByReason(t *testing.T) {
 		}
 	}
 }
+
+// TestKernel_ReplayBytesAreSummedBySpec: the gauge is the sum, over a kernel spec's running
+// kernels, of what their agents last reported holding for replay; a kernel that is deleted
+// or ends takes its bytes out of the sum.
+func TestKernel_ReplayBytesAreSummedBySpec(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "replaying"))
+	holds := func(ip string, n int64) {
+		agents.report(ip, &agentapi.Status{ExecutionState: "idle", LastActivity: clk.Now(), Ready: true, ReplayBytes: n})
+	}
+	wantHeld := func(want float64) {
+		t.Helper()
+		eventually(t, fmt.Sprintf("%v replay bytes", want), func() error {
+			if got := metric(t, "nbkube_kernel_replay_bytes", "kernel_spec=replaying").GetGauge().GetValue(); got != want {
+				return fmt.Errorf("%v replay bytes", got)
+			}
+			return nil
+		})
+	}
+	a, b := kernel(ns, "a", "replaying"), kernel(ns, "b", "replaying")
+	holds("10.43.0.1", 1000)
+	holds("10.43.0.2", 500)
+	create(t, a, b)
+	runningKernel(t, a, "10.43.0.1")
+	runningKernel(t, b, "10.43.0.2")
+	wantHeld(1500)
+
+	holds("10.43.0.1", 3000)
+	wantHeld(3500)
+
+	if err := k8sClient.Delete(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	wantHeld(3000)
+
+	setPodStatus(t, kernelPod(t, a), func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodFailed
+		s.Conditions = nil
+		s.ContainerStatuses = []corev1.ContainerStatus{{Name: "kernel", State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}}}}
+	})
+	wantHeld(0)
+}
