@@ -137,3 +137,24 @@ const (
 type ErrorBody struct {
 	Message string `json:"message"`
 }
+
+// CommandRenderRST makes the agent's binary a reStructuredText renderer instead of a
+// kernel's agent (`nbkube-agent render-rst [flags]`): what the renderer pods run, in the
+// kernel image, for the older interface's /rstservice/render. It reads EnvPodIP,
+// EnvAgentPort, EnvSecretDir (SecretKeyToken only) and EnvTerminationLog as a kernel's agent
+// does, serves PathHealthz and PathReadyz without a token and PathRenderRST with it.
+const CommandRenderRST = "render-rst"
+
+// PathRenderRST (POST) renders its body, reStructuredText in UTF-8 of at most MaxRSTBytes,
+// to the HTML document docutils' HTML writer makes (200, text/html), with file insertion and
+// raw directives disabled. Refusals carry an ErrorBody: 400 for reST that docutils finds in
+// error, 413 for a body that is too large, 503 when the renderer is busy, cannot run docutils
+// or did not finish in time.
+const PathRenderRST = "/rst/render"
+
+// MaxRSTBytes bounds the reST of one PathRenderRST request.
+const MaxRSTBytes = 1 << 20
+
+// MaxRSTHTMLBytes bounds the HTML of one PathRenderRST answer: a renderer that would write
+// more is stopped, and its callers read no more.
+const MaxRSTHTMLBytes = 16 << 20
