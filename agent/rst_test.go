@@ -186,10 +186,10 @@ func TestRSTRenderer_NeitherInsertsFilesNorPassesRawHTML(t *testing.T) {
 func TestRSTRenderer_InvalidReSTIsABadRequestThatSaysWhy(t *testing.T) {
 	addr := startRenderer(t, nil)
 	for src, want := range map[string]string{
-		"Text with :nosuchrole:`x`.\n":  `Invalid RST: line 1: Unknown interpreted text role "nosuchrole".`,
-		".. nosuchdirective:: x\n":      `Invalid RST: line 1: Unknown directive type "nosuchdirective".`,
+		"Text with :nosuchrole:`x`.\n":   `Invalid RST: line 1: Unknown interpreted text role "nosuchrole".`,
+		".. nosuchdirective:: x\n":       `Invalid RST: line 1: Unknown directive type "nosuchdirective".`,
 		"A\n=\n\nB\n-\n\nC\n=\n\nD\n~\n": "Invalid RST: line",
-		"caf\xe9\n":                     "Invalid RST: the reST is not UTF-8",
+		"caf\xe9\n":                      "Invalid RST: the reST is not UTF-8",
 	} {
 		status, body := renderRST(t, addr, testToken, src)
 		if status != http.StatusBadRequest {
