@@ -1,5 +1,6 @@
 // Package builder makes the objects nbkube's controllers own (a kernel's pod and secret; a
-// cluster's ipcontroller and engine pods, service and secret) from the custom resources.
+// cluster's ipcontroller and engine pods, service and secret; the reStructuredText
+// renderer's Deployment and secret) from the custom resources and the operator's options.
 // Builders are pure: no client, no clock, no randomness of their own, so they are
 // table-tested and the controllers only decide when to create or apply what they return.
 package builder
@@ -40,6 +41,8 @@ type Options struct {
 	// RunAsUser and RunAsGroup are the identity of kernel and cluster processes; the group
 	// also owns the volumes (fsGroup).
 	RunAsUser, RunAsGroup int64
+	// RSTRenderer shapes the reStructuredText renderer's pods.
+	RSTRenderer RSTRendererOptions
 }
 
 // DefaultOptions are the settings used when a flag is not given.
@@ -52,6 +55,7 @@ func DefaultOptions() Options {
 		ContentsClaim:       "nbkube-contents",
 		RunAsUser:           1000,
 		RunAsGroup:          100,
+		RSTRenderer:         DefaultRSTRendererOptions(),
 	}
 }
 
