@@ -85,5 +85,7 @@ func (s *Server) routes() *gin.Engine {
 	auth.DELETE("kernels/:id", h(s.deleteKernel))
 	auth.GET("kernels/:id/:action", h(s.legacyKernelAction))
 	auth.POST("kernels/:id/:action", h(s.legacyKernelAction))
+	// ... and its reStructuredText service.
+	auth.POST("rstservice/render", h(s.renderRST))
 	return e
 }

@@ -49,6 +49,8 @@ type Options struct {
 	// RateLimits are the iopub limits of every channels connection; Jupyter's defaults when
 	// nil.
 	RateLimits *agentapi.RateLimits
+	// RST renders reStructuredText for /rstservice/render; none when nil (503).
+	RST RSTRenderer
 	// KernelSpecs lists the kernel specs of /api/kernelspecs; none when nil.
 	KernelSpecs KernelSpecLister
 	// DefaultKernelSpec is the default kernel's name, "python3" when empty; when no spec has
@@ -121,6 +123,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.KernelSpecs == nil {
 		opts.KernelSpecs = repository.None{}
+	}
+	if opts.RST == nil {
+		opts.RST = repository.None{}
 	}
 	if opts.User.Name == "" {
 		return nil, errors.New("apiserver: the token's user needs a name")

@@ -50,6 +50,8 @@ type Options struct {
 	// ClusterPollInterval is how often a running cluster's hub is asked about its engines
 	// (DefaultClusterPollInterval when zero).
 	ClusterPollInterval time.Duration
+	// RSTRenderer keeps the reStructuredText renderer when it names a namespace.
+	RSTRenderer RSTRendererOptions
 }
 
 // DefaultStatusInterval is how often a running kernel's status is refreshed by default.
@@ -125,6 +127,13 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
 		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).
 			SetupWithManager(mgr, opts.Clock)},
+	}
+	if opts.RSTRenderer.Namespace != "" {
+		setups = append(setups, struct {
+			name string
+			err  error
+		}{"rst-renderer", mgr.Add(&RSTRendererKeeper{Client: c, Reader: mgr.GetAPIReader(), Rand: opts.Rand,
+			Builder: opts.Builder, Options: opts.RSTRenderer})})
 	}
 	for _, s := range setups {
 		if s.err != nil {

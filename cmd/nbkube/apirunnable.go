@@ -22,12 +22,13 @@ import (
 )
 
 // newAPIRunnable builds the API server over the contents root and the cluster's resources,
-// serving on l. host, when not nil, brings this machine's kernel specs into every kernel spec
-// answer. ready receives the URL to open (without the token) once GET /api/status answers.
+// serving on l; reader, uncached, finds the reStructuredText renderer. host, when not nil,
+// brings this machine's kernel specs into every kernel spec answer. ready receives the URL to
+// open (without the token) once GET /api/status answers.
 // The API server registers its metrics with controller-runtime's registry: the process's
 // metrics port (HTTPS, authorized through the Kubernetes API) serves them, and the API's own
 // /metrics serves the controllers' too when they run in the same process.
-func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
+func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -52,6 +53,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, namespace string, u identity.U
 		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
 		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
 		KernelSpecs:       specs,
+		RST:               &repository.RSTRenderers{Reader: reader, Namespace: namespace, Agents: agentclient.New()},
 		DefaultKernelSpec: f.defaultKernel,
 		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,

@@ -45,6 +45,11 @@ func runLocal(ctx context.Context, args []string) error {
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
+	rstOpts := builder.DefaultRSTRendererOptions()
+	// The local node runs the renderer as a process of this machine, with its python3.
+	rstOpts.Python = []string{"python3", "/usr/bin/python3"}
+	var rst rstFlags
+	bindRSTFlags(fs, &rst, &rstOpts)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -122,6 +127,10 @@ func runLocal(ctx context.Context, args []string) error {
 	opts.ClusterControllerByPodIP = true
 	// Kernel pods run the nbkube-agent where it lies, without copying it.
 	opts.AgentHostDir = agentHostDir
+	opts.RSTRenderer = rstOpts
+	if rst.enabled {
+		ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: *namespace}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kinds,
 		Cache:                  controllers.CacheOptions(),
@@ -156,7 +165,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, mgr.GetClient(), mgr.GetAPIReader(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}

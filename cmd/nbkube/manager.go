@@ -35,8 +35,13 @@ func runManager(ctx context.Context, args []string) error {
 	bindBuilderFlags(fs, &opts)
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
+	var rst rstFlags
+	bindRSTFlags(fs, &rst, &opts.RSTRenderer)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if rst.enabled {
+		ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: common.namespace, OwnerDeployment: rst.owner}
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	mgr, err := common.newManager(func(o *ctrl.Options) {
@@ -145,7 +150,7 @@ func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
 		return err
 	}
 	log := ctrl.Log.WithName("apiserver")
-	runnable, err := newAPIRunnable(api, mgr.GetClient(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
+	runnable, err := newAPIRunnable(api, mgr.GetClient(), mgr.GetAPIReader(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
 		log.Info("Jupyter API server ready", "listen", api.listen)
 	})
 	if err != nil {

@@ -1,9 +1,11 @@
 // Package agentclient talks to the nbkube agent in a kernel pod: its status, interrupt,
-// restart, shutdown and the channels WebSocket. Every call carries the kernel's agent token
-// (from the kernel's Secret); nothing else can drive a kernel.
+// restart, shutdown and the channels WebSocket; and to the agent of a reStructuredText
+// renderer pod. Every call carries the pod's agent token (from its Secret); nothing else can
+// drive a kernel or a renderer.
 package agentclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -178,4 +180,35 @@ func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions)
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return ws, nil
+}
+
+// RenderRST asks a reStructuredText renderer (an agent in agentapi.CommandRenderRST mode) for
+// the HTML of src. Its refusals are Errors with the renderer's status and message.
+func (c *Client) RenderRST(ctx context.Context, e Endpoint, src []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url("http", agentapi.PathRenderRST), bytes.NewReader(src))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", e.authorization())
+	req.Header.Set("Content-Type", "text/x-rst; charset=utf-8")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, agentapi.MaxRSTHTMLBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("renderer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var m agentapi.ErrorBody
+		if json.Unmarshal(body, &m) != nil || m.Message == "" {
+			m.Message = http.StatusText(resp.StatusCode)
+		}
+		return nil, &Error{Status: resp.StatusCode, Message: m.Message}
+	}
+	if len(body) > agentapi.MaxRSTHTMLBytes {
+		return nil, fmt.Errorf("renderer: HTML larger than %d bytes", agentapi.MaxRSTHTMLBytes)
+	}
+	return body, nil
 }

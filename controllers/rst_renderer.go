@@ -1,0 +1,151 @@
+package controllers
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nbkube/nbkube/internal/builder"
+)
+
+// DefaultRSTRendererInterval is how often the renderer's objects are checked by default.
+const DefaultRSTRendererInterval = time.Minute
+
+// RSTRendererOptions decide whether and where the manager keeps the reStructuredText
+// renderer of the older interface's /rstservice/render.
+type RSTRendererOptions struct {
+	// Namespace holds the renderer; none is kept when it is empty.
+	Namespace string
+	// OwnerDeployment, when set, names the manager's own Deployment in Namespace: the
+	// renderer's objects are its dependents, so they go when the installation goes.
+	OwnerDeployment string
+	// Interval is how often the objects are checked and restored (DefaultRSTRendererInterval
+	// when zero).
+	Interval time.Duration
+}
+
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update
+
+// RSTRendererKeeper makes the reStructuredText renderer's Secret and Deployment exist as the
+// builder says, and restores them when they are deleted or changed. It holds no watch: the
+// objects are few and change seldom, so a periodic uncached read is all it costs. The token
+// is made once and kept while the Secret lives; a new Secret rolls the pods (the builder
+// names its UID in the pod template).
+type RSTRendererKeeper struct {
+	// Client writes the objects.
+	Client client.Writer
+	// Reader reads them, uncached (the manager's API reader), so that the manager keeps no
+	// cache of Deployments and Secrets beyond its own.
+	Reader client.Reader
+	// Rand makes the token.
+	Rand    io.Reader
+	Builder builder.Options
+	Options RSTRendererOptions
+}
+
+// Start keeps the renderer until ctx ends.
+func (k *RSTRendererKeeper) Start(ctx context.Context) error {
+	interval := k.Options.Interval
+	if interval <= 0 {
+		interval = DefaultRSTRendererInterval
+	}
+	logger := log.FromContext(ctx).WithName("rst-renderer").WithValues("namespace", k.Options.Namespace)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := k.Ensure(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Keeping the reStructuredText renderer")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// NeedLeaderElection is true: one manager keeps the renderer.
+func (k *RSTRendererKeeper) NeedLeaderElection() bool { return true }
+
+// Ensure makes the Secret and the Deployment exist as desired.
+func (k *RSTRendererKeeper) Ensure(ctx context.Context) error {
+	owner, err := k.owner(ctx)
+	if err != nil {
+		return err
+	}
+	secret, err := k.ensureSecret(ctx, owner)
+	if err != nil {
+		return err
+	}
+	return k.ensureDeployment(ctx, builder.RSTRendererDeployment(k.Options.Namespace, string(secret.UID), k.Builder, owner))
+}
+
+func (k *RSTRendererKeeper) owner(ctx context.Context) (*metav1.OwnerReference, error) {
+	if k.Options.OwnerDeployment == "" {
+		return nil, nil
+	}
+	d := &appsv1.Deployment{}
+	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Options.Namespace, Name: k.Options.OwnerDeployment}, d); err != nil {
+		return nil, fmt.Errorf("get the owner deployment: %w", err)
+	}
+	// Not a controller reference: the manager's Deployment does not manage the renderer.
+	return &metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: d.UID}, nil
+}
+
+func (k *RSTRendererKeeper) ensureSecret(ctx context.Context, owner *metav1.OwnerReference) (*corev1.Secret, error) {
+	key := client.ObjectKey{Namespace: k.Options.Namespace, Name: builder.RSTRendererName}
+	secret := &corev1.Secret{}
+	err := k.Reader.Get(ctx, key, secret)
+	if err == nil {
+		return secret, nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("get the renderer's secret: %w", err)
+	}
+	token := make([]byte, 32)
+	if _, err := io.ReadFull(k.Rand, token); err != nil {
+		return nil, err
+	}
+	secret = builder.RSTRendererSecret(k.Options.Namespace, base64.RawURLEncoding.EncodeToString(token), owner)
+	if err := k.Client.Create(ctx, secret); err != nil {
+		return nil, fmt.Errorf("create the renderer's secret: %w", err)
+	}
+	return secret, nil
+}
+
+func (k *RSTRendererKeeper) ensureDeployment(ctx context.Context, desired *appsv1.Deployment) error {
+	hash, err := stampHash(desired, desired.Spec)
+	if err != nil {
+		return err
+	}
+	existing := &appsv1.Deployment{}
+	if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(desired), existing); apierrors.IsNotFound(err) {
+		if err := k.Client.Create(ctx, desired); err != nil {
+			return fmt.Errorf("create the renderer's deployment: %w", err)
+		}
+		log.FromContext(ctx).Info("Created the reStructuredText renderer", "namespace", desired.Namespace)
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("get the renderer's deployment: %w", err)
+	}
+	if existing.Annotations[specHashAnnotation] == hash {
+		return nil
+	}
+	existing.Spec = desired.Spec
+	existing.Labels = desired.Labels
+	existing.OwnerReferences = desired.OwnerReferences
+	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	if err := k.Client.Update(ctx, existing); err != nil {
+		return fmt.Errorf("update the renderer's deployment: %w", err)
+	}
+	return nil
+}
