@@ -51,6 +51,7 @@ func TestKernels_ThroughLocal(t *testing.T) {
 		{name: "KernelsOutliveARestartOfTheAPIServer", run: func(t *testing.T) { testAPIServerRestart(t, inst) }},
 		{name: "KernelCommandThatFailsIsAClearErrorQuickly", run: func(t *testing.T) { testFailingKernel(t, inst, api) }},
 		{name: "OlderIPythonInterface", run: func(t *testing.T) { testLegacyKernels(t, api) }},
+		{name: "OlderIPythonRSTService", run: func(t *testing.T) { testRSTService(t, inst, api) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
