@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -23,8 +24,10 @@ const DefaultRSTRendererInterval = time.Minute
 // RSTRendererOptions decide whether and where the manager keeps the reStructuredText
 // renderer of the older interface's /rstservice/render.
 type RSTRendererOptions struct {
-	// Namespace holds the renderer; none is kept when it is empty.
+	// Namespace holds the renderer; nothing is done when it is empty.
 	Namespace string
+	// Disabled removes a renderer made before instead of keeping one.
+	Disabled bool
 	// OwnerDeployment, when set, names the manager's own Deployment in Namespace: the
 	// renderer's objects are its dependents, so they go when the installation goes.
 	OwnerDeployment string
@@ -33,7 +36,7 @@ type RSTRendererOptions struct {
 	Interval time.Duration
 }
 
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;create;update;delete
 
 // RSTRendererKeeper makes the reStructuredText renderer's Secret and Deployment exist as the
 // builder says, and restores them when they are deleted or changed. It holds no watch: the
@@ -76,8 +79,11 @@ func (k *RSTRendererKeeper) Start(ctx context.Context) error {
 // NeedLeaderElection is true: one manager keeps the renderer.
 func (k *RSTRendererKeeper) NeedLeaderElection() bool { return true }
 
-// Ensure makes the Secret and the Deployment exist as desired.
+// Ensure makes the Secret and the Deployment exist as desired, or go when disabled.
 func (k *RSTRendererKeeper) Ensure(ctx context.Context) error {
+	if k.Options.Disabled {
+		return k.remove(ctx)
+	}
 	owner, err := k.owner(ctx)
 	if err != nil {
 		return err
@@ -87,6 +93,26 @@ func (k *RSTRendererKeeper) Ensure(ctx context.Context) error {
 		return err
 	}
 	return k.ensureDeployment(ctx, builder.RSTRendererDeployment(k.Options.Namespace, string(secret.UID), k.Builder, owner))
+}
+
+// remove deletes the renderer's objects, if they are there and nbkube's.
+func (k *RSTRendererKeeper) remove(ctx context.Context) error {
+	key := client.ObjectKey{Namespace: k.Options.Namespace, Name: builder.RSTRendererName}
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Secret{}} {
+		if err := k.Reader.Get(ctx, key, o); apierrors.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("get the renderer's %T: %w", o, err)
+		}
+		if o.GetLabels()[nbv1.LabelComponent] != builder.ComponentRSTRenderer {
+			continue
+		}
+		if err := k.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the renderer's %T: %w", o, err)
+		}
+		log.FromContext(ctx).Info("Removed the reStructuredText renderer's object", "namespace", key.Namespace, "kind", fmt.Sprintf("%T", o))
+	}
+	return nil
 }
 
 func (k *RSTRendererKeeper) owner(ctx context.Context) (*metav1.OwnerReference, error) {

@@ -8,8 +8,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -91,7 +93,7 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 	stop()
 	o := opts
 	o.RSTRenderer.Replicas = 2
-	t.Cleanup(run(o))
+	stop = run(o)
 	eventually(t, "the deployment updated", func() error {
 		if err := get(deploy); err != nil {
 			return err
@@ -103,5 +105,19 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 	})
 	if err := get(secret); err != nil || string(secret.Data[agentapi.SecretKeyToken]) != token {
 		t.Errorf("the token changed or the secret went: %v", err)
+	}
+
+	stop()
+
+	// Disabled, the renderer goes.
+	k := keeper(o)
+	k.Options.Disabled = true
+	if err := k.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range []client.Object{deploy, secret} {
+		if err := get(obj); !apierrors.IsNotFound(err) {
+			t.Errorf("%T after disabling: %v", obj, err)
+		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/scheme"
 )
 
@@ -40,11 +42,16 @@ func runCleanup(ctx context.Context, args []string) error {
 		}
 	}
 	log.Info("Deleted sessions, kernels, clusters and kernel specs; waiting for the pods", "namespace", *namespace)
-	ours := client.MatchingLabels{nbv1.LabelManagedBy: nbv1.ManagedByValue}
+	// The reStructuredText renderer's pods are not the users': they go with the manager's
+	// Deployment, their owner, which Helm deletes after this.
+	ours, err := labels.Parse(nbv1.LabelManagedBy + "=" + nbv1.ManagedByValue + "," + nbv1.LabelComponent + "!=" + builder.ComponentRSTRenderer)
+	if err != nil {
+		return err
+	}
 	left := 0
 	err = wait.PollUntilContextTimeout(ctx, time.Second, *timeout, true, func(ctx context.Context) (bool, error) {
 		pods := &corev1.PodList{}
-		if err := c.List(ctx, pods, client.InNamespace(*namespace), ours); err != nil {
+		if err := c.List(ctx, pods, client.InNamespace(*namespace), client.MatchingLabelsSelector{Selector: ours}); err != nil {
 			return false, err
 		}
 		left = len(pods.Items)

@@ -128,9 +128,7 @@ func runLocal(ctx context.Context, args []string) error {
 	// Kernel pods run the nbkube-agent where it lies, without copying it.
 	opts.AgentHostDir = agentHostDir
 	opts.RSTRenderer = rstOpts
-	if rst.enabled {
-		ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: *namespace}
-	}
+	ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: *namespace, Disabled: !rst.enabled}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kinds,
 		Cache:                  controllers.CacheOptions(),

@@ -40,9 +40,7 @@ func runManager(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if rst.enabled {
-		ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: common.namespace, OwnerDeployment: rst.owner}
-	}
+	ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: common.namespace, Disabled: !rst.enabled, OwnerDeployment: rst.owner}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	mgr, err := common.newManager(func(o *ctrl.Options) {
 		o.LeaderElection = *leaderElect

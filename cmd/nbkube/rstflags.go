@@ -19,7 +19,7 @@ type rstFlags struct {
 }
 
 func bindRSTFlags(fs *flag.FlagSet, f *rstFlags, o *builder.RSTRendererOptions) {
-	fs.BoolVar(&f.enabled, "rst-renderer", true, "run the reStructuredText renderer of /rstservice/render (docutils in pods of the kernel image)")
+	fs.BoolVar(&f.enabled, "rst-renderer", true, "run the reStructuredText renderer of /rstservice/render (docutils in pods of the kernel image); false removes it")
 	fs.StringVar(&f.owner, "rst-renderer-owner", "", "the manager's Deployment: the renderer's objects become its dependents, so they go with it")
 	fs.StringVar(&o.Image, "rst-renderer-image", o.Image, "image of the renderer, with python3 and docutils (default: --kernel-image)")
 	fs.Func("rst-renderer-replicas", fmt.Sprintf("replicas of the renderer (default %d)", o.Replicas), func(s string) error {
