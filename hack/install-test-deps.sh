@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real when it is missing: Debian's ipykernel and ipyparallel,
-# Jupyter Server (the wire interop test and gateway mode run it against nbkube), and the npm
+# docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and gateway mode run it against nbkube), and the npm
 # packages of the real-client tests in test/js. Quiet and quick when present.
 set -euo pipefail
-packages=(python3-ipykernel python3-ipyparallel python3-jupyter-server)
+packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

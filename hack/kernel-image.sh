@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python kernel image without Docker or a registry (neither is reachable here): a
-# minimal Debian root file system made by debootstrap, Debian's own ipykernel and ipyparallel
-# installed into it with apt, packed as a docker-archive tarball by hack/image. Kernel and
+# minimal Debian root file system made by debootstrap, Debian's own ipykernel, ipyparallel and
+# docutils (the reStructuredText renderer of /rstservice/render runs in this image) installed
+# into it with apt, packed as a docker-archive tarball by hack/image. Kernel and
 # cluster pods run it as 1000:100 with a read-only root and HOME on an emptyDir; the agent comes
 # from the operator's image, so nothing of nbkube is in here.
 #
@@ -28,9 +29,9 @@ tag=${2:-nbkube.io/kernel-python:dev}
 cd "$(dirname "$0")/.."
 
 suite=bookworm
-packages=(python3-ipykernel python3-ipyparallel)
+packages=(python3-ipykernel python3-ipyparallel python3-docutils)
 # Bump when the build steps below change, so that cached root file systems get rebuilt.
-recipe=2
+recipe=3
 want="recipe=$recipe suite=$suite packages=${packages[*]}"
 images=${NBKUBE_CACHE_DIR:-${HOME:-/root}/.cache/nbkube}/images
 dir=$images/kernel-python-$suite
@@ -203,8 +204,9 @@ CFG
     chroot --userspec=1000:100 "$check" /usr/bin/env -i PATH="$path" LANG=C.UTF-8 HOME=/tmp/home "$@" \
       >>"$work/check.log" 2>&1 || { tail -n 30 "$work/check.log" >&2; die "check failed: $*"; }
   }
-  log "checking: imports, ipykernel_launcher, ipcontroller, ipengine, a kernel executing code"
+  log "checking: imports, ipykernel_launcher, ipcontroller, ipengine, docutils, a kernel executing code"
   as_kernel python3 -c 'import ipykernel, ipyparallel, zmq'
+  as_kernel python3 -I -c 'import docutils.core; assert b"<em>ok</em>" in docutils.core.publish_string("*ok*", writer_name="html")'
   as_kernel python3 -m ipykernel_launcher --help
   as_kernel ipcontroller --help
   as_kernel ipengine --help
