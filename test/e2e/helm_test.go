@@ -136,6 +136,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	api := env.api(t)
 
 	t.Run("contents on the volume", func(t *testing.T) { testHelmContents(t, env, api) })
+	t.Run("reStructuredText in a renderer pod", func(t *testing.T) { testHelmRST(t, env, api) })
 	var kernelID string
 	t.Run("session with a kernel container", func(t *testing.T) { kernelID = testHelmSession(t, env, api) })
 	if t.Failed() {
