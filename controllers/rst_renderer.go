@@ -50,8 +50,10 @@ type RSTRendererKeeper struct {
 	// cache of Deployments and Secrets beyond its own.
 	Reader client.Reader
 	// Rand makes the token.
-	Rand    io.Reader
+	Rand io.Reader
+	// Builder shapes the renderer's pods.
 	Builder builder.Options
+	// Options say whether and where.
 	Options RSTRendererOptions
 }
 
