@@ -71,6 +71,9 @@ func TestRSTService_RendersThroughARealRenderer(t *testing.T) {
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
 		t.Errorf("Content-Type %q", ct)
 	}
+	if csp := r.header.Get("Content-Security-Policy"); !strings.HasSuffix(csp, "; sandbox") {
+		t.Errorf("the rendered document is not sandboxed: CSP %q", csp)
+	}
 	for _, want := range []string{`<h1 class="title">Title</h1>`, `<em>text</em>`, `href="https://example.org"`, `<div class="admonition note">`} {
 		if !strings.Contains(string(r.body), want) {
 			t.Errorf("the HTML lacks %q:\n%s", want, r.body)
