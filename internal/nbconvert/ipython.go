@@ -103,7 +103,8 @@ func stripPrompts(lines []string, prompt, first *regexp.Regexp) []string {
 	if len(lines) == 0 {
 		return lines
 	}
-	if !first.MatchString(lines[0]) && !(len(lines) > 1 && prompt.MatchString(lines[1])) {
+	continued := len(lines) > 1 && prompt.MatchString(lines[1])
+	if !first.MatchString(lines[0]) && !continued {
 		return lines
 	}
 	out := make([]string, len(lines))

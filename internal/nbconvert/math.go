@@ -90,7 +90,8 @@ func (mathInlineParser) Parse(_ ast.Node, block text.Reader, _ parser.Context) a
 		block.Advance(2)
 		return &mathNode{Raw: `\$`}
 	}
-	if line[0] == '\\' && !(len(line) > 1 && (line[1] == '\\' || line[1] == 'b')) {
+	escaped := len(line) > 1 && (line[1] == '\\' || line[1] == 'b')
+	if line[0] == '\\' && !escaped {
 		return nil
 	}
 	// Gather the rest of the paragraph, remembering where each line starts in it.
@@ -131,7 +132,8 @@ func (mathBlockParser) Open(_ ast.Node, reader text.Reader, pc parser.Context) (
 		return nil, parser.NoChildren
 	}
 	first := line[pos:]
-	if !(bytes.HasPrefix(first, []byte("$$")) || bytes.HasPrefix(first, []byte(`\\[`)) || bytes.HasPrefix(first, []byte(`\begin{`))) {
+	opens := bytes.HasPrefix(first, []byte("$$")) || bytes.HasPrefix(first, []byte(`\\[`)) || bytes.HasPrefix(first, []byte(`\begin{`))
+	if !opens {
 		return nil, parser.NoChildren
 	}
 	startLine, startSeg := reader.Position()

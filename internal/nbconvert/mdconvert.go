@@ -29,6 +29,7 @@ type markup interface {
 	codeSpan(s string) string
 	link(url, text string) string
 	image(url, alt string) string
+	figure(url, alt string) string
 	strike(s string) string
 	math(raw string) string
 	lineBreak(hard bool) string
@@ -43,8 +44,9 @@ func convertMarkdown(src string, m markup) string {
 }
 
 type converter struct {
-	src []byte
-	m   markup
+	src   []byte
+	m     markup
+	subst []string // definitions that the paragraph being written refers to
 }
 
 // blocks renders the block children of n, separated by blank lines.
@@ -63,7 +65,17 @@ func (c *converter) block(n ast.Node) string {
 	case *ast.Heading:
 		return c.m.heading(t.Level, c.inlines(t))
 	case *ast.Paragraph, *ast.TextBlock:
-		return c.inlines(n)
+		// An image alone in its paragraph is a figure, captioned with its text, as pandoc
+		// makes it.
+		if img, ok := n.FirstChild().(*ast.Image); ok && n.ChildCount() == 1 {
+			return c.m.figure(string(img.Destination), plainText(img, c.src))
+		}
+		c.subst = nil
+		s := c.inlines(n)
+		for _, d := range c.subst {
+			s += "\n\n" + d
+		}
+		return s
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
 		code, lang := codeOf(n, c.src)
 		return c.m.code(lang, strings.TrimSuffix(code, "\n"))
@@ -141,6 +153,12 @@ func (c *converter) inline(n ast.Node) string {
 		u := string(t.URL(c.src))
 		return c.m.link(u, c.m.text(string(t.Label(c.src))))
 	case *ast.Image:
+		if r, ok := c.m.(rstMarkup); ok {
+			// reStructuredText has no inline image: a substitution stands for it.
+			ref, def := r.substitution(string(t.Destination), plainText(t, c.src), len(c.subst))
+			c.subst = append(c.subst, def)
+			return ref
+		}
 		return c.m.image(string(t.Destination), plainText(t, c.src))
 	case *extast.Strikethrough:
 		return c.m.strike(c.inlines(t))
@@ -236,6 +254,27 @@ func (rstMarkup) link(u, text string) string { return "`" + text + " <" + u + ">
 func (rstMarkup) image(u, alt string) string {
 	return "\n\n.. image:: " + u + "\n   :alt: " + alt + "\n\n"
 }
+func (rstMarkup) figure(u, alt string) string {
+	s := ".. figure:: " + u + "\n   :alt: " + alt
+	if alt != "" {
+		s += "\n\n   " + alt
+	}
+	return s
+}
+
+// substitution is the reference that stands for an inline image and the definition that
+// follows its paragraph, as pandoc writes them; the alt text names it unless it is empty or
+// taken, when its position in the paragraph does.
+func (rstMarkup) substitution(u, alt string, i int) (ref, def string) {
+	name := strings.Join(strings.Fields(alt), " ")
+	if name == "" || i > 0 {
+		name = fmt.Sprintf("image%d", i)
+		if alt != "" {
+			name = fmt.Sprintf("%s %d", alt, i)
+		}
+	}
+	return "|" + name + "|", ".. |" + name + "| image:: " + u
+}
 func (rstMarkup) strike(s string) string     { return "[STRIKEOUT:" + s + "]" }
 func (rstMarkup) math(raw string) string     { return rstMath(raw, false) }
 func (rstMarkup) lineBreak(hard bool) string { return "\n" }
@@ -313,10 +352,11 @@ func (asciidocMarkup) emphasis(level int, s string) string {
 	}
 	return "_" + s + "_"
 }
-func (asciidocMarkup) codeSpan(s string) string   { return "`" + s + "`" }
-func (asciidocMarkup) link(u, text string) string { return u + "[" + text + "]" }
-func (asciidocMarkup) image(u, alt string) string { return "image:" + u + "[" + alt + "]" }
-func (asciidocMarkup) strike(s string) string     { return "[line-through]*" + s + "*" }
+func (asciidocMarkup) codeSpan(s string) string    { return "`" + s + "`" }
+func (asciidocMarkup) link(u, text string) string  { return u + "[" + text + "]" }
+func (asciidocMarkup) image(u, alt string) string  { return "image:" + u + "[" + alt + "]" }
+func (asciidocMarkup) figure(u, alt string) string { return "image::" + u + "[" + alt + "]" }
+func (asciidocMarkup) strike(s string) string      { return "[line-through]*" + s + "*" }
 func (asciidocMarkup) math(raw string) string {
 	if raw == `\$` {
 		return "$"
@@ -396,8 +436,20 @@ func (latexMarkup) codeSpan(s string) string { return `\texttt{` + escapeLaTeX(s
 func (latexMarkup) link(u, text string) string {
 	return `\href{` + strings.NewReplacer("%", `\%`, "#", `\#`).Replace(u) + "}{" + text + "}"
 }
+
+// image includes an image file; LaTeX cannot include data URIs, which are dropped as pandoc
+// drops them.
 func (latexMarkup) image(u, _ string) string {
+	if strings.HasPrefix(u, "data:") {
+		return ""
+	}
 	return `\includegraphics{` + u + "}"
+}
+func (m latexMarkup) figure(u, alt string) string {
+	if strings.HasPrefix(u, "data:") {
+		return ""
+	}
+	return "\\begin{figure}\n\\centering\n" + m.image(u, alt) + "\n\\caption{" + escapeLaTeX(alt) + "}\n\\end{figure}"
 }
 func (latexMarkup) strike(s string) string { return `\sout{` + s + "}" }
 func (latexMarkup) math(raw string) string { return raw }

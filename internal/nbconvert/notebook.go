@@ -138,8 +138,8 @@ func (o *output) metaTrue(key, mime string) bool {
 	return json.Unmarshal(v, &b) == nil && b
 }
 
-// errUnreadable wraps decoding failures; the handler reports them as nbconvert's failures.
-var errUnreadable = errors.New("unreadable notebook")
+// ErrUnreadable wraps the failures to read a notebook: not JSON, or not nbformat 4.
+var ErrUnreadable = errors.New("unreadable notebook")
 
 // decode reads a notebook and applies what every nbconvert exporter applies before its
 // template: consecutive stream outputs of one name merged, and carriage-return overwrites
@@ -147,16 +147,31 @@ var errUnreadable = errors.New("unreadable notebook")
 func decode(data []byte) (*notebook, error) {
 	var nb notebook
 	if err := json.Unmarshal(data, &nb); err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if nb.Nbformat != 4 {
-		return nil, fmt.Errorf("%w: nbformat %d is not supported, only 4", errUnreadable, nb.Nbformat)
+		return nil, fmt.Errorf("%w: nbformat %d is not supported, only 4", ErrUnreadable, nb.Nbformat)
 	}
 	for i := range nb.Cells {
-		nb.Cells[i].Outputs = coalesceStreams(nb.Cells[i].Outputs)
+		c := &nb.Cells[i]
+		c.Outputs = coalesceStreams(c.Outputs)
+		if c.CellType == "code" && c.Metadata.MagicsLanguage == "" {
+			if m := magicLanguage.FindStringSubmatch(string(c.Source)); m != nil {
+				c.Metadata.MagicsLanguage = magicLanguages[m[1]]
+			}
+		}
 	}
 	return &nb, nil
 }
+
+// magicLanguages are the languages of the cell magics that nbconvert highlights in their own
+// language (its HighlightMagicsPreprocessor).
+var magicLanguages = map[string]string{
+	"R": "r", "bash": "bash", "cython": "cython", "javascript": "javascript", "julia": "julia",
+	"latex": "latex", "octave": "octave", "perl": "perl", "ruby": "ruby", "sh": "sh", "sql": "sql",
+}
+
+var magicLanguage = regexp.MustCompile(`^\s*%%(R|bash|cython|javascript|julia|latex|octave|perl|ruby|sh|sql)\s`)
 
 // crOverwrite matches a line's text that a carriage return overwrites: everything up to the
 // last \r that is not the end of the line.

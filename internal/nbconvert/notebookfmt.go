@@ -17,7 +17,7 @@ func exportNotebook(ctx context.Context, data []byte, limit int) (*Result, error
 	dec.UseNumber()
 	var nb map[string]any
 	if err := dec.Decode(&nb); err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -34,11 +34,11 @@ func exportNotebook(ctx context.Context, data []byte, limit int) (*Result, error
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(nb); err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	body, err := contents.EncodeNotebook(buf.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if len(body) > limit {
 		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
