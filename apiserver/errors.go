@@ -10,6 +10,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/nbconvert"
 )
 
 // apiError is an error a handler answers with as is.
@@ -75,6 +76,9 @@ func answerTo(err error) (status int, body jupyter.Error, failed bool) {
 			status = http.StatusBadGateway
 		}
 		return status, jupyter.Error{Message: agent.Message}, false
+	case errors.Is(err, nbconvert.ErrUnreadable), errors.Is(err, nbconvert.ErrTooLarge), errors.Is(err, errExportTimeout):
+		// As Jupyter answers an exporter that fails.
+		return http.StatusInternalServerError, jupyter.Error{Message: "nbconvert failed: " + err.Error()}, false
 	case errors.Is(err, agentclient.ErrUnreachable):
 		// The dial's error names the pod's address, of no use to the client.
 		return http.StatusServiceUnavailable, jupyter.Error{Message: "the kernel is not reachable"}, false

@@ -55,10 +55,6 @@ func initials(name string) string {
 	return b.String()
 }
 
-func (s *Server) getNbconvert(c *gin.Context) {
-	c.JSON(http.StatusOK, jupyter.Exporters)
-}
-
 // redirectNotebooks sends /api/notebooks/<path> to /api/contents/<path>, as Jupyter Server does
 // for clients of the first contents API.
 func (s *Server) redirectNotebooks(c *gin.Context) {

@@ -68,6 +68,8 @@ func (s *Server) routes() *gin.Engine {
 	auth.POST("api/trash/:id/restore", h(s.restoreTrash))
 	auth.GET("files/*path", h(s.getFile))
 	auth.HEAD("files/*path", h(s.getFile))
+	auth.GET("nbconvert/:format/*path", h(s.exportFile))
+	auth.POST("nbconvert/:format", h(s.exportModel))
 
 	// The older IPython interface: notebooks by id in a flat root.
 	auth.GET("notebooks", h(s.listLegacyNotebooks))

@@ -74,6 +74,28 @@ func Formats() []string {
 	return f
 }
 
+// ListedMimetype is the output MIME type Jupyter lists for format in /api/nbconvert: the
+// exporter's own, and none for "script", whose output takes the kernel language's type.
+func ListedMimetype(format string) string {
+	switch format {
+	case "asciidoc":
+		return "text/asciidoc"
+	case "html":
+		return "text/html"
+	case "latex":
+		return "text/latex"
+	case "markdown":
+		return "text/markdown"
+	case "notebook":
+		return "application/json"
+	case "python":
+		return "text/x-python"
+	case "rst":
+		return "text/restructuredtext"
+	}
+	return ""
+}
+
 // Export converts the nbformat 4 notebook data (as stored, or as the contents API returns it)
 // to format. It stops with ctx's error when ctx ends, and with ErrTooLarge when the output
 // would exceed its bound; a notebook it cannot read is an error wrapping its reason.
