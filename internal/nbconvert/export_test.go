@@ -53,3 +53,17 @@ func TestExport_UnknownFormatAndUnreadableNotebook(t *testing.T) {
 		}
 	}
 }
+
+// nbconvert highlights code as IPython 3 when the notebook does not name its language.
+func TestExport_HTMLHighlightsAsIPython3WhenTheNotebookSaysNothing(t *testing.T) {
+	nb := `{"nbformat":4,"nbformat_minor":5,"metadata":{},"cells":[{"cell_type":"code","execution_count":1,"metadata":{},"source":"import math","outputs":[]}]}`
+	r, err := Export(context.Background(), "html", []byte(nb), Options{Name: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<div class=" highlight hl-ipython3">`, `<span class="kn">import</span>`} {
+		if !strings.Contains(string(r.Body), want) {
+			t.Errorf("HTML export lacks %s", want)
+		}
+	}
+}

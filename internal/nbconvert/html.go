@@ -25,6 +25,10 @@ func exportHTML(nb *notebook, o *out, opts Options) (*Result, error) {
 		title = opts.Name
 	}
 	lexer := nb.lexerName()
+	if lexer == "" {
+		// nbconvert's HTML highlighter defaults to IPython 3.
+		lexer = "ipython3"
+	}
 	o.w("<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\" />\n",
 		`<meta name="viewport" content="width=device-width, initial-scale=1.0">`, "\n",
 		"<title>", html.EscapeString(title), "</title>\n",
