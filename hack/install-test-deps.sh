@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what the tests run for real when it is missing: Debian's ipykernel and ipyparallel,
-# docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and gateway mode run it against nbkube), and the npm
-# packages of the real-client tests in test/js. Quiet and quick when present.
+# docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and
+# gateway mode run it against nbkube), nbconvert with pandoc (internal/nbconvert's exports are
+# compared with theirs), and the npm packages of the real-client tests in test/js. Quiet and
+# quick when present.
 set -euo pipefail
-packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server)
+packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server python3-nbconvert pandoc)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
