@@ -120,6 +120,13 @@ func (s *Server) exportModel(c *gin.Context) error {
 func (s *Server) export(ctx context.Context, format string, data []byte, name string) (*nbconvert.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, exportTimeout)
 	defer cancel()
+	// The wait for a slot counts in the export's time.
+	select {
+	case s.exports <- struct{}{}:
+		defer func() { <-s.exports }()
+	case <-ctx.Done():
+		return nil, errExportTimeout
+	}
 	r, err := nbconvert.Export(ctx, format, data, nbconvert.Options{Name: stem(name), MaxOutputBytes: s.exportLimit()})
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil, errExportTimeout

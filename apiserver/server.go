@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"time"
 
@@ -93,6 +94,9 @@ type Server struct {
 	engine  *gin.Engine
 	started time.Time
 	metrics *serverMetrics
+	// exports holds a slot per export running: exports are CPU-bound and each holds up to
+	// its notebook and output in memory, so their number is bounded too.
+	exports chan struct{}
 }
 
 // New builds the server and its routes.
@@ -142,7 +146,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New()}
+	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New(),
+		exports: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	if s.metrics, err = newServerMetrics(s); err != nil {
 		return nil, err
 	}
