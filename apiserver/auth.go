@@ -28,6 +28,10 @@ const (
 	loginMaxAge = 30 * 24 * 3600
 )
 
+// errIdentityUnavailable answers a request whose credential no provider could check: the
+// client may retry, and its credential may well be good.
+var errIdentityUnavailable = &apiError{status: http.StatusServiceUnavailable, message: "the identity provider is unavailable"}
+
 // authHeader matches "token <t>" and "bearer <t>", as Jupyter Server accepts them.
 var authHeader = regexp.MustCompile(`(?i)^(?:token|bearer)\s+(.+)$`)
 
@@ -35,8 +39,7 @@ var authHeader = regexp.MustCompile(`(?i)^(?:token|bearer)\s+(.+)$`)
 // cookie that an earlier ?token= request set. Cookie-authenticated requests that change
 // state must also carry the XSRF token, since browsers send cookies with cross-site requests.
 type authenticator struct {
-	token   []byte
-	user    User
+	users   *identity.Cache
 	cookies *securecookie.SecureCookie
 	path    string
 }
@@ -46,12 +49,12 @@ type loginCookie struct {
 	Admin bool
 }
 
-func newAuthenticator(token string, user User, secret []byte, basePath string) (*authenticator, error) {
+func newAuthenticator(users *identity.Cache, secret []byte, basePath string) (*authenticator, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("apiserver: the cookie secret needs at least 32 bytes")
 	}
 	sc := securecookie.New(secret, nil).MaxAge(loginMaxAge)
-	return &authenticator{token: []byte(token), user: user, cookies: sc, path: basePath}, nil
+	return &authenticator{users: users, cookies: sc, path: basePath}, nil
 }
 
 // requestToken is the token the request presents, and whether it came in the URL.
@@ -63,10 +66,6 @@ func requestToken(r *http.Request) (string, bool) {
 		return t, true
 	}
 	return "", false
-}
-
-func (a *authenticator) validToken(t string) bool {
-	return t != "" && subtle.ConstantTimeCompare([]byte(t), a.token) == 1
 }
 
 // cookieName includes the host (and port): cookies are shared by all ports of a host, and two
@@ -82,21 +81,27 @@ func cookieName(r *http.Request) string {
 }
 
 // identify returns the request's user, whether a token (rather than a cookie) proved it, and
-// whether the token came in the URL.
-func (a *authenticator) identify(r *http.Request) (*User, bool, bool) {
-	if t, inURL := requestToken(r); a.validToken(t) {
-		u := a.user
-		return &u, true, inURL
+// whether the token came in the URL. A token no provider knows leaves the cookie to decide; an
+// error is a provider that could not answer.
+func (a *authenticator) identify(r *http.Request) (*User, bool, bool, error) {
+	if t, inURL := requestToken(r); t != "" {
+		u, err := a.users.AuthenticateToken(r.Context(), t)
+		if err != nil {
+			return nil, false, false, err
+		}
+		if u != nil {
+			return u, true, inURL, nil
+		}
 	}
 	c, err := r.Cookie(cookieName(r))
 	if err != nil {
-		return nil, false, false
+		return nil, false, false, nil
 	}
 	var lc loginCookie
 	if err := a.cookies.Decode(cookieName(r), c.Value, &lc); err != nil || lc.Name == "" {
-		return nil, false, false
+		return nil, false, false, nil
 	}
-	return &User{Name: lc.Name, Admin: lc.Admin}, false, false
+	return &User{Name: lc.Name, Admin: lc.Admin}, false, false, nil
 }
 
 // login sets the login cookie and a fresh XSRF cookie after a ?token= request, so that a
@@ -151,7 +156,12 @@ func sameOrigin(r *http.Request) bool {
 
 // authenticate is the middleware of every authenticated route.
 func (s *Server) authenticate(c *gin.Context) {
-	u, byToken, inURL := s.auth.identify(c.Request)
+	u, byToken, inURL, err := s.auth.identify(c.Request)
+	if err != nil {
+		s.opts.Log.Error(err, "Cannot authenticate a request", "path", c.Request.URL.Path)
+		s.abortErr(c, errIdentityUnavailable)
+		return
+	}
 	if u == nil {
 		s.abortErr(c, forbidden("Forbidden"))
 		return

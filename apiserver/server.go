@@ -25,6 +25,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
@@ -33,10 +34,17 @@ type Options struct {
 	// BaseURL is the prefix of every route, "/" by default; it always starts and ends with "/".
 	BaseURL string
 	// Token authenticates User, in an Authorization header or a ?token= parameter (which also
-	// logs the browser in with a cookie).
+	// logs the browser in with a cookie): the "token" identity provider, used when Providers
+	// is empty.
 	Token string
 	// User is the identity of requests that present Token.
 	User User
+	// Providers tell who presents a token (or whom a login cookie names), the first that
+	// knows it answering; a "token" provider of Token and User when empty.
+	Providers []identity.Provider
+	// IdentityCache bounds how long the providers' answers are reused: a removed user or a
+	// rotated token loses access within its TTL, a minute at most.
+	IdentityCache identity.CacheOptions
 	// CookieSecret signs login cookies; every replica needs the same one. At least 32 bytes.
 	CookieSecret []byte
 	// Contents is the notebook store.
@@ -104,9 +112,6 @@ func New(opts Options) (*Server, error) {
 	if opts.Contents == nil {
 		return nil, errors.New("apiserver: a contents store is required")
 	}
-	if opts.Token == "" {
-		return nil, errors.New("apiserver: a token is required")
-	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -131,11 +136,20 @@ func New(opts Options) (*Server, error) {
 	if opts.RST == nil {
 		opts.RST = repository.None{}
 	}
-	if opts.User.Name == "" {
-		return nil, errors.New("apiserver: the token's user needs a name")
+	if len(opts.Providers) == 0 {
+		if opts.Token == "" {
+			return nil, errors.New("apiserver: a token is required")
+		}
+		if opts.User.Name == "" {
+			return nil, errors.New("apiserver: the token's user needs a name")
+		}
+		opts.Providers = []identity.Provider{identity.NewToken(opts.Token, opts.User)}
+	}
+	if opts.IdentityCache.Clock == nil {
+		opts.IdentityCache.Clock = opts.Clock
 	}
 	opts.BaseURL = NormalizeBaseURL(opts.BaseURL)
-	auth, err := newAuthenticator(opts.Token, opts.User, opts.CookieSecret, opts.BaseURL)
+	auth, err := newAuthenticator(identity.NewCache(opts.Providers, opts.IdentityCache), opts.CookieSecret, opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,114 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
+)
+
+// Cache defaults: a user removed or rotated in a provider loses access within TTL.
+const (
+	DefaultCacheTTL         = 30 * time.Second
+	DefaultNegativeCacheTTL = 5 * time.Second
+	DefaultCacheSize        = 4096
+	// MaxCacheTTL bounds the TTLs: revocation must take effect within a minute.
+	MaxCacheTTL = time.Minute
+)
+
+// CacheOptions bound a Cache.
+type CacheOptions struct {
+	// TTL is how long a provider's positive answer is reused; DefaultCacheTTL when zero,
+	// at most MaxCacheTTL.
+	TTL time.Duration
+	// NegativeTTL is how long "no such token" or "no such user" is reused, so that a
+	// flood of one bad token costs no provider calls; DefaultNegativeCacheTTL when zero.
+	NegativeTTL time.Duration
+	// Size bounds the entries; DefaultCacheSize when zero.
+	Size int
+	// Clock is the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// Cache remembers a Chain's answers for a short while, so that a request whose token or
+// login was checked recently makes no provider call. Tokens are keyed by their SHA-256, never
+// kept themselves. Provider failures are not remembered: the next request asks again.
+type Cache struct {
+	chain       Chain
+	ttl, negTTL time.Duration
+	entries     *cache.LRUExpireCache
+}
+
+type cached struct{ user *User }
+
+// NewCache puts a cache in front of chain.
+func NewCache(chain Chain, o CacheOptions) *Cache {
+	if o.TTL <= 0 {
+		o.TTL = DefaultCacheTTL
+	}
+	o.TTL = min(o.TTL, MaxCacheTTL)
+	if o.NegativeTTL <= 0 {
+		o.NegativeTTL = DefaultNegativeCacheTTL
+	}
+	o.NegativeTTL = min(o.NegativeTTL, o.TTL)
+	if o.Size <= 0 {
+		o.Size = DefaultCacheSize
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return &Cache{chain: chain, ttl: o.TTL, negTTL: o.NegativeTTL, entries: cache.NewLRUExpireCacheWithClock(o.Size, o.Clock)}
+}
+
+// TTL is how long a positive answer is reused.
+func (c *Cache) TTL() time.Duration { return c.ttl }
+
+// tokenKey names a token in the cache without holding it.
+func tokenKey(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return "t:" + hex.EncodeToString(sum[:])
+}
+
+func userKey(kind, name string) string { return "u:" + kind + "\x00" + name }
+
+// AuthenticateToken is the chain's answer for the token, from the cache when fresh.
+func (c *Cache) AuthenticateToken(ctx context.Context, token string) (*User, error) {
+	if token == "" {
+		return nil, nil
+	}
+	return c.get(tokenKey(token), func() (*User, error) { return c.chain.AuthenticateToken(ctx, token) })
+}
+
+// Lookup is the chain's answer for the user of that provider kind, from the cache when fresh.
+func (c *Cache) Lookup(ctx context.Context, kind, name string) (*User, error) {
+	return c.get(userKey(kind, name), func() (*User, error) { return c.chain.Lookup(ctx, kind, name) })
+}
+
+func (c *Cache) get(key string, ask func() (*User, error)) (*User, error) {
+	if v, ok := c.entries.Get(key); ok {
+		return copyUser(v.(cached).user), nil
+	}
+	u, err := ask()
+	if err != nil {
+		return nil, err
+	}
+	ttl := c.ttl
+	if u == nil {
+		ttl = c.negTTL
+	}
+	c.entries.Add(key, cached{copyUser(u)}, ttl)
+	return u, nil
+}
+
+// copyUser keeps callers from changing what the cache holds.
+func copyUser(u *User) *User {
+	if u == nil {
+		return nil
+	}
+	c := *u
+	c.Groups = append([]string(nil), u.Groups...)
+	return &c
+}

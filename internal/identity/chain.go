@@ -1,0 +1,51 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Chain asks its providers in order; the first that knows a token answers for it.
+type Chain []Provider
+
+// AuthenticateToken returns the first provider's user for the token. A failing provider does
+// not hide a later one that knows the token; when none knows it and one failed, the failure
+// is the answer, since the token may have been that provider's.
+func (c Chain) AuthenticateToken(ctx context.Context, token string) (*User, error) {
+	var errs []error
+	for _, p := range c {
+		u, err := p.AuthenticateToken(ctx, token)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Kind(), err))
+			continue
+		}
+		if u != nil {
+			u.Provider = p.Kind()
+			return u, nil
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	}
+	return nil, nil
+}
+
+// Lookup asks the provider of that kind for the user; nil when the provider is not in the
+// chain any more.
+func (c Chain) Lookup(ctx context.Context, kind, name string) (*User, error) {
+	for _, p := range c {
+		if p.Kind() != kind {
+			continue
+		}
+		u, err := p.Lookup(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, kind, err)
+		}
+		if u != nil {
+			u.Provider = kind
+		}
+		return u, nil
+	}
+	return nil, nil
+}
