@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/securecookie"
@@ -44,9 +46,14 @@ type authenticator struct {
 	path    string
 }
 
+// loginCookie names the user, the provider that vouched and the fingerprint of the
+// credentials it vouched for; each request re-validates them with the provider (through the
+// cache), so a removed user or a rotated credential ends the login. What the user may do is
+// not in it: the provider says that.
 type loginCookie struct {
-	Name  string
-	Admin bool
+	Name       string
+	Provider   string
+	Credential string
 }
 
 func newAuthenticator(users *identity.Cache, secret []byte, basePath string) (*authenticator, error) {
@@ -101,13 +108,24 @@ func (a *authenticator) identify(r *http.Request) (*User, bool, bool, error) {
 	if err := a.cookies.Decode(cookieName(r), c.Value, &lc); err != nil || lc.Name == "" {
 		return nil, false, false, nil
 	}
-	return &User{Name: lc.Name, Admin: lc.Admin}, false, false, nil
+	u, err := a.current(r.Context(), &User{Name: lc.Name, Provider: lc.Provider, Credential: lc.Credential})
+	return u, false, false, err
+}
+
+// current is the user as the provider that vouched for them knows them now; nil when the
+// provider no longer knows them or their credentials changed since.
+func (a *authenticator) current(ctx context.Context, u *User) (*User, error) {
+	now, err := a.users.Lookup(ctx, u.Provider, u.Name)
+	if err != nil || now == nil || subtle.ConstantTimeCompare([]byte(now.Credential), []byte(u.Credential)) != 1 {
+		return nil, err
+	}
+	return now, nil
 }
 
 // login sets the login cookie and a fresh XSRF cookie after a ?token= request, so that a
 // browser opening the printed URL stays logged in.
 func (a *authenticator) login(c *gin.Context, u *User) error {
-	value, err := a.cookies.Encode(cookieName(c.Request), loginCookie{Name: u.Name, Admin: u.Admin})
+	value, err := a.cookies.Encode(cookieName(c.Request), loginCookie{Name: u.Name, Provider: u.Provider, Credential: u.Credential})
 	if err != nil {
 		return err
 	}
@@ -192,4 +210,35 @@ func userOf(c *gin.Context) *User {
 	u, _ := c.Get(userKey)
 	user, _ := u.(*User)
 	return user
+}
+
+// watchRevocation closes the returned channel when u's login is no longer good: the provider
+// no longer knows the user, or their credentials changed. It checks every half TTL of the
+// identity cache, so that revocation ends a connection within one and a half TTLs; the
+// cache makes the many connections of one user cost one provider call per TTL. A provider
+// that cannot answer leaves the connection open: an outage is no revocation. It stops when
+// ctx ends.
+func (a *authenticator) watchRevocation(ctx context.Context, u User, log func(error)) <-chan struct{} {
+	revoked := make(chan struct{})
+	go func() {
+		t := time.NewTicker(a.users.TTL() / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now, err := a.current(ctx, &u)
+			if err != nil {
+				log(err)
+				continue
+			}
+			if now == nil {
+				close(revoked)
+				return
+			}
+		}
+	}()
+	return revoked
 }

@@ -81,13 +81,22 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	if fromAgent != nil {
 		fromAgent.SetTarget(hw.Conn())
 	}
-	relay(client, upstream)
+	// The connection outlives the login that opened it: a connection per kernel tab stays
+	// open for days. Each connection re-checks its own user rather than a registry of
+	// connections by user: replicas share nothing, and providers need not announce removals.
+	watchCtx, stopWatching := context.WithCancel(context.Background())
+	defer stopWatching()
+	revoked := s.auth.watchRevocation(watchCtx, *userOf(c), func(err error) {
+		s.opts.Log.V(1).Info("Cannot re-validate a channels connection's user", "error", err.Error())
+	})
+	relay(client, upstream, revoked)
 	return nil
 }
 
 // relay copies messages both ways until either side closes, then closes the other with the
-// same code. The client is pinged every 30 s; each direction has one writer.
-func relay(client, upstream *websocket.Conn) {
+// same code. The client is pinged every 30 s; each direction has one writer. When revoked
+// closes, the client is told so (policy violation) and both sides are closed.
+func relay(client, upstream *websocket.Conn, revoked <-chan struct{}) {
 	client.SetReadLimit(proxyMaxMessage)
 	upstream.SetReadLimit(proxyMaxMessage)
 	_ = client.SetReadDeadline(time.Now().Add(proxyReadWait))
@@ -155,7 +164,7 @@ func relay(client, upstream *websocket.Conn) {
 			}
 		}
 	}()
-	go func() { // pings
+	go func() { // pings, and revocation
 		defer wg.Done()
 		t := time.NewTicker(proxyPingPeriod)
 		defer t.Stop()
@@ -169,6 +178,11 @@ func relay(client, upstream *websocket.Conn) {
 					finish()
 					return
 				}
+			case <-revoked:
+				closeWith(client, &clientWrite, &websocket.CloseError{Code: websocket.ClosePolicyViolation, Text: "credentials revoked"})
+				closeWith(upstream, nil, nil)
+				finish()
+				return
 			case <-done:
 				return
 			}

@@ -1,0 +1,162 @@
+package apiserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// changingUsers is a provider whose users an administrator changes while the server runs:
+// what the authenticator must notice. It stands in for the users file (whose own tests use
+// the real file) so that these tests claim only the API server's side.
+type changingUsers struct {
+	mu     sync.Mutex
+	tokens map[string]string // name → token
+	down   bool
+}
+
+func (p *changingUsers) Kind() string { return "changing" }
+
+func (p *changingUsers) set(name, token string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if token == "" {
+		delete(p.tokens, name)
+		return
+	}
+	p.tokens[name] = token
+}
+
+func (p *changingUsers) AuthenticateToken(_ context.Context, token string) (*identity.User, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		return nil, errors.New("connection refused")
+	}
+	for name, t := range p.tokens {
+		if t == token {
+			return &identity.User{Name: name, Credential: identity.Fingerprint(t)}, nil
+		}
+	}
+	return nil, nil
+}
+
+func (p *changingUsers) Lookup(_ context.Context, name string) (*identity.User, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		return nil, errors.New("connection refused")
+	}
+	t, ok := p.tokens[name]
+	if !ok {
+		return nil, nil
+	}
+	return &identity.User{Name: name, Credential: identity.Fingerprint(t)}, nil
+}
+
+const authTTL = 200 * time.Millisecond
+
+func withChangingUsers(p *changingUsers) serverOption {
+	return func(o *apiserver.Options) {
+		o.Providers = []identity.Provider{p}
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+	}
+}
+
+func TestAuth_LoginCookieEndsWhenTheTokenRotatesOrTheUserGoes(t *testing.T) {
+	p := &changingUsers{tokens: map[string]string{"ann": "ann-token-1"}}
+	s := newServer(t, withChangingUsers(p))
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hc.Jar = jar
+	cookieOnly := func() response { return s.do("GET", "/api/contents", nil, "Authorization", "") }
+
+	expect(t, s.do("GET", "/api/status?token=ann-token-1", nil, "Authorization", ""), http.StatusOK)
+	expect(t, cookieOnly(), http.StatusOK)
+	p.set("ann", "ann-token-2")
+	testenv.Eventually(t, "the rotated token's cookie refused", 5*authTTL, func() error {
+		if r := cookieOnly(); r.status != http.StatusForbidden {
+			return errors.New(http.StatusText(r.status))
+		}
+		return nil
+	})
+	expect(t, cookieOnly(), http.StatusForbidden)
+	expect(t, s.do("GET", "/api/status", nil, "Authorization", "token ann-token-1"), http.StatusForbidden)
+
+	// The new token logs in again, until the user is removed.
+	expect(t, s.do("GET", "/api/status?token=ann-token-2", nil, "Authorization", ""), http.StatusOK)
+	expect(t, cookieOnly(), http.StatusOK)
+	p.set("ann", "")
+	testenv.Eventually(t, "the removed user's cookie refused", 5*authTTL, func() error {
+		if r := cookieOnly(); r.status != http.StatusForbidden {
+			return errors.New(http.StatusText(r.status))
+		}
+		return nil
+	})
+}
+
+func TestAuth_AProviderThatCannotAnswerIs503NotForbidden(t *testing.T) {
+	p := &changingUsers{tokens: map[string]string{"ann": "ann-token"}, down: true}
+	s := newServer(t, withChangingUsers(p))
+	r := s.do("GET", "/api/status", nil, "Authorization", "token ann-token")
+	expect(t, r, http.StatusServiceUnavailable)
+	if strings.Contains(string(r.body), "refused") {
+		t.Errorf("the provider's error reaches the client: %s", r.body)
+	}
+	p.mu.Lock()
+	p.down = false
+	p.mu.Unlock()
+	expect(t, s.do("GET", "/api/status", nil, "Authorization", "token ann-token"), http.StatusOK)
+}
+
+func TestAuth_RevokedUsersChannelsAreClosed(t *testing.T) {
+	ep := startAgent(t)
+	p := &changingUsers{tokens: map[string]string{"ann": "ann-token", "ben": "ben-token"}}
+	s := newServer(t, withChangingUsers(p), func(o *apiserver.Options) { o.Kernels = &oneKernel{id: "k1", ep: ep} })
+	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
+	dial := func(token string) *websocket.Conn {
+		ws, resp, err := websocket.DefaultDialer.Dial(base+strings.TrimSuffix(token, "-token"), http.Header{"Authorization": {"token " + token}})
+		if err != nil {
+			t.Fatalf("dial: %v %v", err, resp)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	ann, ben := dial("ann-token"), dial("ben-token")
+	if got := execute(t, ann, false, "1+1"); got != "2" {
+		t.Fatalf("1+1 = %q", got)
+	}
+
+	p.set("ann", "")
+	closed := make(chan error, 1)
+	go func() {
+		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := ann.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	err := <-closed
+	if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("revoked user's connection ended with %v, want a policy-violation close", err)
+	}
+	// Another user's connection stays.
+	if got := execute(t, ben, false, "2+2"); got != "4" {
+		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)
+	}
+}
