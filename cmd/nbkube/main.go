@@ -29,6 +29,7 @@ Usage:
   nbkube local [flags]              run everything on this machine: control plane, controllers, local node
   nbkube agent [flags] -- ARGV...   run a kernel inside a kernel pod (as nbkube-agent does)
   nbkube cleanup [flags]            delete the namespace's sessions, kernels, clusters and kernel specs (helm uninstall runs it)
+  nbkube users hash|token NAME      hash a password or token for the users file, or make a user's token
   nbkube install DEST               copy nbkube-agent (or this binary) to DEST (the kernel pod's init container)
   nbkube version                    print the version
 
@@ -55,6 +56,8 @@ func main() {
 		run = runCleanup
 	case "install":
 		run = runInstall
+	case "users":
+		run = runUsers
 	case "version", "--version":
 		fmt.Println(version)
 		return

@@ -1,0 +1,245 @@
+package identity_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// secretVolume writes files the way the kubelet fills a Secret volume: the files are
+// symlinks through ..data to a timestamped directory, and an update makes a new directory and
+// renames a new ..data link over the old one, atomically.
+type secretVolume struct {
+	t   *testing.T
+	dir string
+	n   int
+}
+
+func newSecretVolume(t *testing.T, files map[string]string) *secretVolume {
+	v := &secretVolume{t: t, dir: t.TempDir()}
+	v.update(files)
+	for name := range files {
+		if err := os.Symlink(filepath.Join("..data", name), filepath.Join(v.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return v
+}
+
+func (v *secretVolume) update(files map[string]string) {
+	v.t.Helper()
+	v.n++
+	ts := fmt.Sprintf("..2026_11_25_17_00_00.%d", v.n)
+	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
+		v.t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(v.dir, ts, name), []byte(content), 0o644); err != nil {
+			v.t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(v.dir, "..data_tmp")
+	if err := os.Symlink(ts, tmp); err != nil {
+		v.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(v.dir, "..data")); err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+type testUser struct {
+	name, token, password string
+	admin, actAs          bool
+}
+
+func usersYAML(t *testing.T, users ...testUser) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("users:\n")
+	for _, u := range users {
+		fmt.Fprintf(&b, "- name: %s\n  display_name: %s Example\n  groups: [staff]\n  admin: %v\n  act_as: %v\n", u.name, u.name, u.admin, u.actAs)
+		if u.token != "" {
+			h, err := identity.HashSecret(u.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "  token_hash: %q\n", h)
+		}
+		if u.password != "" {
+			h, err := identity.HashSecret(u.password)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "  password_hash: %q\n", h)
+		}
+	}
+	return b.String()
+}
+
+func newToken(t *testing.T, name string) string {
+	t.Helper()
+	tok, err := identity.NewUserToken(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func TestUsersFile_TokensAndPasswordsOfItsUsers(t *testing.T) {
+	ann, boss := newToken(t, "ann.lee@example.org"), newToken(t, "boss")
+	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t,
+		testUser{name: "ann.lee@example.org", token: ann, password: "ann's password"},
+		testUser{name: "boss", token: boss, admin: true, actAs: true})})
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	u, err := p.AuthenticateToken(ctx, ann)
+	if err != nil || u == nil || u.Name != "ann.lee@example.org" || u.DisplayName != "ann.lee@example.org Example" ||
+		len(u.Groups) != 1 || u.Admin || u.ActAs || u.Provider != identity.KindUsers || u.Credential == "" {
+		t.Fatalf("ann's token: %+v, %v", u, err)
+	}
+	if u, _ := p.AuthenticateToken(ctx, boss); u == nil || !u.Admin || !u.ActAs {
+		t.Fatalf("boss's token: %+v", u)
+	}
+	// Another user's name on a good secret, a made-up secret, other providers' tokens: not
+	// the file's.
+	for _, tok := range []string{
+		strings.Replace(ann, "ann.lee@example.org", "boss", 1),
+		ann[:len(ann)-1] + "X",
+		"nbk_nobody_SECRET",
+		"plain-token",
+		"nbk_",
+		"nbk_ann_",
+	} {
+		if u, err := p.AuthenticateToken(ctx, tok); u != nil || err != nil {
+			t.Errorf("token %q: %+v %v", tok, u, err)
+		}
+	}
+	if u, _ := p.AuthenticatePassword(ctx, "ann.lee@example.org", "ann's password"); u == nil {
+		t.Errorf("ann's password refused")
+	}
+	if u, _ := p.AuthenticatePassword(ctx, "ann.lee@example.org", "wrong"); u != nil {
+		t.Errorf("a wrong password accepted")
+	}
+	if u, _ := p.AuthenticatePassword(ctx, "boss", ""); u != nil {
+		t.Errorf("boss has no password, yet one was accepted")
+	}
+	if u, _ := p.Lookup(ctx, "boss"); u == nil || !u.Admin {
+		t.Errorf("lookup of boss: %+v", u)
+	}
+	if u, _ := p.Lookup(ctx, "nobody"); u != nil {
+		t.Errorf("lookup of nobody: %+v", u)
+	}
+}
+
+// logLines collects log lines.
+type logLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logLines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.lines = append(l.lines, prefix+" "+args)
+	}, funcr.Options{})
+}
+
+func (l *logLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func TestUsersFile_FollowsTheSecretVolumesSwapAndKeepsTheLastGoodVersion(t *testing.T) {
+	ann1, ann2, bob := newToken(t, "ann"), newToken(t, "ann"), newToken(t, "bob")
+	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", token: ann1}, testUser{name: "bob", token: bob})})
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	var logs logLines
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{CheckEvery: 2 * time.Second, Clock: clk, Log: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	before, _ := p.Lookup(ctx, "ann")
+
+	// Ann's token rotates and bob goes.
+	v.update(map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", token: ann2})})
+	if u, _ := p.Lookup(ctx, "bob"); u == nil {
+		t.Fatalf("the file was read again before the check interval")
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	if u, _ := p.Lookup(ctx, "bob"); u != nil {
+		t.Errorf("bob is still known after the swap: %+v", u)
+	}
+	if u, _ := p.AuthenticateToken(ctx, ann1); u != nil {
+		t.Errorf("ann's old token still works")
+	}
+	after, _ := p.AuthenticateToken(ctx, ann2)
+	if after == nil || after.Credential == before.Credential {
+		t.Fatalf("ann's new token: %+v; fingerprint before %q", after, before.Credential)
+	}
+
+	// A broken file: the last good version stays, and the log says so without a secret.
+	v.update(map[string]string{"users.yaml": "users:\n- name: ann\n  token_hash: " + ann2 + "\n  tokn_hash: x\n"})
+	clk.SetTime(clk.Now().Add(2 * time.Second))
+	if u, _ := p.AuthenticateToken(ctx, ann2); u == nil {
+		t.Errorf("a broken file replaced the last good one")
+	}
+	if l := logs.String(); !strings.Contains(l, "not valid") || strings.Contains(l, ann2) || strings.Contains(l, "$argon2id") {
+		t.Errorf("log of the broken file: %s", l)
+	}
+}
+
+func TestUsersFile_RefusesToStartWithABrokenFile(t *testing.T) {
+	dir := t.TempDir()
+	good, err := identity.HashSecret("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"unknown field":   "users:\n- name: ann\n  token_hash: '" + good + "'\n  admn: true\n",
+		"no credential":   "users:\n- name: ann\n",
+		"plain password":  "users:\n- name: ann\n  password_hash: hunter2\n",
+		"twice":           "users:\n- name: ann\n  token_hash: '" + good + "'\n- name: ann\n  token_hash: '" + good + "'\n",
+		"bad name":        "users:\n- name: ann/../x\n  token_hash: '" + good + "'\n",
+		"not even a list": "users: ann\n",
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-"))
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := identity.NewUsersFile(path, identity.UsersFileOptions{})
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the error shows the file's secret: %v", name, err)
+		}
+	}
+	if _, err := identity.NewUsersFile(filepath.Join(dir, "missing"), identity.UsersFileOptions{}); err == nil {
+		t.Errorf("a missing file: accepted")
+	}
+}
+
+func TestNewUserToken_NamesItsUser(t *testing.T) {
+	tok := newToken(t, "a_b")
+	if !strings.HasPrefix(tok, "nbk_a_b_") || len(tok) < len("nbk_a_b_")+50 {
+		t.Errorf("token %q", tok)
+	}
+	if _, err := identity.NewUserToken("../x"); err == nil {
+		t.Errorf("a token for a bad name")
+	}
+}
