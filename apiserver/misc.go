@@ -1,8 +1,10 @@
 package apiserver
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -30,18 +32,78 @@ func (s *Server) getStatus(c *gin.Context) error {
 	return nil
 }
 
-// getMe is Jupyter Server 2's identity endpoint.
-func (s *Server) getMe(c *gin.Context) {
+// getMe is Jupyter Server 2's identity endpoint: who the user is and, for the resources and
+// actions ?permissions= asks about (a JSON object of resource → actions), those the user may
+// take, each resource answered with the subset of its actions allowed.
+func (s *Server) getMe(c *gin.Context) error {
+	asked := map[string][]string{}
+	if q := c.Query("permissions"); q != "" {
+		var raw map[string]any
+		if err := json.Unmarshal([]byte(q), &raw); err != nil || raw == nil {
+			return badPermissions(q)
+		}
+		for resource, v := range raw {
+			list, ok := v.([]any)
+			if !ok {
+				return badPermissions(q)
+			}
+			actions := make([]string, 0, len(list))
+			for _, a := range list {
+				action, ok := a.(string)
+				if !ok {
+					return badPermissions(q)
+				}
+				actions = append(actions, action)
+			}
+			asked[resource] = actions
+		}
+	}
 	u := userOf(c)
+	allowed := make(map[string][]string, len(asked))
+	for resource, actions := range asked {
+		allowed[resource] = []string{}
+		for _, a := range actions {
+			if slices.Contains(permissions[resource], a) {
+				allowed[resource] = append(allowed[resource], a)
+			}
+		}
+	}
 	c.JSON(http.StatusOK, jupyter.Me{
 		Identity: jupyter.Identity{
 			Username:    u.Name,
-			Name:        u.Name,
-			DisplayName: u.Name,
-			Initials:    initials(u.Name),
+			Name:        u.Display(),
+			DisplayName: u.Display(),
+			Initials:    initials(u.Display()),
 		},
-		Permissions: map[string][]string{},
+		Permissions: allowed,
 	})
+	return nil
+}
+
+// permissions are the actions on Jupyter Server 2's authorization resources that every user
+// may take on their own things here (admins take them on everyone's): read is GET, write
+// changes, execute runs code through a kernel's channels. Kernel specs are managed with
+// kubectl, not through the API; nbkube serves no terminals, server shutdown, config or
+// events, so those are allowed nothing.
+var permissions = map[string][]string{
+	"api":         {"read"},
+	"contents":    {"read", "write"},
+	"csp":         {"write"},
+	"clusters":    {"read", "write"},
+	"kernels":     {"read", "write", "execute"},
+	"kernelspecs": {"read"},
+	"nbconvert":   {"read"},
+	"sessions":    {"read", "write"},
+}
+
+// badPermissions is Jupyter's answer to a ?permissions= that is not an object of lists of
+// strings, quoting what it got as Python's repr does.
+func badPermissions(got string) error {
+	quoted := "'" + got + "'"
+	if strings.Contains(got, "'") && !strings.Contains(got, `"`) {
+		quoted = `"` + got + `"`
+	}
+	return badRequest(`permissions should be a JSON dict of {"resource": ["action",]}, got %s`, quoted)
 }
 
 func initials(name string) string {

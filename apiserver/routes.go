@@ -36,7 +36,7 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("api/spec.yaml", s.getSpec)
 	auth.GET("metrics", s.serveMetrics())
 	auth.GET("api/status", h(s.getStatus))
-	auth.GET("api/me", s.getMe)
+	auth.GET("api/me", h(s.getMe))
 	auth.GET("api/nbconvert", s.getNbconvert)
 	auth.GET("api/kernelspecs", h(s.getKernelSpecs))
 	auth.GET("api/kernelspecs/:name", h(s.getKernelSpec))

@@ -421,6 +421,8 @@ func TestSpec_TheServersAnswersMatchIt(t *testing.T) {
 		{method: "GET", url: "/api/status", path: "/api/status"},
 		{method: "GET", url: "/api/status", path: "/api/status", headers: []string{"Authorization", ""}},
 		{method: "GET", url: "/api/me", path: "/api/me"},
+		{method: "GET", url: "/api/me?permissions=%7B%22kernels%22%3A%5B%22read%22%2C%22fly%22%5D%7D", path: "/api/me"},
+		{method: "GET", url: "/api/me?permissions=%5B%5D", path: "/api/me"},
 		{method: "GET", url: "/api/nbconvert", path: "/api/nbconvert"},
 		{method: "GET", url: "/api/spec.yaml", path: "/api/spec.yaml"},
 		{method: "GET", url: "/metrics", path: "/metrics"},

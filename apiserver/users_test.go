@@ -120,6 +120,26 @@ func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
 			}
 		}
 	}
+	// The admin tells whose each is by its owner.
+	for _, l := range lists {
+		r := s.do("GET", l.path, nil, as("root")...)
+		var list []map[string]any
+		if err := json.Unmarshal(r.body, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range list {
+			if id := fmt.Sprint(m[l.key]); m["owner"] != strings.TrimPrefix(id, l.prefix) {
+				t.Errorf("%s: %s has owner %v", l.path, id, m["owner"])
+			}
+		}
+	}
+	var sess struct {
+		Owner  string
+		Kernel struct{ Owner string }
+	}
+	if err := json.Unmarshal(s.do("GET", "/api/sessions/s-ben", nil, as("root")...).body, &sess); err != nil || sess.Owner != "ben" || sess.Kernel.Owner != "ben" {
+		t.Errorf("ben's session as the admin sees it: %+v %v", sess, err)
+	}
 	legacy := s.do("GET", "/kernels", nil, as("ben")...)
 	if expect(t, legacy, http.StatusOK); strings.Contains(string(legacy.body), "k-ann") {
 		t.Errorf("ben's /kernels lists ann's: %s", legacy.body)

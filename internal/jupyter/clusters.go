@@ -22,6 +22,8 @@ type Cluster struct {
 	// Reason and Message explain a cluster that cannot run (its Failed condition).
 	Reason  string `json:"reason,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Owner is the user the cluster belongs to (nbkube's).
+	Owner string `json:"owner,omitempty"`
 }
 
 // ClusterStart is the optional body of a cluster's start: the number of engines.

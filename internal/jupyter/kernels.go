@@ -7,6 +7,9 @@ type Kernel struct {
 	LastActivity   Time   `json:"last_activity"`
 	ExecutionState string `json:"execution_state"`
 	Connections    int    `json:"connections"`
+	// Owner is the user the kernel belongs to (nbkube's), so that an admin, who sees
+	// everyone's, can tell whose it is.
+	Owner string `json:"owner,omitempty"`
 }
 
 // StartKernel is the body of POST /api/kernels.
@@ -27,6 +30,8 @@ type Session struct {
 	Notebook SessionNotebook `json:"notebook"`
 	// Cluster is the ipyparallel cluster the session's kernel is attached to (nbkube's).
 	Cluster string `json:"cluster,omitempty"`
+	// Owner is the user the session belongs to (nbkube's).
+	Owner string `json:"owner,omitempty"`
 }
 
 // SessionNotebook is the notebook part of the older session model.

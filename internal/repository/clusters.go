@@ -130,6 +130,7 @@ func ClusterModel(c *nbv1.Cluster) jupyter.Cluster {
 		Status:          "running",
 		N:               c.Spec.Engines,
 		ClusterID:       c.Name,
+		Owner:           string(c.Spec.Owner),
 		EnginesReady:    c.Status.ReadyEngines,
 		EnginesBusy:     c.Status.BusyEngines,
 		ControllerReady: meta.IsStatusConditionTrue(c.Status.Conditions, nbv1.ConditionControllerReady),

@@ -88,6 +88,7 @@ func kernelModel(kn *nbv1.Kernel, name string) jupyter.Kernel {
 	m := jupyter.Kernel{
 		ID: kn.Name, Name: name, ExecutionState: string(kn.Status.ExecutionState),
 		Connections: int(kn.Status.Connections), LastActivity: jupyter.Time{Time: kn.CreationTimestamp.Time},
+		Owner: string(kn.Spec.Owner),
 	}
 	if kn.Status.LastActivity != nil {
 		m.LastActivity.Time = kn.Status.LastActivity.Time

@@ -92,7 +92,8 @@ func (r *Sessions) model(ctx context.Context, s *nbv1.Session, names kernelNames
 // spec's Jupyter name is specName.
 func sessionModel(s *nbv1.Session, kn *nbv1.Kernel, specName string) jupyter.Session {
 	m := jupyter.Session{ID: s.Name, Path: s.Spec.Path, Name: s.Spec.Name, Type: s.Spec.Type,
-		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster}
+		Notebook: jupyter.SessionNotebook{Path: s.Spec.Path, Name: s.Spec.Name}, Cluster: s.Spec.Kernel.Cluster,
+		Owner: string(s.Spec.Owner)}
 	if kn != nil {
 		km := kernelModel(kn, specName)
 		m.Kernel = &km
