@@ -41,12 +41,22 @@ func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespac
 	if err != nil {
 		return nil, err
 	}
+	log := ctrl.Log.WithName("apiserver")
+	providers, err := f.auth.providers(token, u, log)
+	if err != nil {
+		return nil, err
+	}
+	// Readiness is asked with the token when it proves anyone; otherwise the public GET /api
+	// tells that the server answers.
+	readyToken := ""
+	if f.auth.has(identity.KindToken) {
+		readyToken = token
+	}
 	specs := &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host}
 	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:           f.baseURL,
-		Token:             token,
-		User:              u,
+		Providers:         providers,
 		CookieSecret:      secret,
 		Contents:          store,
 		Kernels:           kernels,
@@ -59,7 +69,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespac
 		MaxBodyBytes:      f.maxBody,
 		Version:           version,
 		Metrics:           ctrlmetrics.Registry,
-		Log:               ctrl.Log.WithName("apiserver"),
+		Log:               log,
 	})
 	if err != nil {
 		return nil, err
@@ -72,7 +82,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespac
 		}
 		go func() {
 			url := "http://" + host + base
-			if err := waitForStatus(url, token); err != nil {
+			if err := waitForStatus(url, readyToken); err != nil {
 				ctrl.Log.Error(err, "The API server does not answer")
 				return
 			}
@@ -100,15 +110,22 @@ func (r *apiRunnable) Start(ctx context.Context) error {
 // NeedLeaderElection is false: all replicas serve.
 func (r *apiRunnable) NeedLeaderElection() bool { return false }
 
-// waitForStatus polls GET /api/status until the server answers it.
+// waitForStatus polls GET /api/status with the token until the server answers it (GET /api
+// without a token).
 func waitForStatus(base, token string) error {
+	path := "api/status"
+	if token == "" {
+		path = "api"
+	}
 	hc := &http.Client{Timeout: 2 * time.Second}
 	return wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/status", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 		if err != nil {
 			return false, err
 		}
-		req.Header.Set("Authorization", "token "+token)
+		if token != "" {
+			req.Header.Set("Authorization", "token "+token)
+		}
 		resp, err := hc.Do(req)
 		if err != nil {
 			return false, nil

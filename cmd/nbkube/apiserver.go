@@ -28,6 +28,7 @@ type apiFlags struct {
 	trashMaxAge                                    time.Duration
 	kernelStartTimeout, rateLimitWindow            time.Duration
 	iopubMsgRate, iopubDataRate                    float64
+	auth                                           authFlags
 }
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
@@ -40,6 +41,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 		f.token = s
 		return nil
 	})
+	f.auth.bind(fs)
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -114,6 +115,8 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "apiserver.deleteToTrash=maybe", want: "/apiserver/deleteToTrash"},
 		{set: "kernelSpecs.Bad_Name.displayName=x", want: "/kernelSpecs"},
 		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
+		{set: "auth.type={oidc}", want: "/auth/type/0"},
+		{set: "auth.users.list[0].name=ann,auth.users.list[0].token_hash=plain", want: "/auth/users/list/0/token_hash"},
 	} {
 		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -139,6 +142,7 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 			"ingress.tls[0].secretName=tls", "ingress.tls[0].hosts[0]=notebooks.example.com"},
 		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false",
 			"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=24h"},
+		{"auth.type={users,token}", "auth.users.list[0].name=ann", "auth.users.list[0].admin=true", "auth.users.list[0].token_hash=" + bcryptHash},
 	} {
 		ns := "chart-" + string(rune('a'+i))
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -329,6 +333,117 @@ func TestChart_MetricsServicesFindTheirPorts(t *testing.T) {
 	for name, c := range components(render(t, "nb")) {
 		if _, ok := c.ports["metrics"]; ok || !slices.Contains(c.args, "--metrics-bind-address=0") {
 			t.Errorf("without metrics.enabled the %s serves metrics: ports %v, args %v", name, c.ports, c.args)
+		}
+	}
+}
+
+// bcryptHash has the shape of a bcrypt hash, which --set takes without escapes (an argon2id
+// hash has commas); the dry run checks objects, not hashes.
+const bcryptHash = "$2b$04$ZmFrZXNhbHRmYWtlc2FsdOXJ0yJ1n0l0qYbMhTh0o9lT4rY4S4Uoa"
+
+// apiServerPod is the rendered API server's pod template.
+func apiServerPod(t *testing.T, objs []*unstructured.Unstructured) *corev1.PodSpec {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && o.GetName() == "nb-nbkube-apiserver" {
+			var d appsv1.Deployment
+			if err := runtimeFromUnstructured(o, &d); err != nil {
+				t.Fatal(err)
+			}
+			return &d.Spec.Template.Spec
+		}
+	}
+	t.Fatal("no API server Deployment")
+	return nil
+}
+
+// TestChart_UsersProviderGetsItsFileAsTheServerReadsIt: the users list becomes a Secret whose
+// users.yaml the users provider accepts, mounted as a whole volume (a subPath would never see
+// the kubelet's updates) where --users-file points.
+func TestChart_UsersProviderGetsItsFileAsTheServerReadsIt(t *testing.T) {
+	hash, err := identity.HashSecret("nbk_ann_SECRET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	content := "auth:\n  type: [token, users]\n  users:\n    list:\n    - name: ann\n      display_name: Ann Lee\n      groups: [science]\n      act_as: true\n      token_hash: '" + hash + "'\n"
+	if err := os.WriteFile(values, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := helm(t, "template", "nb", chartDir, "--namespace", "nb", "--kube-version", "1.36.3", "-f", values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usersFile string
+	var pod *corev1.PodSpec
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		o := &unstructured.Unstructured{}
+		if err := dec.Decode(&o.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			t.Fatal(err)
+		}
+		if o.Object == nil {
+			continue
+		}
+		objs = append(objs, o)
+		if o.GetKind() == "Secret" && o.GetName() == "nb-nbkube-users" {
+			usersFile, _, _ = unstructured.NestedString(o.Object, "stringData", "users.yaml")
+		}
+	}
+	pod = apiServerPod(t, objs)
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(path, []byte(usersFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := identity.NewUsersFile(path, identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatalf("the chart's users file %q: %v", usersFile, err)
+	}
+	if u, err := p.AuthenticateToken(t.Context(), "nbk_ann_SECRET"); err != nil || u == nil || u.DisplayName != "Ann Lee" || !u.ActAs {
+		t.Errorf("ann from the chart's users file: %+v %v", u, err)
+	}
+	args := pod.Containers[0].Args
+	for _, w := range []string{"--auth=token,users", "--users-file=/var/run/nbkube/users/users.yaml"} {
+		if !slices.Contains(args, w) {
+			t.Errorf("API server args %v lack %s", args, w)
+		}
+	}
+	mounted := false
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "users" {
+			mounted = m.MountPath == "/var/run/nbkube/users" && m.SubPath == "" && m.ReadOnly
+		}
+	}
+	if !mounted {
+		t.Errorf("users volume mounts: %+v", pod.Containers[0].VolumeMounts)
+	}
+
+	// An existing Secret instead of the list; nothing at all is refused.
+	pod = apiServerPod(t, render(t, "nb", "auth.type={users}", "auth.users.existingSecret=team-users"))
+	found := false
+	for _, v := range pod.Volumes {
+		if v.Name == "users" && v.Secret != nil && v.Secret.SecretName == "team-users" {
+			found = true
+		}
+	}
+	if !found || !slices.Contains(pod.Containers[0].Args, "--auth=users") {
+		t.Errorf("existing users Secret: volumes %+v args %v", pod.Volumes, pod.Containers[0].Args)
+	}
+	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.type={users}"); err == nil || !strings.Contains(err.Error(), "auth.users") {
+		t.Errorf("users without a file: %v", err)
+	}
+	// The default stays the token alone, with no users volume.
+	pod = apiServerPod(t, render(t, "nb"))
+	if !slices.Contains(pod.Containers[0].Args, "--auth=token") {
+		t.Errorf("default args %v", pod.Containers[0].Args)
+	}
+	for _, v := range pod.Volumes {
+		if v.Name == "users" {
+			t.Errorf("a users volume by default")
 		}
 	}
 }

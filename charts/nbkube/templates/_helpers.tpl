@@ -34,6 +34,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.auth.existingSecret | default (printf "%s-auth" (include "nbkube.fullname" .)) -}}
 {{- end -}}
 
+{{- define "nbkube.usersSecret" -}}
+{{- .Values.auth.users.existingSecret | default (printf "%s-users" (include "nbkube.fullname" .)) -}}
+{{- end -}}
+
 {{- define "nbkube.contentsClaim" -}}
 {{- .Values.contents.existingClaim | default (printf "%s-contents" (include "nbkube.fullname" .)) -}}
 {{- end -}}

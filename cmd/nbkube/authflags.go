@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/go-logr/logr"
+
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// authKinds are the identity providers --auth can name; plannedAuthKinds are named in the
+// docs but not built yet, and refused with a message that says so.
+var (
+	authKinds        = []string{identity.KindToken, identity.KindUsers}
+	plannedAuthKinds = []string{"jupyterhub", "kubernetes", "oidc"}
+)
+
+// authFlags choose the identity providers of the API server.
+type authFlags struct {
+	kinds     []string
+	usersFile string
+}
+
+func (f *authFlags) bind(fs *flag.FlagSet) {
+	f.kinds = []string{identity.KindToken}
+	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file) (default token)", func(s string) error {
+		kinds, err := parseAuthKinds(s)
+		if err != nil {
+			return err
+		}
+		f.kinds = kinds
+		return nil
+	})
+	fs.StringVar(&f.usersFile, "users-file", "", "the users file of --auth=users (YAML; re-read when it changes)")
+}
+
+func parseAuthKinds(s string) ([]string, error) {
+	var kinds []string
+	for k := range strings.SplitSeq(s, ",") {
+		k = strings.TrimSpace(k)
+		switch {
+		case k == "":
+			continue
+		case slices.Contains(plannedAuthKinds, k):
+			return nil, fmt.Errorf("the %s identity provider is not available yet; available: %s", k, strings.Join(authKinds, ", "))
+		case !slices.Contains(authKinds, k):
+			return nil, fmt.Errorf("unknown identity provider %q; available: %s", k, strings.Join(authKinds, ", "))
+		case slices.Contains(kinds, k):
+			return nil, fmt.Errorf("identity provider %q named twice", k)
+		}
+		kinds = append(kinds, k)
+	}
+	if len(kinds) == 0 {
+		return nil, errors.New("at least one identity provider is needed")
+	}
+	return kinds, nil
+}
+
+func (f *authFlags) has(kind string) bool { return slices.Contains(f.kinds, kind) }
+
+// providers builds the providers in --auth's order; the token provider's token proves u.
+func (f *authFlags) providers(token string, u identity.User, log logr.Logger) ([]identity.Provider, error) {
+	if f.usersFile != "" && !f.has(identity.KindUsers) {
+		return nil, errors.New("--users-file is set, but --auth does not name users")
+	}
+	var out []identity.Provider
+	for _, k := range f.kinds {
+		switch k {
+		case identity.KindToken:
+			out = append(out, identity.NewToken(token, u))
+		case identity.KindUsers:
+			if f.usersFile == "" {
+				return nil, errors.New("--auth=users needs --users-file")
+			}
+			p, err := identity.NewUsersFile(f.usersFile, identity.UsersFileOptions{Log: log.WithName("users")})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
