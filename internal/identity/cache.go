@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/utils/clock"
 )
@@ -35,11 +36,14 @@ type CacheOptions struct {
 
 // Cache remembers a Chain's answers for a short while, so that a request whose token or
 // login was checked recently makes no provider call. Tokens are keyed by their SHA-256, never
-// kept themselves. Provider failures are not remembered: the next request asks again.
+// kept themselves. Provider failures are not remembered: the next request asks again. Requests
+// that miss the cache for the same key at once share one provider call, so that a page's
+// burst of requests after the TTL costs one call, not one each.
 type Cache struct {
 	chain       Chain
 	ttl, negTTL time.Duration
 	entries     *cache.LRUExpireCache
+	inFlight    singleflight.Group
 }
 
 type cached struct{ user *User }
@@ -91,16 +95,22 @@ func (c *Cache) get(key string, ask func() (*User, error)) (*User, error) {
 	if v, ok := c.entries.Get(key); ok {
 		return copyUser(v.(cached).user), nil
 	}
-	u, err := ask()
+	v, err, _ := c.inFlight.Do(key, func() (any, error) {
+		u, err := ask()
+		if err != nil {
+			return nil, err
+		}
+		ttl := c.ttl
+		if u == nil {
+			ttl = c.negTTL
+		}
+		c.entries.Add(key, cached{copyUser(u)}, ttl)
+		return u, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	ttl := c.ttl
-	if u == nil {
-		ttl = c.negTTL
-	}
-	c.entries.Add(key, cached{copyUser(u)}, ttl)
-	return u, nil
+	return copyUser(v.(*User)), nil
 }
 
 // copyUser keeps callers from changing what the cache holds.

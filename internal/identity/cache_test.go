@@ -1,9 +1,12 @@
 package identity_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -111,5 +114,51 @@ func TestCache_TTLIsAtMostAMinute(t *testing.T) {
 	c := identity.NewCache(nil, identity.CacheOptions{TTL: time.Hour})
 	if c.TTL() != time.Minute {
 		t.Errorf("TTL %v, want a minute", c.TTL())
+	}
+}
+
+// slow holds every call until released, counting them.
+type slow struct {
+	identity.Provider
+	calls   atomic.Int32
+	release chan struct{}
+}
+
+func (s *slow) AuthenticateToken(ctx context.Context, token string) (*identity.User, error) {
+	s.calls.Add(1)
+	<-s.release
+	return s.Provider.AuthenticateToken(ctx, token)
+}
+
+func TestCache_ConcurrentMissesShareOneProviderCall(t *testing.T) {
+	p := &slow{Provider: identity.NewToken("token-a", identity.User{Name: "alice"}), release: make(chan struct{})}
+	c := identity.NewCache(identity.Chain{p}, identity.CacheOptions{})
+	var wg sync.WaitGroup
+	names := make(chan string, 20)
+	for range 20 {
+		wg.Go(func() {
+			u, err := c.AuthenticateToken(t.Context(), "token-a")
+			if err != nil || u == nil {
+				names <- fmt.Sprint(err)
+				return
+			}
+			names <- u.Name
+		})
+	}
+	// Let the callers reach the provider before it answers.
+	for p.calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(p.release)
+	wg.Wait()
+	close(names)
+	for n := range names {
+		if n != "alice" {
+			t.Errorf("a caller got %q", n)
+		}
+	}
+	if n := p.calls.Load(); n != 1 {
+		t.Errorf("%d provider calls for 20 concurrent misses, want 1", n)
 	}
 }

@@ -31,6 +31,32 @@ func (c Chain) AuthenticateToken(ctx context.Context, token string) (*User, erro
 	return nil, nil
 }
 
+// AuthenticatePassword asks the providers that check passwords, in order, as
+// AuthenticateToken asks for tokens. Passwords are not cached: a login is rare, and a cache
+// keyed by passwords would be one more place to guess them from.
+func (c Chain) AuthenticatePassword(ctx context.Context, name, password string) (*User, error) {
+	var errs []error
+	for _, p := range c {
+		pp, ok := p.(PasswordProvider)
+		if !ok {
+			continue
+		}
+		u, err := pp.AuthenticatePassword(ctx, name, password)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.Kind(), err))
+			continue
+		}
+		if u != nil {
+			u.Provider = p.Kind()
+			return u, nil
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
+	}
+	return nil, nil
+}
+
 // Lookup asks the provider of that kind for the user; nil when the provider is not in the
 // chain any more.
 func (c Chain) Lookup(ctx context.Context, kind, name string) (*User, error) {

@@ -21,6 +21,14 @@ type Provider interface {
 	Lookup(ctx context.Context, name string) (*User, error)
 }
 
+// PasswordProvider is a Provider that also checks passwords, for a login form.
+type PasswordProvider interface {
+	Provider
+	// AuthenticatePassword returns the user whose password it is; nil and no error for an
+	// unknown user or a wrong password.
+	AuthenticatePassword(ctx context.Context, name, password string) (*User, error)
+}
+
 // ErrUnavailable wraps the errors of providers that could not answer.
 var ErrUnavailable = errors.New("identity provider unavailable")
 

@@ -113,11 +113,15 @@ func TestUsersFile_TokensAndPasswordsOfItsUsers(t *testing.T) {
 	if u, _ := p.AuthenticateToken(ctx, boss); u == nil || !u.Admin || !u.ActAs {
 		t.Fatalf("boss's token: %+v", u)
 	}
+	otherLast := "A"
+	if strings.HasSuffix(ann, otherLast) {
+		otherLast = "B"
+	}
 	// Another user's name on a good secret, a made-up secret, other providers' tokens: not
 	// the file's.
 	for _, tok := range []string{
 		strings.Replace(ann, "ann.lee@example.org", "boss", 1),
-		ann[:len(ann)-1] + "X",
+		ann[:len(ann)-1] + otherLast,
 		"nbk_nobody_SECRET",
 		"plain-token",
 		"nbk_",
@@ -241,5 +245,21 @@ func TestNewUserToken_NamesItsUser(t *testing.T) {
 	}
 	if _, err := identity.NewUserToken("../x"); err == nil {
 		t.Errorf("a token for a bad name")
+	}
+}
+
+func TestChain_PasswordsGoToTheProvidersThatCheckThem(t *testing.T) {
+	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", password: "pw"})})
+	users, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var _ identity.PasswordProvider = users
+	chain := identity.Chain{identity.NewToken("pw", identity.User{Name: "ann"}), users}
+	if u, err := chain.AuthenticatePassword(t.Context(), "ann", "pw"); err != nil || u == nil || u.Provider != identity.KindUsers {
+		t.Errorf("ann's password: %+v %v", u, err)
+	}
+	if u, err := chain.AuthenticatePassword(t.Context(), "ann", "nope"); err != nil || u != nil {
+		t.Errorf("a wrong password: %+v %v", u, err)
 	}
 }
