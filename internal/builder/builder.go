@@ -7,11 +7,13 @@ package builder
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // Options are the operator-wide settings the builders need; cmd/ fills them from flags.
@@ -98,4 +100,32 @@ func (o Options) podSecurity() *corev1.PodSecurityContext {
 
 func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+// agentMount is where the agent's container finds the agent binary, read-only.
+var agentMount = corev1.VolumeMount{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true}
+
+// addAgent gives a pod that runs the agent its binary: an init container copies it from the
+// operator's image into the first volume, or, where the node is this machine (nbkube local),
+// the volume is the host's directory that holds it.
+func (o Options) addAgent(spec *corev1.PodSpec) {
+	if o.AgentHostDir != "" {
+		spec.Volumes = append([]corev1.Volume{{Name: "agent-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+			Path: o.AgentHostDir, Type: ptr.To(corev1.HostPathDirectory),
+		}}}}, spec.Volumes...)
+		return
+	}
+	spec.Volumes = append([]corev1.Volume{emptyDir("agent-bin")}, spec.Volumes...)
+	spec.InitContainers = append([]corev1.Container{{
+		Name:            InstallAgentContainer,
+		Image:           o.AgentImage,
+		ImagePullPolicy: o.ImagePullPolicy,
+		Command:         []string{o.AgentBinary, agentapi.CommandInstall, AgentBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentBinDir}},
+		SecurityContext: restrictedContainer(),
+		Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+		}},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}}, spec.InitContainers...)
 }

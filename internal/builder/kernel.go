@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -93,18 +92,6 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			SecurityContext:               o.podSecurity(),
-			InitContainers: []corev1.Container{{
-				Name:            InstallAgentContainer,
-				Image:           o.AgentImage,
-				ImagePullPolicy: o.ImagePullPolicy,
-				Command:         []string{o.AgentBinary, agentapi.CommandInstall, AgentBinary},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentBinDir}},
-				SecurityContext: restrictedContainer(),
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
-				}},
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
 			Containers: []corev1.Container{{
 				Name:            KernelContainer,
 				Image:           image,
@@ -116,7 +103,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
 				Resources:       *spec.Spec.Resources.DeepCopy(),
 				VolumeMounts: []corev1.VolumeMount{
-					{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true},
+					agentMount,
 					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
 					{Name: "home", MountPath: HomeDir},
 					{Name: "tmp", MountPath: "/tmp"},
@@ -152,7 +139,6 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Volumes: []corev1.Volume{
-				emptyDir("agent-bin"),
 				{Name: "kernel-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: k.Name,
 					// Group-readable: the files belong to root and the pod's fsGroup.
@@ -166,12 +152,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 			},
 		},
 	}
-	if o.AgentHostDir != "" {
-		pod.Spec.InitContainers = nil
-		pod.Spec.Volumes[0] = corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: o.AgentHostDir, Type: ptr.To(corev1.HostPathDirectory),
-		}}}
-	}
+	o.addAgent(&pod.Spec)
 	attachCluster(pod, k.Spec.Cluster)
 	return pod
 }

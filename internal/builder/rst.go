@@ -108,18 +108,6 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 		EnableServiceLinks:            ptr.To(false),
 		TerminationGracePeriodSeconds: ptr.To[int64](15),
 		SecurityContext:               o.podSecurity(),
-		InitContainers: []corev1.Container{{
-			Name:            InstallAgentContainer,
-			Image:           o.AgentImage,
-			ImagePullPolicy: o.ImagePullPolicy,
-			Command:         []string{o.AgentBinary, agentapi.CommandInstall, AgentBinary},
-			VolumeMounts:    []corev1.VolumeMount{{Name: "agent-bin", MountPath: AgentBinDir}},
-			SecurityContext: restrictedContainer(),
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
-			}},
-			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		}},
 		Containers: []corev1.Container{{
 			Name:            RSTRendererContainer,
 			Image:           image,
@@ -137,7 +125,7 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 			Ports:     []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
 			Resources: *r.Resources.DeepCopy(),
 			VolumeMounts: []corev1.VolumeMount{
-				{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true},
+				agentMount,
 				{Name: "renderer-secret", MountPath: SecretDir, ReadOnly: true},
 				{Name: "tmp", MountPath: "/tmp"},
 			},
@@ -148,7 +136,6 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}},
 		Volumes: []corev1.Volume{
-			emptyDir("agent-bin"),
 			{Name: "renderer-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 				SecretName:  RSTRendererName,
 				DefaultMode: ptr.To[int32](0o440),
@@ -156,12 +143,7 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 			emptyDir("tmp"),
 		},
 	}
-	if o.AgentHostDir != "" {
-		spec.InitContainers = nil
-		spec.Volumes[0] = corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
-			Path: o.AgentHostDir, Type: ptr.To(corev1.HostPathDirectory),
-		}}}
-	}
+	o.addAgent(&spec)
 	return &appsv1.Deployment{
 		ObjectMeta: rstRendererMeta(namespace, owner),
 		Spec: appsv1.DeploymentSpec{

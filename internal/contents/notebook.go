@@ -7,7 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/nbkube/nbkube/internal/pytext"
 )
 
 // Notebook format written into new notebooks: what nbformat.v4.new_notebook writes.
@@ -143,31 +144,12 @@ func splitBundle(v any) {
 	}
 }
 
-// linesOf is Python's str.splitlines(keepends=True), whose line boundaries are more than "\n".
+// linesOf is Python's str.splitlines(keepends=True), as nbformat splits multi-line strings,
+// in the shape of a decoded JSON array.
 func linesOf(s string) []any {
 	lines := []any{}
-	start := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		end := -1
-		switch r {
-		case '\r':
-			end = i + 1
-			if end < len(s) && s[end] == '\n' {
-				end++
-			}
-		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-			end = i + size
-		}
-		if end < 0 {
-			i += size
-			continue
-		}
-		lines = append(lines, s[start:end])
-		start, i = end, end
-	}
-	if start < len(s) {
-		lines = append(lines, s[start:])
+	for _, l := range pytext.SplitLines(s) {
+		lines = append(lines, l)
 	}
 	return lines
 }

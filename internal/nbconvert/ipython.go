@@ -5,7 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/nbkube/nbkube/internal/pytext"
 )
 
 // ipythonToPython turns a cell's IPython syntax into the Python IPython runs for it, as
@@ -17,7 +18,7 @@ func ipythonToPython(cell string) string {
 	if !strings.HasSuffix(cell, "\n") {
 		cell += "\n"
 	}
-	lines := splitLinesKeep(cell)
+	lines := pytext.SplitLines(cell)
 	lines = dropLeadingEmptyLines(lines)
 	lines = dropLeadingIndent(lines)
 	lines = stripPrompts(lines, classicPrompt, classicFirst)
@@ -34,35 +35,6 @@ func ipythonToPython(cell string) string {
 		lines = next
 	}
 	return strings.Join(lines, "")
-}
-
-// splitLinesKeep is Python's str.splitlines(keepends=True).
-func splitLinesKeep(s string) []string {
-	var lines []string
-	start := 0
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		end := -1
-		switch r {
-		case '\r':
-			end = i + 1
-			if end < len(s) && s[end] == '\n' {
-				end++
-			}
-		case '\n', '\v', '\f', 0x1c, 0x1d, 0x1e, 0x85, 0x2028, 0x2029:
-			end = i + size
-		}
-		if end < 0 {
-			i += size
-			continue
-		}
-		lines = append(lines, s[start:end])
-		start, i = end, end
-	}
-	if start < len(s) {
-		lines = append(lines, s[start:])
-	}
-	return lines
 }
 
 func dropLeadingEmptyLines(lines []string) []string {
