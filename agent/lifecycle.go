@@ -19,9 +19,37 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("kernel exited with code %d", e.Code) }
 
+// launchAttempts is how many kernel processes a launch starts before it gives up on a kernel
+// that exits while starting.
+const launchAttempts = 3
+
 // launch starts a kernel incarnation and makes it the one clients talk to once it answers
 // kernel_info. The caller holds a.life. When the process fails first, the error is its exit.
+//
+// A kernel that exits before answering is started again, with new ports: the ports are
+// chosen free, then bound by the kernel, and where kernels share the host's network (nbkube
+// local, tests) another process may bind one in between, which the kernel dies of
+// ("Address already in use"). A kernel that cannot start at all fails launchAttempts times.
 func (a *Agent) launch() error {
+	for attempt := 1; ; attempt++ {
+		err := a.launchOnce()
+		var exit *ExitError
+		if err == nil || !errors.As(err, &exit) || attempt == launchAttempts || a.isStopping() {
+			return err
+		}
+		a.cfg.Log.Info("Kernel exited while starting; starting it again with new ports", "kernel", a.cfg.KernelID,
+			"error", err.Error(), "attempt", attempt)
+	}
+}
+
+func (a *Agent) isStopping() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stopping
+}
+
+// launchOnce is one attempt of launch.
+func (a *Agent) launchOnce() error {
 	inc, err := a.startIncarnation()
 	if err != nil {
 		return err

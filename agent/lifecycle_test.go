@@ -219,3 +219,25 @@ func TestRun_StopsTheKernelOnCancel(t *testing.T) {
 		t.Errorf("stopping took %s", took)
 	}
 }
+
+// A kernel that dies while starting because a port chosen for it was taken in between (kernels
+// of nbkube local share the host's network) is started again with new ports.
+func TestRun_KernelThatLosesAPortWhileStartingIsStartedAgain(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "first-attempt")
+	// The first attempt dies as ipykernel does on "Address already in use"; later ones run.
+	argv := append([]string{"/bin/sh", "-c", `if [ ! -e "` + marker + `" ]; then touch "` + marker + `"; echo "zmq.error.ZMQError: Address already in use" >&2; exit 1; fi; exec "$0" "$@"`}, ipykernel...)
+	cfg, addr := testConfig(t, argv...)
+	ra := runAgent(t, cfg, addr)
+	testenv.Eventually(t, "the kernel to be ready", 60*time.Second, func() error {
+		if st := ra.status(t, ""); !st.Ready {
+			return fmt.Errorf("not ready: %+v", st)
+		}
+		return nil
+	})
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the first attempt did not run: %v", err)
+	}
+	if r := ra.connect(t, "s", false).execute("print(6*7)"); r.reply["status"] != "ok" || r.streams() != "42\n" {
+		t.Errorf("print(6*7): %v, streams %q", r.reply, r.streams())
+	}
+}
