@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -22,13 +23,13 @@ import (
 )
 
 // newAPIRunnable builds the API server over the contents root and the cluster's resources,
-// serving on l; reader, uncached, finds the reStructuredText renderer. host, when not nil,
+// serving on l; cfg reaches the cluster's API server (for --auth=kubernetes); reader, uncached, finds the reStructuredText renderer. host, when not nil,
 // brings this machine's kernel specs into every kernel spec answer. ready receives the URL to
 // open (without the token) once GET /api/status answers.
 // The API server registers its metrics with controller-runtime's registry: the process's
 // metrics port (HTTPS, authorized through the Kubernetes API) serves them, and the API's own
 // /metrics serves the controllers' too when they run in the same process.
-func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
+func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader client.Reader, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func newAPIRunnable(f *apiFlags, c client.Client, reader client.Reader, namespac
 		return nil, err
 	}
 	log := ctrl.Log.WithName("apiserver")
-	providers, err := f.auth.providers(token, u, log)
+	providers, err := f.auth.providers(token, u, kubeAuth{config: cfg, namespace: namespace}, log)
 	if err != nil {
 		return nil, err
 	}

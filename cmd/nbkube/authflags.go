@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nbkube/nbkube/internal/identity"
 )
@@ -15,8 +17,8 @@ import (
 // authKinds are the identity providers --auth can name; plannedAuthKinds are named in the
 // docs but not built yet, and refused with a message that says so.
 var (
-	authKinds        = []string{identity.KindToken, identity.KindUsers}
-	plannedAuthKinds = []string{"jupyterhub", "kubernetes", "oidc"}
+	authKinds        = []string{identity.KindToken, identity.KindUsers, identity.KindKubernetes}
+	plannedAuthKinds = []string{"jupyterhub", "oidc"}
 )
 
 // authFlags choose the identity providers of the API server.
@@ -27,7 +29,7 @@ type authFlags struct {
 
 func (f *authFlags) bind(fs *flag.FlagSet) {
 	f.kinds = []string{identity.KindToken}
-	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file) (default token)", func(s string) error {
+	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file), kubernetes (bearer tokens by TokenReview) (default token)", func(s string) error {
 		kinds, err := parseAuthKinds(s)
 		if err != nil {
 			return err
@@ -62,8 +64,15 @@ func parseAuthKinds(s string) ([]string, error) {
 
 func (f *authFlags) has(kind string) bool { return slices.Contains(f.kinds, kind) }
 
+// kubeAuth is the cluster the kubernetes provider asks: its API server reviews tokens, and
+// rights are asked for in namespace.
+type kubeAuth struct {
+	config    *rest.Config
+	namespace string
+}
+
 // providers builds the providers in --auth's order; the token provider's token proves u.
-func (f *authFlags) providers(token string, u identity.User, log logr.Logger) ([]identity.Provider, error) {
+func (f *authFlags) providers(token string, u identity.User, kube kubeAuth, log logr.Logger) ([]identity.Provider, error) {
 	if f.usersFile != "" && !f.has(identity.KindUsers) {
 		return nil, errors.New("--users-file is set, but --auth does not name users")
 	}
@@ -77,6 +86,20 @@ func (f *authFlags) providers(token string, u identity.User, log logr.Logger) ([
 				return nil, errors.New("--auth=users needs --users-file")
 			}
 			p, err := identity.NewUsersFile(f.usersFile, identity.UsersFileOptions{Log: log.WithName("users")})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
+		case identity.KindKubernetes:
+			if kube.config == nil {
+				return nil, errors.New("--auth=kubernetes needs a Kubernetes API server")
+			}
+			cs, err := kubernetes.NewForConfig(kube.config)
+			if err != nil {
+				return nil, err
+			}
+			p, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
+				SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: kube.namespace})
 			if err != nil {
 				return nil, err
 			}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 
 	"github.com/nbkube/nbkube/internal/identity"
 )
@@ -27,7 +28,7 @@ func TestAuthFlag_TokenByDefaultAndProvidersInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := f.auth.providers("tok", identity.User{Name: "admin", Admin: true}, logr.Discard())
+	ps, err := f.auth.providers("tok", identity.User{Name: "admin", Admin: true}, kubeAuth{}, logr.Discard())
 	if err != nil || len(ps) != 1 || ps[0].Kind() != identity.KindToken {
 		t.Fatalf("default providers: %v, %v", ps, err)
 	}
@@ -45,12 +46,26 @@ func TestAuthFlag_TokenByDefaultAndProvidersInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err = f.auth.providers("tok", identity.User{Name: "admin"}, logr.Discard())
+	ps, err = f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard())
 	if err != nil || len(ps) != 2 || ps[0].Kind() != identity.KindUsers || ps[1].Kind() != identity.KindToken {
 		t.Fatalf("users,token: %v, %v", ps, err)
 	}
 	if u, err := identity.Chain(ps).AuthenticateToken(t.Context(), tok); err != nil || u == nil || u.Name != "ann" {
 		t.Errorf("ann's token through the flags' providers: %+v %v", u, err)
+	}
+}
+
+func TestAuthFlag_KubernetesAsksTheProcessCluster(t *testing.T) {
+	f, err := parseAuth(t, "--auth=kubernetes,token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{config: &rest.Config{Host: "https://127.0.0.1:1"}, namespace: "nbkube"}, logr.Discard())
+	if err != nil || len(ps) != 2 || ps[0].Kind() != identity.KindKubernetes || ps[1].Kind() != identity.KindToken {
+		t.Fatalf("kubernetes,token: %v, %v", ps, err)
+	}
+	if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{namespace: "nbkube"}, logr.Discard()); err == nil {
+		t.Error("kubernetes without a cluster: providers built")
 	}
 }
 
@@ -79,7 +94,7 @@ func TestAuthFlag_RefusesWhatCannotWork(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
-		if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, logr.Discard()); err == nil {
+		if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard()); err == nil {
 			t.Errorf("%v: providers built", args)
 		}
 	}

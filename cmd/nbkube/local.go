@@ -163,7 +163,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, mgr.GetClient(), mgr.GetAPIReader(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, cfg, mgr.GetClient(), mgr.GetAPIReader(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}

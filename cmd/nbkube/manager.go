@@ -148,7 +148,7 @@ func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
 		return err
 	}
 	log := ctrl.Log.WithName("apiserver")
-	runnable, err := newAPIRunnable(api, mgr.GetClient(), mgr.GetAPIReader(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
+	runnable, err := newAPIRunnable(api, mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
 		log.Info("Jupyter API server ready", "listen", api.listen)
 	})
 	if err != nil {
