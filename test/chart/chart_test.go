@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -444,6 +445,55 @@ func TestChart_UsersProviderGetsItsFileAsTheServerReadsIt(t *testing.T) {
 	for _, v := range pod.Volumes {
 		if v.Name == "users" {
 			t.Errorf("a users volume by default")
+		}
+	}
+}
+
+// TestChart_KubernetesProviderMayReviewTokens: with auth.type naming kubernetes, the API
+// server's service account may create TokenReviews and SubjectAccessReviews (the metrics
+// port's grant, made for the API server alone when metrics are off), as a real API server's
+// RBAC answers; without it, and without metrics, nothing cluster-wide is granted.
+func TestChart_KubernetesProviderMayReviewTokens(t *testing.T) {
+	for _, o := range render(t, "nb") {
+		if strings.HasPrefix(o.GetKind(), "Cluster") && o.GetKind() != "CustomResourceDefinition" {
+			t.Errorf("the default chart makes %s %s", o.GetKind(), o.GetName())
+		}
+	}
+	objs := render(t, "nb", "auth.type={kubernetes,token}")
+	if args := apiServerPod(t, objs).Containers[0].Args; !slices.Contains(args, "--auth=kubernetes,token") {
+		t.Errorf("API server args %v", args)
+	}
+	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, o := range objs {
+		if k := o.GetKind(); k == "ClusterRole" || k == "ClusterRoleBinding" {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		sa, group, resource string
+		want                bool
+	}{
+		{"nb-nbkube-apiserver", "authentication.k8s.io", "tokenreviews", true},
+		{"nb-nbkube-apiserver", "authorization.k8s.io", "subjectaccessreviews", true},
+		{"nb-nbkube-manager", "authentication.k8s.io", "tokenreviews", false},
+	} {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:nb:" + tc.sa,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:nb", "system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: "create", Group: tc.group, Resource: tc.resource},
+		}}
+		if err := c.Create(ctx, sar); err != nil {
+			t.Fatal(err)
+		}
+		if sar.Status.Allowed != tc.want {
+			t.Errorf("%s may create %s: %v, want %v", tc.sa, tc.resource, sar.Status.Allowed, tc.want)
 		}
 	}
 }
