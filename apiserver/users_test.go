@@ -59,42 +59,44 @@ func userToken(t *testing.T, name string) string {
 	return tok
 }
 
-// The users provider against a real server over real resources: each user sees their own
-// kernels, sessions and clusters, the admin everyone's.
-func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
-	c := testenv.KubeClient(t)
-	ns := testenv.Namespace(t, c)
-	ctx := t.Context()
-	for _, owner := range []string{"ann", "ben"} {
+// createOwned makes, for each key of owners, the kernel k-<key>, the session s-<key> and the
+// cluster c-<key>, all owned by owners[key].
+func createOwned(t *testing.T, c client.Client, ns string, owners map[string]string) {
+	t.Helper()
+	for key, owner := range owners {
 		for _, o := range []client.Object{
-			&nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-" + owner}, Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: "python3"}},
-			&nbv1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s-" + owner}, Spec: nbv1.SessionParameters{
-				Owner: nbv1.Owner(owner), Path: owner + ".ipynb", Name: owner + ".ipynb", Type: "notebook", Kernel: nbv1.SessionKernel{Name: "k-" + owner}}},
-			&nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-" + owner}, Spec: nbv1.ClusterParameters{Owner: nbv1.Owner(owner), State: nbv1.ClusterStopped, Engines: 1}},
+			&nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-" + key}, Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: "python3"}},
+			&nbv1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s-" + key}, Spec: nbv1.SessionParameters{
+				Owner: nbv1.Owner(owner), Path: key + ".ipynb", Name: key + ".ipynb", Type: "notebook", Kernel: nbv1.SessionKernel{Name: "k-" + key}}},
+			&nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-" + key}, Spec: nbv1.ClusterParameters{Owner: nbv1.Owner(owner), State: nbv1.ClusterStopped, Engines: 1}},
 		} {
-			if err := c.Create(ctx, o); err != nil {
+			if err := c.Create(t.Context(), o); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	tokens := map[string]string{"ann": userToken(t, "ann"), "ben": userToken(t, "ben"), "root": userToken(t, "root")}
-	path := filepath.Join(t.TempDir(), "users.yaml")
-	writeUsersFile(t, path, tokens, "root")
-	users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := newServer(t, func(o *apiserver.Options) {
+}
+
+// ownedServer is an API server over the real resources of ns whose users the providers know.
+func ownedServer(t *testing.T, c client.Client, ns string, providers ...identity.Provider) *testServer {
+	t.Helper()
+	return newServer(t, func(o *apiserver.Options) {
 		specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
 		kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}
 		o.Kernels = kernels
 		o.Sessions = &repository.Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: kernels}
 		o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns}
 		o.KernelSpecs = specs
-		o.Providers = []identity.Provider{users}
+		o.Providers = providers
 		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
 	})
-	as := func(user string) []string { return []string{"Authorization", "token " + tokens[user]} }
+}
+
+// checkEachSeesTheirOwn checks, over what createOwned made for the keys a and b, that a and b
+// see and touch only their own (by id, in lists, on the older routes and WebSockets) and that
+// admin sees both with their owners; as(key) are the headers that authenticate as key's user.
+func checkEachSeesTheirOwn(t *testing.T, s *testServer, owners map[string]string, a, b, admin string, as func(key string) []string) {
+	t.Helper()
 	ids := func(r response, key string) []string {
 		t.Helper()
 		var list []map[string]any
@@ -112,7 +114,7 @@ func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
 		{"/api/kernels", "id", "k-"}, {"/api/sessions", "id", "s-"}, {"/api/clusters", "profile", "c-"}, {"/clusters", "profile", "c-"},
 	}
 	for _, l := range lists {
-		for user, want := range map[string][]string{"ann": {l.prefix + "ann"}, "ben": {l.prefix + "ben"}, "root": {l.prefix + "ann", l.prefix + "ben"}} {
+		for user, want := range map[string][]string{a: {l.prefix + a}, b: {l.prefix + b}, admin: slices.Sorted(slices.Values([]string{l.prefix + a, l.prefix + b}))} {
 			r := s.do("GET", l.path, nil, as(user)...)
 			expect(t, r, http.StatusOK)
 			if got := ids(r, l.key); !slices.Equal(got, want) {
@@ -122,13 +124,13 @@ func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
 	}
 	// The admin tells whose each is by its owner.
 	for _, l := range lists {
-		r := s.do("GET", l.path, nil, as("root")...)
+		r := s.do("GET", l.path, nil, as(admin)...)
 		var list []map[string]any
 		if err := json.Unmarshal(r.body, &list); err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range list {
-			if id := fmt.Sprint(m[l.key]); m["owner"] != strings.TrimPrefix(id, l.prefix) {
+			if id := fmt.Sprint(m[l.key]); m["owner"] != owners[strings.TrimPrefix(id, l.prefix)] {
 				t.Errorf("%s: %s has owner %v", l.path, id, m["owner"])
 			}
 		}
@@ -137,29 +139,52 @@ func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
 		Owner  string
 		Kernel struct{ Owner string }
 	}
-	if err := json.Unmarshal(s.do("GET", "/api/sessions/s-ben", nil, as("root")...).body, &sess); err != nil || sess.Owner != "ben" || sess.Kernel.Owner != "ben" {
-		t.Errorf("ben's session as the admin sees it: %+v %v", sess, err)
+	if err := json.Unmarshal(s.do("GET", "/api/sessions/s-"+b, nil, as(admin)...).body, &sess); err != nil || sess.Owner != owners[b] || sess.Kernel.Owner != owners[b] {
+		t.Errorf("%s's session as the admin sees it: %+v %v", b, sess, err)
 	}
-	legacy := s.do("GET", "/kernels", nil, as("ben")...)
-	if expect(t, legacy, http.StatusOK); strings.Contains(string(legacy.body), "k-ann") {
-		t.Errorf("ben's /kernels lists ann's: %s", legacy.body)
+	legacy := s.do("GET", "/kernels", nil, as(b)...)
+	if expect(t, legacy, http.StatusOK); strings.Contains(string(legacy.body), "k-"+a) {
+		t.Errorf("%s's /kernels lists %s's: %s", b, a, legacy.body)
 	}
-	for _, p := range []string{"/api/kernels/k-ann", "/kernels/k-ann", "/api/sessions/s-ann", "/api/clusters/c-ann", "/clusters/c-ann"} {
-		expect(t, s.do("GET", p, nil, as("ben")...), http.StatusNotFound)
-		expect(t, s.do("GET", p, nil, as("root")...), http.StatusOK)
-		expect(t, s.do("GET", p, nil, as("ann")...), http.StatusOK)
+	for _, p := range []string{"/api/kernels/k-", "/kernels/k-", "/api/sessions/s-", "/api/clusters/c-", "/clusters/c-"} {
+		expect(t, s.do("GET", p+a, nil, as(b)...), http.StatusNotFound)
+		expect(t, s.do("GET", p+a, nil, as(admin)...), http.StatusOK)
+		expect(t, s.do("GET", p+a, nil, as(a)...), http.StatusOK)
 	}
-	for _, p := range []string{"/api/kernels/k-ann/interrupt", "/kernels/k-ann/interrupt", "/api/clusters/c-ann/start"} {
-		expect(t, s.do("POST", p, nil, as("ben")...), http.StatusNotFound)
+	for _, p := range []string{"/api/kernels/k-" + a + "/interrupt", "/kernels/k-" + a + "/interrupt", "/api/clusters/c-" + a + "/start"} {
+		expect(t, s.do("POST", p, nil, as(b)...), http.StatusNotFound)
 	}
-	expect(t, s.do("DELETE", "/api/sessions/s-ann", nil, as("ben")...), http.StatusNotFound)
-	expect(t, s.do("DELETE", "/api/kernels/k-ann", nil, as("ben")...), http.StatusNotFound)
+	expect(t, s.do("DELETE", "/api/sessions/s-"+a, nil, as(b)...), http.StatusNotFound)
+	expect(t, s.do("DELETE", "/api/kernels/k-"+a, nil, as(b)...), http.StatusNotFound)
 	ws := "ws" + strings.TrimPrefix(s.url, "http")
-	for _, p := range []string{"/api/kernels/k-ann/channels", "/kernels/k-ann/shell"} {
-		if _, resp, err := websocket.DefaultDialer.Dial(ws+p, http.Header{"Authorization": {"token " + tokens["ben"]}}); err == nil || resp.StatusCode != http.StatusNotFound {
-			t.Errorf("ben's WebSocket to ann's kernel at %s: %v", p, resp)
+	header := http.Header{}
+	for i := 0; i+1 < len(as(b)); i += 2 {
+		header.Set(as(b)[i], as(b)[i+1])
+	}
+	for _, p := range []string{"/api/kernels/k-" + a + "/channels", "/kernels/k-" + a + "/shell"} {
+		if _, resp, err := websocket.DefaultDialer.Dial(ws+p, header); err == nil || resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s's WebSocket to %s's kernel at %s: %v", b, a, p, resp)
 		}
 	}
+}
+
+// The users provider against a real server over real resources: each user sees their own
+// kernels, sessions and clusters, the admin everyone's.
+func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	owners := map[string]string{"ann": "ann", "ben": "ben"}
+	createOwned(t, c, ns, owners)
+	tokens := map[string]string{"ann": userToken(t, "ann"), "ben": userToken(t, "ben"), "root": userToken(t, "root")}
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	writeUsersFile(t, path, tokens, "root")
+	users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ownedServer(t, c, ns, users)
+	as := func(user string) []string { return []string{"Authorization", "token " + tokens[user]} }
+	checkEachSeesTheirOwn(t, s, owners, "ann", "ben", "root", as)
 
 	// Wrong tokens are Jupyter's 403.
 	for _, tok := range []string{testToken, tokens["ann"] + "x", strings.Replace(tokens["ann"], "_ann_", "_ben_", 1)} {
