@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nbkube/nbkube/internal/crds"
@@ -15,6 +16,14 @@ import (
 // test and returns a client of it that knows nbkube's kinds.
 func KubeClient(t *testing.T) client.Client {
 	t.Helper()
+	c, _ := KubeClientConfig(t)
+	return c
+}
+
+// KubeClientConfig is KubeClient with the cluster-admin configuration it uses, for clients of
+// other kinds.
+func KubeClientConfig(t *testing.T) (client.Client, *rest.Config) {
+	t.Helper()
 	cfg := ControlPlane(t, false).RESTConfig()
 	if err := crds.Install(t.Context(), cfg); err != nil {
 		t.Fatal(err)
@@ -23,7 +32,7 @@ func KubeClient(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, cfg
 }
 
 // Namespace creates a namespace of its own for a test and returns its name.

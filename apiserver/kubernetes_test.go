@@ -1,0 +1,130 @@
+package apiserver_test
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// Service accounts of a real API server through a real API server over real resources: each
+// sees their own kernels, sessions and clusters, the admin by RBAC everyone's; a wrong token
+// and the token of a deleted account are 403, and so is a deleted account's login cookie.
+func TestKubernetes_EachServiceAccountSeesItsOwnAndTheAdminSeesAll(t *testing.T) {
+	c, cfg := testenv.KubeClientConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c)
+	tokens := map[string]string{}
+	for _, sa := range []string{"a", "b", "admin-sa", "gateway"} {
+		tokens[sa] = testenv.ServiceAccountToken(t, cs, ns, sa)
+	}
+	testenv.Grant(t, cs, ns, "nbkube-admins", "admin-sa", "nbkube.io", "kernels", "delete")
+	testenv.Grant(t, cs, ns, "nbkube-gateways", "gateway", identity.ActAsGroup, identity.ActAsResource, identity.ActAsVerb)
+	owners := map[string]string{"a": "system:serviceaccount:" + ns + ":a", "b": "system:serviceaccount:" + ns + ":b"}
+	createOwned(t, c, ns, owners)
+	p, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
+		SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ownedServer(t, c, ns, p)
+	as := func(sa string) []string { return []string{"Authorization", "Bearer " + tokens[sa]} }
+	checkEachSeesTheirOwn(t, s, owners, "a", "b", "admin-sa", as)
+
+	me := s.do("GET", "/api/me", nil, as("gateway")...)
+	if id, _ := me.json(t)["identity"].(map[string]any); id["username"] != "system:serviceaccount:"+ns+":gateway" || id["display_name"] != "gateway" {
+		t.Errorf("the gateway's /api/me: %s", me.body)
+	}
+	// The gateway may act for others, but is no admin.
+	expect(t, s.do("GET", "/api/kernels/k-a", nil, as("gateway")...), http.StatusNotFound)
+
+	for _, tok := range []string{testToken, tokens["a"] + "x", tokens["a"][:len(tokens["a"])/2]} {
+		expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "Bearer "+tok), http.StatusForbidden)
+	}
+
+	// b logs in with a cookie; deleting its service account revokes its tokens, which ends
+	// the cookie too, within the cache's TTL.
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hc.Jar = jar
+	expect(t, s.do("GET", "/api/status?token="+tokens["b"], nil, "Authorization", ""), http.StatusOK)
+	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", ""), http.StatusOK)
+	time.Sleep(3 * authTTL) // past the cache: the cookie is re-validated with the API server
+	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", ""), http.StatusOK)
+	if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyStatus(t, s, tokens["b"], http.StatusForbidden)
+	eventuallyStatus(t, s, "", http.StatusForbidden)
+	expect(t, s.do("GET", "/api/kernels", nil, as("a")...), http.StatusOK)
+}
+
+// A service account's open channels stay open while its token is good, and close when the
+// account goes.
+func TestKubernetes_DeletedServiceAccountsChannelsAreClosed(t *testing.T) {
+	c, cfg := testenv.KubeClientConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c)
+	tokens := map[string]string{"a": testenv.ServiceAccountToken(t, cs, ns, "a"), "b": testenv.ServiceAccountToken(t, cs, ns, "b")}
+	p, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
+		SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := startAgent(t)
+	s := newServer(t, func(o *apiserver.Options) {
+		o.Providers = []identity.Provider{p}
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+		o.Kernels = &oneKernel{id: "k1", ep: ep}
+	})
+	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
+	dial := func(sa string) *websocket.Conn {
+		ws, resp, err := websocket.DefaultDialer.Dial(base+sa, http.Header{"Authorization": {"Bearer " + tokens[sa]}})
+		if err != nil {
+			t.Fatalf("dial: %v %v", err, resp)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	a, b := dial("a"), dial("b")
+	time.Sleep(4 * authTTL) // several re-validations pass
+	if got := execute(t, a, false, "1+1"); got != "2" {
+		t.Fatalf("1+1 = %q", got)
+	}
+	if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() {
+		_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := a.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("the deleted account's connection ended with %v, want a policy-violation close", err)
+	}
+	if got := execute(t, b, false, "2+2"); got != "4" {
+		t.Errorf("b's connection after a's deletion: 2+2 = %q", got)
+	}
+}
