@@ -68,8 +68,8 @@ func TestKubernetes_EachServiceAccountSeesItsOwnAndTheAdminSeesAll(t *testing.T)
 	if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventuallyStatus(t, s, tokens["b"], http.StatusForbidden)
-	eventuallyStatus(t, s, "", http.StatusForbidden)
+	eventuallyForbidden(t, s, tokens["b"])
+	eventuallyForbidden(t, s, "")
 	expect(t, s.do("GET", "/api/kernels", nil, as("a")...), http.StatusOK)
 }
 

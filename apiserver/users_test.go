@@ -203,27 +203,27 @@ func TestUsers_EachSeesTheirOwnAndTheAdminSeesAll(t *testing.T) {
 	old := tokens["ben"]
 	tokens["ben"] = userToken(t, "ben")
 	writeUsersFile(t, path, tokens, "root")
-	eventuallyStatus(t, s, old, http.StatusForbidden)
-	eventuallyStatus(t, s, "", http.StatusForbidden)
+	eventuallyForbidden(t, s, old)
+	eventuallyForbidden(t, s, "")
 	expect(t, s.do("GET", "/api/kernels", nil, as("ben")...), http.StatusOK)
 	expect(t, s.do("GET", "/api/status?token="+tokens["ben"], nil, "Authorization", ""), http.StatusOK)
 	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", ""), http.StatusOK)
 	delete(tokens, "ben")
 	writeUsersFile(t, path, tokens, "root")
-	eventuallyStatus(t, s, "", http.StatusForbidden)
+	eventuallyForbidden(t, s, "")
 	expect(t, s.do("GET", "/api/kernels", nil, as("ann")...), http.StatusOK)
 }
 
-// eventuallyStatus waits until GET /api/kernels with the token (the cookie alone when
-// empty) answers status.
-func eventuallyStatus(t *testing.T, s *testServer, token string, status int) {
+// eventuallyForbidden waits until GET /api/kernels with the token (the cookie alone when
+// empty) answers 403.
+func eventuallyForbidden(t *testing.T, s *testServer, token string) {
 	t.Helper()
 	auth := ""
 	if token != "" {
 		auth = "token " + token
 	}
-	testenv.Eventually(t, fmt.Sprintf("GET /api/kernels answers %d", status), 10*time.Second, func() error {
-		if r := s.do("GET", "/api/kernels", nil, "Authorization", auth); r.status != status {
+	testenv.Eventually(t, "GET /api/kernels answers 403", 10*time.Second, func() error {
+		if r := s.do("GET", "/api/kernels", nil, "Authorization", auth); r.status != http.StatusForbidden {
 			return errors.New(http.StatusText(r.status))
 		}
 		return nil
