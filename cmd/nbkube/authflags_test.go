@@ -1,17 +1,23 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"flag"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 func parseAuth(t *testing.T, args ...string) (*apiFlags, error) {
@@ -97,5 +103,65 @@ func TestAuthFlag_RefusesWhatCannotWork(t *testing.T) {
 		if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard()); err == nil {
 			t.Errorf("%v: providers built", args)
 		}
+	}
+}
+
+// The API server as the binary builds it, with --auth=kubernetes alone, over a real
+// control plane (what `nbkube local` runs): the cluster's service accounts are its users,
+// and the --token is not.
+func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
+	c, cfg := testenv.KubeClientConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c)
+	saToken := testenv.ServiceAccountToken(t, cs, ns, "ci")
+	dir := t.TempDir()
+	f, err := parseAuth(t, "--auth=kubernetes", "--token=the-token", "--root="+dir, "--cookie-secret-file="+filepath.Join(dir, "cookie"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make(chan string, 1)
+	r, err := newAPIRunnable(f, cfg, c, c, ns, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var base string
+	select {
+	case base = <-urls:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	get := func(token string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/me", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	status, me := get(saToken)
+	if id, _ := me["identity"].(map[string]any); status != http.StatusOK || id["username"] != "system:serviceaccount:"+ns+":ci" {
+		t.Errorf("the service account's /api/me: %d %v", status, me)
+	}
+	if status, _ := get("the-token"); status != http.StatusForbidden {
+		t.Errorf("--token without --auth=token: %d", status)
 	}
 }
