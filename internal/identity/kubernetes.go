@@ -68,7 +68,9 @@ type KubernetesOptions struct {
 // service account share and a re-created service account does not.
 type Kubernetes struct {
 	o    KubernetesOptions
-	last *cache.LRUExpireCache // user name → their last good token
+	// last maps a user's name to their last good token, for the most recent users only: a
+	// login of a user pushed out ends as if their token had gone.
+	last *cache.LRUExpireCache
 }
 
 // NewKubernetes is the provider asking the API server of those clients.
