@@ -22,6 +22,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -41,7 +42,7 @@ func (k *oneKernel) ListKernels(context.Context, apiserver.User) ([]jupyter.Kern
 func (k *oneKernel) GetKernel(_ context.Context, _ apiserver.User, id string) (jupyter.Kernel, error) {
 	return jupyter.Kernel{ID: id}, nil
 }
-func (k *oneKernel) StartKernel(context.Context, apiserver.User, string, string) (jupyter.Kernel, error) {
+func (k *oneKernel) StartKernel(context.Context, apiserver.User, repository.KernelStart) (jupyter.Kernel, error) {
 	return jupyter.Kernel{ID: k.id}, nil
 }
 func (k *oneKernel) DeleteKernel(context.Context, apiserver.User, string) error    { return nil }

@@ -19,9 +19,9 @@ type KernelService interface {
 	KernelCounter
 	ListKernels(ctx context.Context, u User) ([]jupyter.Kernel, error)
 	GetKernel(ctx context.Context, u User, id string) (jupyter.Kernel, error)
-	// StartKernel starts a kernel of the spec called name and returns once it answers. An
-	// unknown name is an error matching domainerr.ErrNotFound, Jupyter's "No such kernel".
-	StartKernel(ctx context.Context, u User, name, path string) (jupyter.Kernel, error)
+	// StartKernel starts a kernel of the spec that start names and returns once it answers.
+	// An unknown name is an error matching domainerr.ErrNotFound, Jupyter's "No such kernel".
+	StartKernel(ctx context.Context, u User, start repository.KernelStart) (jupyter.Kernel, error)
 	DeleteKernel(ctx context.Context, u User, id string) error
 	InterruptKernel(ctx context.Context, u User, id string) error
 	RestartKernel(ctx context.Context, u User, id string) (jupyter.Kernel, error)
@@ -49,8 +49,9 @@ func (s *Server) listKernels(c *gin.Context) error {
 	return nil
 }
 
-// startKernel is POST /api/kernels: {"name": spec, "path": dir}, both optional. It answers
-// 201 once the kernel answers kernel_info.
+// startKernel is POST /api/kernels: {"name": spec, "path": dir, "env": {...}}, all optional
+// (env as a gateway sends it, see kernelStart). It answers 201 once the kernel answers
+// kernel_info.
 func (s *Server) startKernel(c *gin.Context) error {
 	var body jupyter.StartKernel
 	if err := bindOptionalJSON(c, &body); err != nil {
@@ -60,7 +61,11 @@ func (s *Server) startKernel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	k, err := s.opts.Kernels.StartKernel(c.Request.Context(), *userOf(c), spec, body.Path)
+	start, err := kernelStart(*userOf(c), spec, body)
+	if err != nil {
+		return err
+	}
+	k, err := s.opts.Kernels.StartKernel(c.Request.Context(), *userOf(c), start)
 	if err != nil {
 		return err
 	}

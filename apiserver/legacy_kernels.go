@@ -55,7 +55,7 @@ func (s *Server) startNotebookKernel(ctx context.Context, u User, notebookID str
 		if err != nil {
 			return "", err
 		}
-		k, err := s.opts.Kernels.StartKernel(ctx, u, spec, "")
+		k, err := s.opts.Kernels.StartKernel(ctx, u, repository.KernelStart{Name: spec})
 		return k.ID, err
 	}
 	nbPath, err := s.opts.Contents.NotebookPath(ctx, notebookID)

@@ -35,6 +35,9 @@ const (
 	LabelCluster = "nbkube.io/cluster"
 	// LabelSession names the Session that created a Kernel.
 	LabelSession = "nbkube.io/session"
+	// AnnotationStartedBy names the user who started a Kernel for its owner (a gateway acting
+	// for the user); that user keeps seeing the kernel while they may act for others.
+	AnnotationStartedBy = "nbkube.io/started-by"
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "nbkube"
 )

@@ -1,5 +1,10 @@
 package jupyter
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // Kernel is Jupyter's kernel model (GET /api/kernels/<id>).
 type Kernel struct {
 	ID             string `json:"id"`
@@ -16,6 +21,36 @@ type Kernel struct {
 type StartKernel struct {
 	Name string `json:"name"`
 	Path string `json:"path"`
+	// Env is what Jupyter Server in gateway mode sends (KERNEL_USERNAME, KERNEL_WORKING_DIR,
+	// its other KERNEL_* variables and those of its env whitelist), as Kernel and Enterprise
+	// Gateway take it.
+	Env KernelEnv `json:"env"`
+}
+
+// KernelEnv is the env of a kernel start: names to string values. Any other value, null
+// included, is an error, not a string the client did not mean.
+type KernelEnv map[string]string
+
+// UnmarshalJSON refuses values that are not strings.
+func (e *KernelEnv) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	if raw == nil {
+		*e = nil
+		return nil
+	}
+	out := make(KernelEnv, len(raw))
+	for k, v := range raw {
+		var s string
+		if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return fmt.Errorf("env %q: the value must be a string", k)
+		}
+		out[k] = s
+	}
+	*e = out
+	return nil
 }
 
 // Session is Jupyter's session model (GET /api/sessions/<id>).

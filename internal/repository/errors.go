@@ -11,6 +11,9 @@ func notFound(message string) error {
 func invalid(message string) error {
 	return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: message}
 }
+func forbidden(message string) error {
+	return &domainerr.Error{Kind: domainerr.ErrForbidden, Message: message}
+}
 func conflict(message string) error {
 	return &domainerr.Error{Kind: domainerr.ErrConflict, Message: message}
 }

@@ -17,6 +17,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -129,13 +130,41 @@ func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel
 	return m
 }
 
-// StartKernel creates a Kernel of the kernel spec called name (see KernelSpecs.resolveStart)
-// and waits until it answers.
-func (k *Kernels) StartKernel(ctx context.Context, u identity.User, name, path string) (jupyter.Kernel, error) {
-	if p := strings.Trim(path, "/"); p != "" && !validPath(p) {
-		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", path))
+// KernelStart is what a kernel start asks for.
+type KernelStart struct {
+	// Name is the Jupyter name of the kernel spec (see KernelSpecs.resolveStart).
+	Name string
+	// Path is the kernel's working directory relative to the contents root.
+	Path string
+	// WorkingDir is KERNEL_WORKING_DIR as a gateway sends it; when set it is the working
+	// directory instead of Path (see kernelWorkingDir).
+	WorkingDir string
+	// Owner is the user the kernel is for, when the starting user acts for another (a
+	// gateway naming KERNEL_USERNAME); empty means the starting user.
+	Owner string
+	// Env is added to the kernel's environment (Kernel spec.env).
+	Env map[string]string
+}
+
+// StartKernel creates a Kernel as start asks for and waits until it answers. A kernel started
+// for another user is that user's; the starter, who must have the right to act for others,
+// keeps seeing it (annotation nbv1.AnnotationStartedBy), as a gateway must to use it.
+func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start KernelStart) (jupyter.Kernel, error) {
+	path, asked := strings.Trim(start.Path, "/"), start.Path
+	if start.WorkingDir != "" {
+		path, asked = kernelWorkingDir(start.WorkingDir), start.WorkingDir
 	}
-	spec, err := k.Specs.resolveStart(ctx, name)
+	if path != "" && !validPath(path) {
+		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", asked))
+	}
+	owner, startedBy := u.Name, ""
+	if start.Owner != "" && start.Owner != u.Name {
+		if !u.Admin && !u.ActAs {
+			return jupyter.Kernel{}, forbidden(fmt.Sprintf("user %s may not start kernels for other users", u.Name))
+		}
+		owner, startedBy = start.Owner, u.Name
+	}
+	spec, err := k.Specs.resolveStart(ctx, start.Name)
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}
@@ -144,7 +173,10 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, name, path s
 			Name: newUUID(), Namespace: k.Namespace,
 			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		},
-		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(u.Name), KernelSpec: spec.Name, Path: strings.Trim(path, "/")},
+		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: spec.Name, Path: path, Env: start.Env},
+	}
+	if startedBy != "" {
+		kn.Annotations = map[string]string{nbv1.AnnotationStartedBy: startedBy}
 	}
 	if err := k.Writer.Create(ctx, kn); err != nil {
 		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
@@ -274,6 +306,29 @@ func (k *Kernels) deleteQuietly(ctx context.Context, id string) {
 	if err := k.Writer.Delete(context.WithoutCancel(ctx), kn, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "Delete a kernel that failed to start", "kernel", id)
 	}
+}
+
+// kernelWorkingDir is the contents path of a gateway's KERNEL_WORKING_DIR. Jupyter Server
+// sends the absolute path of the directory on its own file system: one under the directory
+// where kernel pods mount the contents (a single-user server that mounts the same volume at
+// the same place) is the path below it; any other absolute path names nothing nbkube can know,
+// so the kernel starts at the root, as Enterprise Gateway ignores it unless told to mirror
+// working directories. A relative path is a contents path, as "path" is. ".." stays in the
+// result, for validPath to refuse.
+func kernelWorkingDir(dir string) string {
+	if !strings.HasPrefix(dir, "/") {
+		return strings.Trim(dir, "/")
+	}
+	for _, s := range strings.Split(dir, "/") {
+		if s == ".." {
+			return dir
+		}
+	}
+	rel, ok := strings.CutPrefix(dir, builder.ContentsDir)
+	if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
+		return ""
+	}
+	return strings.Trim(rel, "/")
 }
 
 // validPath tells whether a relative path stays inside the contents root, as the Kernel

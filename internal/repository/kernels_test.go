@@ -101,7 +101,7 @@ func TestStartKernel_NamesKernelsAsJupyterDoes(t *testing.T) {
 		{asked: "python", resource: "python3", name: "python3"},
 		{asked: "Sample 2", resource: "sample-2", name: "sample 2"},
 	} {
-		m, err := k.StartKernel(t.Context(), u, tc.asked, "")
+		m, err := k.StartKernel(t.Context(), u, KernelStart{Name: tc.asked})
 		if err != nil {
 			t.Fatalf("start %q: %v", tc.asked, err)
 		}
@@ -127,7 +127,7 @@ func TestStartKernel_NamesKernelsAsJupyterDoes(t *testing.T) {
 		k             *Kernels
 		asked, answer string
 	}{{k, "sample-2", "No such kernel named sample-2"}, {none, "python", "No such kernel named python3"}} {
-		if _, err := tc.k.StartKernel(t.Context(), u, tc.asked, ""); !errors.Is(err, domainerr.ErrNotFound) || err.Error() != tc.answer {
+		if _, err := tc.k.StartKernel(t.Context(), u, KernelStart{Name: tc.asked}); !errors.Is(err, domainerr.ErrNotFound) || err.Error() != tc.answer {
 			t.Errorf("start %q: %v, want %q", tc.asked, err, tc.answer)
 		}
 	}

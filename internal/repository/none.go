@@ -29,7 +29,8 @@ func (None) GetKernel(_ context.Context, _ identity.User, id string) (jupyter.Ke
 }
 
 // StartKernel finds no kernel spec to start.
-func (None) StartKernel(_ context.Context, _ identity.User, name, _ string) (jupyter.Kernel, error) {
+func (None) StartKernel(_ context.Context, _ identity.User, start KernelStart) (jupyter.Kernel, error) {
+	name := start.Name
 	if name == "python" {
 		name = nativeKernel
 	}
@@ -69,7 +70,7 @@ func (None) GetSession(_ context.Context, _ identity.User, id string) (jupyter.S
 // CreateSession creates none: a session needs a kernel, of a spec there is none of.
 func (n None) CreateSession(ctx context.Context, u identity.User, ch SessionChange) (jupyter.Session, bool, error) {
 	if ch.KernelSpec != nil {
-		_, err := n.StartKernel(ctx, u, *ch.KernelSpec, "")
+		_, err := n.StartKernel(ctx, u, KernelStart{Name: *ch.KernelSpec})
 		return jupyter.Session{}, false, err
 	}
 	return jupyter.Session{}, false, errNoKernels

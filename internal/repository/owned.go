@@ -33,6 +33,9 @@ type owned[T any, PT interface {
 	noun  string
 	items func(PL) []T
 	owner func(PT) nbv1.Owner
+	// startedBy, when set, names who started a resource for its owner: a user with the right
+	// to act for others sees what they started so (a gateway uses the kernels it started).
+	startedBy func(PT) string
 	// oldestFirst orders a list by creation, as Jupyter lists kernels and sessions (in the
 	// order they started); otherwise a list is by name, as IPython listed cluster profiles.
 	oldestFirst bool
@@ -41,7 +44,10 @@ type owned[T any, PT interface {
 }
 
 func (o *owned[T, PT, L, PL]) visible(u identity.User, obj PT) bool {
-	return u.Owns(string(o.owner(obj))) && obj.GetDeletionTimestamp() == nil
+	if obj.GetDeletionTimestamp() != nil {
+		return false
+	}
+	return u.Owns(string(o.owner(obj))) || (u.ActAs && o.startedBy != nil && o.startedBy(obj) == u.Name)
 }
 
 // list returns the user's resources of the kind in namespace.
@@ -86,6 +92,7 @@ var (
 		noun:        "kernel",
 		items:       func(l *nbv1.KernelList) []nbv1.Kernel { return l.Items },
 		owner:       func(k *nbv1.Kernel) nbv1.Owner { return k.Spec.Owner },
+		startedBy:   func(k *nbv1.Kernel) string { return k.Annotations[nbv1.AnnotationStartedBy] },
 		oldestFirst: true,
 		missing:     func(id string) error { return notFound("Kernel does not exist: " + id) },
 	}
