@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -175,11 +176,84 @@ func TestGatewayMode(t *testing.T) {
 	}
 }
 
+// TestGatewayMode_ActsForTheUserItNames runs Jupyter Server in gateway mode as a JupyterHub
+// single-user server does, for user ann, in front of `nbkube local` with a users file: the
+// gateway authenticates as gw, who may act for others, and Jupyter Server names ann in
+// KERNEL_USERNAME. The kernel is ann's: she sees it, ben does not, and the gateway goes on
+// using it. A Jupyter Server of ben's, naming ann, is refused.
+func TestGatewayMode_ActsForTheUserItNames(t *testing.T) {
+	tokens := map[string]string{}
+	var file strings.Builder
+	file.WriteString("users:\n")
+	for _, u := range []struct {
+		name  string
+		actAs bool
+	}{{"ann", false}, {"ben", false}, {"gw", true}} {
+		tok, err := identity.NewUserToken(u.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := identity.HashSecret(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[u.name] = tok
+		fmt.Fprintf(&file, "- name: %s\n  act_as: %v\n  token_hash: %q\n", u.name, u.actAs, h)
+	}
+	usersFile := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(usersFile, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, root := t.TempDir(), t.TempDir()
+	inst := startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
+		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile), dataDir, root)
+	base := inst.api(t).base
+	as := func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }
+	jupyter := startJupyterGateway(t, as("gw"), "KERNEL_USERNAME=ann")
+
+	var started struct {
+		ID string `json:"id"`
+	}
+	jupyter.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &started)
+	kernel := &nbv1.Kernel{}
+	if err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: started.ID}, kernel); err != nil {
+		t.Fatalf("Kernel resource of the kernel started through Jupyter Server: %v", err)
+	}
+	if kernel.Spec.Owner != "ann" || kernel.Spec.Env["KERNEL_USERNAME"] != "ann" {
+		t.Errorf("the kernel started for ann: owner %q, env %v", kernel.Spec.Owner, kernel.Spec.Env)
+	}
+	if ids := as("ann").kernelIDs(t); !slices.Equal(ids, []string{started.ID}) {
+		t.Errorf("ann lists kernels %v, want %s", ids, started.ID)
+	}
+	if ids := as("ben").kernelIDs(t); len(ids) != 0 {
+		t.Errorf("ben lists kernels %v", ids)
+	}
+	as("ben").call(t, http.MethodGet, "api/kernels/"+started.ID, nil).want(t, http.StatusNotFound)
+
+	// The gateway, which names ann only when it starts a kernel, goes on using it.
+	ch := dialJupyterWS(t, jupyter, "api/kernels/"+started.ID+"/channels", randomID())
+	if err := ch.awaitKernelInfo(60 * time.Second); err != nil {
+		t.Fatalf("through Jupyter Server: %v; nbkube answers its channels request with %s", err, channelsAnswer(as("gw"), started.ID))
+	}
+	if run := ch.run("import os; print(os.environ['KERNEL_USERNAME'])"); run.stdout.String() != "ann\n" {
+		t.Errorf("KERNEL_USERNAME in the kernel: %q, reply %v", run.stdout.String(), run.reply)
+	}
+	ch.close()
+	jupyter.call(t, http.MethodDelete, "api/kernels/"+started.ID, nil).want(t, http.StatusNoContent)
+
+	// Ben's own Jupyter Server, naming ann, is refused: Jupyter Server passes nbkube's 403 on.
+	bens := startJupyterGateway(t, as("ben"), "KERNEL_USERNAME=ann")
+	bens.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusForbidden)
+	if ids := as("ann").kernelIDs(t); len(ids) != 0 {
+		t.Errorf("ann lists kernels %v after ben's refused start", ids)
+	}
+}
+
 // startJupyterGateway runs Debian's Jupyter Server with nbkube as its gateway, in throw-away
 // directories so that neither the machine's Jupyter setup nor an earlier run leaks in, and
-// returns its API once it answers. It is stopped (SIGTERM, as a user stops it) at cleanup,
-// and its log is shown if the test failed.
-func startJupyterGateway(t *testing.T, nbkube *jupyterAPI) *jupyterAPI {
+// returns its API once it answers; env (NAME=value) is added to its environment. It is
+// stopped (SIGTERM, as a user stops it) at cleanup, and its log is shown if the test failed.
+func startJupyterGateway(t *testing.T, nbkube *jupyterAPI, env ...string) *jupyterAPI {
 	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{"root", "config", "data", "runtime", "ipython"} {
@@ -211,6 +285,7 @@ func startJupyterGateway(t *testing.T, nbkube *jupyterAPI) *jupyterAPI {
 		"JUPYTER_GATEWAY_AUTH_TOKEN="+nbkube.token,
 		"JUPYTER_CONFIG_DIR="+filepath.Join(dir, "config"), "JUPYTER_DATA_DIR="+filepath.Join(dir, "data"),
 		"JUPYTER_RUNTIME_DIR="+filepath.Join(dir, "runtime"), "IPYTHONDIR="+filepath.Join(dir, "ipython"))
+	cmd.Env = append(cmd.Env, env...)
 	exited := startServer(t, "jupyter-server", cmd, syscall.SIGTERM)
 	testenv.Eventually(t, "Jupyter Server answers "+jupyter.base, 60*time.Second, func() error {
 		select {
