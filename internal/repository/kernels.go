@@ -153,6 +153,10 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	path, asked := strings.Trim(start.Path, "/"), start.Path
 	if start.WorkingDir != "" {
 		path, asked = kernelWorkingDir(start.WorkingDir), start.WorkingDir
+		if path == "" && strings.Trim(start.WorkingDir, "/") != strings.Trim(builder.ContentsDir, "/") {
+			log.FromContext(ctx).V(1).Info("KERNEL_WORKING_DIR is outside the kernels' contents mount; the kernel starts at the contents root",
+				"workingDir", start.WorkingDir, "contentsMount", builder.ContentsDir)
+		}
 	}
 	if path != "" && !validPath(path) {
 		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", asked))
