@@ -67,7 +67,7 @@ type KubernetesOptions struct {
 // expired token). The credential fingerprint is the user's UID, which all tokens of one
 // service account share and a re-created service account does not.
 type Kubernetes struct {
-	o    KubernetesOptions
+	o KubernetesOptions
 	// last maps a user's name to their last good token, for the most recent users only: a
 	// login of a user pushed out ends as if their token had gone.
 	last *cache.LRUExpireCache
