@@ -13,35 +13,28 @@ type Chain []Provider
 // not hide a later one that knows the token; when none knows it and one failed, the failure
 // is the answer, since the token may have been that provider's.
 func (c Chain) AuthenticateToken(ctx context.Context, token string) (*User, error) {
-	var errs []error
-	for _, p := range c {
-		u, err := p.AuthenticateToken(ctx, token)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", p.Kind(), err))
-			continue
-		}
-		if u != nil {
-			u.Provider = p.Kind()
-			return u, nil
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, errors.Join(errs...))
-	}
-	return nil, nil
+	return c.first(func(p Provider) (*User, error) { return p.AuthenticateToken(ctx, token) })
 }
 
 // AuthenticatePassword asks the providers that check passwords, in order, as
 // AuthenticateToken asks for tokens. Passwords are not cached: a login is rare, and a cache
 // keyed by passwords would be one more place to guess them from.
 func (c Chain) AuthenticatePassword(ctx context.Context, name, password string) (*User, error) {
+	return c.first(func(p Provider) (*User, error) {
+		if pp, ok := p.(PasswordProvider); ok {
+			return pp.AuthenticatePassword(ctx, name, password)
+		}
+		return nil, nil
+	})
+}
+
+// first asks the providers in order and returns the first user one vouches for, marked with
+// its kind. Providers that fail do not stop the others; only when none vouches do their
+// failures make the answer ErrUnavailable.
+func (c Chain) first(ask func(Provider) (*User, error)) (*User, error) {
 	var errs []error
 	for _, p := range c {
-		pp, ok := p.(PasswordProvider)
-		if !ok {
-			continue
-		}
-		u, err := pp.AuthenticatePassword(ctx, name, password)
+		u, err := ask(p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.Kind(), err))
 			continue
