@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -17,19 +18,25 @@ import (
 // authKinds are the identity providers --auth can name; plannedAuthKinds are named in the
 // docs but not built yet, and refused with a message that says so.
 var (
-	authKinds        = []string{identity.KindToken, identity.KindUsers, identity.KindKubernetes}
-	plannedAuthKinds = []string{"jupyterhub", "oidc"}
+	authKinds        = []string{identity.KindToken, identity.KindUsers, identity.KindKubernetes, identity.KindJupyterHub}
+	plannedAuthKinds = []string{"oidc"}
 )
 
 // authFlags choose the identity providers of the API server.
 type authFlags struct {
-	kinds     []string
-	usersFile string
+	kinds        []string
+	usersFile    string
+	hubAPIURL    string
+	hubTokenFile string
 }
+
+// hubTokenEnv is where a JupyterHub service finds its API token, by the Hub's convention;
+// the token is never a flag, so that it does not show in the process list.
+const hubTokenEnv = "JUPYTERHUB_API_TOKEN"
 
 func (f *authFlags) bind(fs *flag.FlagSet) {
 	f.kinds = []string{identity.KindToken}
-	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file), kubernetes (bearer tokens by TokenReview) (default token)", func(s string) error {
+	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file), kubernetes (bearer tokens by TokenReview), jupyterhub (a JupyterHub's API tokens) (default token)", func(s string) error {
 		kinds, err := parseAuthKinds(s)
 		if err != nil {
 			return err
@@ -38,6 +45,8 @@ func (f *authFlags) bind(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&f.usersFile, "users-file", "", "the users file of --auth=users (YAML; re-read when it changes)")
+	fs.StringVar(&f.hubAPIURL, "hub-api-url", os.Getenv("JUPYTERHUB_API_URL"), "the JupyterHub API of --auth=jupyterhub, e.g. http://hub:8081/hub/api (default $JUPYTERHUB_API_URL)")
+	fs.StringVar(&f.hubTokenFile, "hub-api-token-file", "", "a file holding nbkube's API token as a JupyterHub service (default: $"+hubTokenEnv+")")
 }
 
 func parseAuthKinds(s string) ([]string, error) {
@@ -90,6 +99,12 @@ func (f *authFlags) providers(token string, u identity.User, kube kubeAuth, log 
 				return nil, err
 			}
 			out = append(out, p)
+		case identity.KindJupyterHub:
+			p, err := f.jupyterHub()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
 		case identity.KindKubernetes:
 			if kube.config == nil {
 				return nil, errors.New("--auth=kubernetes needs a Kubernetes API server")
@@ -107,4 +122,24 @@ func (f *authFlags) providers(token string, u identity.User, kube kubeAuth, log 
 		}
 	}
 	return out, nil
+}
+
+// jupyterHub is the provider of --hub-api-url, with the service token of
+// --hub-api-token-file or $JUPYTERHUB_API_TOKEN.
+func (f *authFlags) jupyterHub() (*identity.JupyterHub, error) {
+	if f.hubAPIURL == "" {
+		return nil, errors.New("--auth=jupyterhub needs --hub-api-url (or $JUPYTERHUB_API_URL)")
+	}
+	token := os.Getenv(hubTokenEnv)
+	if f.hubTokenFile != "" {
+		b, err := os.ReadFile(f.hubTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("--hub-api-token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token == "" {
+		return nil, errors.New("--auth=jupyterhub needs the service's API token in $" + hubTokenEnv + " or --hub-api-token-file")
+	}
+	return identity.NewJupyterHub(identity.JupyterHubOptions{APIURL: f.hubAPIURL, ServiceToken: token})
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-logr/logr"
+
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// --auth=jupyterhub asks the Hub of --hub-api-url with the service token of
+// $JUPYTERHUB_API_TOKEN or --hub-api-token-file, and refuses to start without either.
+func TestAuthFlag_JupyterHubAsksTheHubWithTheServiceToken(t *testing.T) {
+	hub := testenv.StartJupyterHub(t, testenv.HubConfig{Users: []string{"ann"}})
+	annTok, _ := hub.UserToken(t, "ann")
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(hub.ServiceToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(hubTokenEnv, "")
+	t.Setenv("JUPYTERHUB_API_URL", "")
+	check := func(args ...string) {
+		t.Helper()
+		f, err := parseAuth(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard())
+		if err != nil || len(ps) != 2 || ps[0].Kind() != identity.KindJupyterHub {
+			t.Fatalf("%v: %v, %v", args, ps, err)
+		}
+		if u, err := identity.Chain(ps).AuthenticateToken(t.Context(), annTok); err != nil || u == nil || u.Name != "ann" || u.Provider != identity.KindJupyterHub {
+			t.Errorf("%v: ann's Hub token: %+v, %v", args, u, err)
+		}
+	}
+	check("--auth=jupyterhub,token", "--hub-api-url="+hub.APIURL, "--hub-api-token-file="+tokenFile)
+
+	for _, args := range [][]string{
+		{"--auth=jupyterhub"},
+		{"--auth=jupyterhub", "--hub-api-url=" + hub.APIURL},
+		{"--auth=jupyterhub", "--hub-api-token-file=" + tokenFile},
+		{"--auth=jupyterhub", "--hub-api-url=" + hub.APIURL, "--hub-api-token-file=" + tokenFile + ".missing"},
+	} {
+		f, err := parseAuth(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard()); err == nil {
+			t.Errorf("%v: providers built", args)
+		}
+	}
+
+	// As a Hub service is started: both from the environment.
+	t.Setenv(hubTokenEnv, hub.ServiceToken)
+	t.Setenv("JUPYTERHUB_API_URL", hub.APIURL)
+	check("--auth=jupyterhub,token")
+}
