@@ -497,3 +497,42 @@ func TestChart_KubernetesProviderMayReviewTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestChart_JupyterHubProviderGetsTheHubAndTheServiceToken: with auth.type naming jupyterhub,
+// the API server is told the Hub's API URL and finds the service token in its environment
+// from the existing Secret, never on its command line; without them the chart refuses.
+func TestChart_JupyterHubProviderGetsTheHubAndTheServiceToken(t *testing.T) {
+	pod := apiServerPod(t, render(t, "nb", "auth.type={jupyterhub,token}", "auth.jupyterhub.apiURL=http://hub:8081/hub/api",
+		"auth.jupyterhub.existingSecret=hub-service"))
+	c := pod.Containers[0]
+	for _, w := range []string{"--auth=jupyterhub,token", "--hub-api-url=http://hub:8081/hub/api"} {
+		if !slices.Contains(c.Args, w) {
+			t.Errorf("API server args %v lack %s", c.Args, w)
+		}
+	}
+	found := false
+	for _, e := range c.Env {
+		if e.Name == "JUPYTERHUB_API_TOKEN" {
+			found = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+				e.ValueFrom.SecretKeyRef.Name == "hub-service" && e.ValueFrom.SecretKeyRef.Key == "api-token"
+		}
+	}
+	if !found {
+		t.Errorf("API server env %+v lacks JUPYTERHUB_API_TOKEN from the Secret hub-service", c.Env)
+	}
+	for _, sets := range [][]string{{"auth.type={jupyterhub}"}, {"auth.type={jupyterhub}", "auth.jupyterhub.apiURL=http://hub:8081/hub/api"}} {
+		args := []string{"template", "nb", chartDir, "--kube-version", "1.36.3"}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		if _, err := helm(t, args...); err == nil || !strings.Contains(err.Error(), "auth.jupyterhub") {
+			t.Errorf("%v: %v", sets, err)
+		}
+	}
+	// Not named, no Hub in the pod.
+	for _, e := range apiServerPod(t, render(t, "nb")).Containers[0].Env {
+		if e.Name == "JUPYTERHUB_API_TOKEN" {
+			t.Error("JUPYTERHUB_API_TOKEN by default")
+		}
+	}
+}
