@@ -2,8 +2,8 @@
 # Installs what the tests run for real when it is missing: Debian's ipykernel and ipyparallel,
 # docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and
 # gateway mode run it against nbkube), nbconvert with pandoc (internal/nbconvert's exports are
-# compared with theirs), JupyterHub (the jupyterhub identity provider is tested against it), and the npm packages of the real-client tests in test/js. Quiet and
-# quick when present.
+# compared with theirs), JupyterHub (the jupyterhub identity provider is tested against it),
+# and the npm packages of the real-client tests in test/js. Quiet and quick when present.
 set -euo pipefail
 packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server python3-nbconvert pandoc jupyterhub)
 missing=()
