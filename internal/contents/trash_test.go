@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
@@ -268,13 +269,41 @@ func TestTrash_IsNeitherListedNorReachable(t *testing.T) {
 }
 
 func TestTrash_ReadOnlyFilesAreNotTrashedAsInJupyter(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes anything")
-	}
 	s, dir := newTestStore(t, Options{})
 	writeTree(t, dir, map[string]string{"ro.txt": "r"})
-	if err := os.Chmod(filepath.Join(dir, "ro.txt"), 0o444); err != nil {
+	readOnly(t, filepath.Join(dir, "ro.txt"))
+	wantError(t, s.Delete(ctx, "alice", "ro.txt"), domainerr.ErrForbidden, "Permission denied: ro.txt")
+}
+
+// fsImmutableFL is Linux's FS_IMMUTABLE_FL (linux/fs.h), which x/sys/unix does not name.
+const fsImmutableFL = 0x10
+
+// readOnly makes a file that the process may not write: by its mode, or, for root, whom
+// modes do not stop (and who runs CI), by the immutable flag.
+func readOnly(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Chmod(path, 0o444); err != nil {
 		t.Fatal(err)
 	}
-	wantError(t, s.Delete(ctx, "alice", "ro.txt"), domainerr.ErrForbidden, "Permission denied: ro.txt")
+	if os.Geteuid() != 0 {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetInt(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err == nil {
+		err = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags|fsImmutableFL)
+	}
+	if err != nil {
+		t.Skipf("running as root, and the file system of %s has no immutable flag: %v", path, err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.Open(path); err == nil {
+			_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, flags)
+			f.Close()
+		}
+	})
 }
