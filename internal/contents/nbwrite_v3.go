@@ -48,30 +48,7 @@ func checkV3Structure(nb map[string]any) error {
 	if !ok {
 		return errors.New("no worksheets")
 	}
-	wss, err := pyIter(worksheets, "worksheets")
-	if err != nil {
-		return err
-	}
-	for _, w := range wss {
-		ws, ok := w.(map[string]any)
-		if !ok {
-			return fmt.Errorf("a worksheet is a %s, not an object", pyType(w))
-		}
-		cellsValue, ok := ws["cells"]
-		if !ok {
-			return errors.New("a worksheet has no cells")
-		}
-		cells, err := pyIter(cellsValue, "cells")
-		if err != nil {
-			return err
-		}
-		for _, c := range cells {
-			if err := checkV3Cell(c); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return eachWorksheetCell(worksheets, errors.New("a worksheet has no cells"), checkV3Cell)
 }
 
 func checkV3Cell(c any) error {

@@ -425,3 +425,32 @@ func joinStrings(v []any, sep string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// eachWorksheetCell calls fn for each cell of each worksheet of a v3 (or v2) notebook, in
+// order, as nbformat's code walks them; noCells is the error of a worksheet without "cells".
+func eachWorksheetCell(worksheets any, noCells error, fn func(cell any) error) error {
+	wss, err := pyIter(worksheets, "worksheets")
+	if err != nil {
+		return err
+	}
+	for _, w := range wss {
+		ws, ok := w.(map[string]any)
+		if !ok {
+			return fmt.Errorf("a worksheet is a %s, not an object", pyType(w))
+		}
+		cellsValue, ok := ws["cells"]
+		if !ok {
+			return noCells
+		}
+		cells, err := pyIter(cellsValue, "cells")
+		if err != nil {
+			return err
+		}
+		for _, c := range cells {
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -127,32 +127,14 @@ func upgradeV2(nb map[string]any) error {
 	if !ok {
 		return fmt.Errorf("KeyError: 'worksheets'")
 	}
-	wss, err := pyIter(worksheets, "worksheets")
-	if err != nil {
-		return err
-	}
-	for _, w := range wss {
-		ws, ok := w.(map[string]any)
+	return eachWorksheetCell(worksheets, fmt.Errorf("KeyError: 'cells'"), func(c any) error {
+		cell, ok := c.(map[string]any)
 		if !ok {
-			return fmt.Errorf("a worksheet is a %s, not an object", pyType(w))
+			return convertError(2, fmt.Sprintf("'%s' object has no attribute 'setdefault'", pyType(c)))
 		}
-		cellsValue, ok := ws["cells"]
-		if !ok {
-			return fmt.Errorf("KeyError: 'cells'")
+		if _, ok := cell["metadata"]; !ok {
+			cell["metadata"] = map[string]any{}
 		}
-		cells, err := pyIter(cellsValue, "cells")
-		if err != nil {
-			return err
-		}
-		for _, c := range cells {
-			cell, ok := c.(map[string]any)
-			if !ok {
-				return convertError(2, fmt.Sprintf("'%s' object has no attribute 'setdefault'", pyType(c)))
-			}
-			if _, ok := cell["metadata"]; !ok {
-				cell["metadata"] = map[string]any{}
-			}
-		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -65,29 +65,15 @@ func upgradeV3(nb map[string]any, budget *int) error {
 	nb["nbformat"], nb["nbformat_minor"] = json.Number("4"), json.Number("5")
 
 	cells := []any{}
-	wss, err := pyIter(popOr(nb, "worksheets", []any{}), "worksheets")
-	if err != nil {
-		return err
-	}
-	for _, w := range wss {
-		ws, ok := w.(map[string]any)
-		if !ok {
-			return fmt.Errorf("a worksheet is a %s, not an object", pyType(w))
-		}
-		wsCells, ok := ws["cells"]
-		if !ok {
-			return errors.New("KeyError: 'cells'")
-		}
-		list, err := pyIter(wsCells, "cells")
-		if err != nil {
+	err := eachWorksheetCell(popOr(nb, "worksheets", []any{}), errors.New("KeyError: 'cells'"), func(c any) error {
+		if err := upgradeCell(c, budget); err != nil {
 			return err
 		}
-		for _, c := range list {
-			if err := upgradeCell(c, budget); err != nil {
-				return err
-			}
-			cells = append(cells, c)
-		}
+		cells = append(cells, c)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	nb["cells"] = cells
 	delete(md, "name")
