@@ -68,3 +68,14 @@ func (c Chain) Lookup(ctx context.Context, kind, name string) (*User, error) {
 	}
 	return nil, nil
 }
+
+// Browser is the chain's providers that log users in in their browsers, in order.
+func (c Chain) Browser() []BrowserProvider {
+	var b []BrowserProvider
+	for _, p := range c {
+		if bp, ok := p.(BrowserProvider); ok {
+			b = append(b, bp)
+		}
+	}
+	return b
+}

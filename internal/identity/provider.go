@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Provider knows a set of users and their credentials.
@@ -42,4 +43,30 @@ func Fingerprint(parts ...string) string {
 		fmt.Fprintf(h, "\x00%d:%s", len(p), p)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// BrowserProvider is a Provider whose users log in at another site, in their browser, by
+// OAuth 2's authorization code flow with PKCE: JupyterHub's OAuth, OpenID Connect. The login
+// that results is an access token of the provider's: AuthenticateToken knows it for as long
+// as the provider keeps it good, which is how a login re-validates and ends.
+type BrowserProvider interface {
+	Provider
+	// LoginURL is where to send the browser: the provider's authorization endpoint, asked to
+	// come back to redirectURL with state. The code it returns is bound to verifier (PKCE
+	// S256); a provider that also needs a nonce derives it from verifier.
+	LoginURL(redirectURL, state, verifier string) string
+	// FinishLogin exchanges the code the browser came back with for the login. An error
+	// means the code, the verifier or the provider's answer was not good.
+	FinishLogin(ctx context.Context, redirectURL, code, verifier string) (*Login, error)
+}
+
+// Login is a finished browser login.
+type Login struct {
+	// User is who logged in.
+	User *User
+	// Token is the provider's access token; AuthenticateToken returns User's name for it
+	// while the login is good. It is a secret: keep it only where only nbkube reads it.
+	Token string
+	// Expiry is when the provider says the token ends; zero when it did not say.
+	Expiry time.Time
 }
