@@ -2,18 +2,22 @@ package apiserver
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"net/http"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/securecookie"
+	"k8s.io/utils/clock"
 
 	"github.com/nbkube/nbkube/internal/identity"
 )
@@ -23,11 +27,14 @@ type User = identity.User
 
 const (
 	userKey      = "nbkube.user"
+	proofKey     = "nbkube.proof"
 	tokenAuthKey = "nbkube.tokenAuthenticated"
 	xsrfCookie   = "_xsrf"
 	xsrfHeader   = "X-XSRFToken"
 	// loginMaxAge is how long a login cookie stays valid, as Tornado's secure cookies.
 	loginMaxAge = 30 * 24 * 3600
+	// loginFlowMaxAge bounds the time from sending a browser to its provider to its return.
+	loginFlowMaxAge = 10 * time.Minute
 )
 
 // errIdentityUnavailable answers a request whose credential no provider could check: the
@@ -38,30 +45,59 @@ var errIdentityUnavailable = &apiError{status: http.StatusServiceUnavailable, me
 var authHeader = regexp.MustCompile(`(?i)^(?:token|bearer)\s+(.+)$`)
 
 // authenticator decides who a request comes from: a token (header or ?token=) or a login
-// cookie that an earlier ?token= request set. Cookie-authenticated requests that change
-// state must also carry the XSRF token, since browsers send cookies with cross-site requests.
+// cookie that an earlier login set (?token=, the login form, or a browser provider's OAuth
+// flow). Cookie-authenticated requests that change state must also carry the XSRF token,
+// since browsers send cookies with cross-site requests.
 type authenticator struct {
-	users   *identity.Cache
+	users *identity.Cache
+	// cookies signs and encrypts login cookies: a browser provider's login holds its access
+	// token, which only nbkube may read.
 	cookies *securecookie.SecureCookie
-	path    string
+	// flows keeps a browser login's state and PKCE verifier between the redirect to the
+	// provider and its return, for a few minutes.
+	flows *securecookie.SecureCookie
+	path  string
+	clock clock.PassiveClock
+	// passwords bounds the password checks running at once: each is a deliberately slow hash.
+	passwords chan struct{}
 }
 
-// loginCookie names the user, the provider that vouched and the fingerprint of the
-// credentials it vouched for; each request re-validates them with the provider (through the
-// cache), so a removed user or a rotated credential ends the login. What the user may do is
-// not in it: the provider says that.
-type loginCookie struct {
+// proof is what showed who a request comes from, kept to re-validate it while the request's
+// connection lasts: a login cookie's content, or the token a request presented.
+type proof struct {
 	Name       string
 	Provider   string
 	Credential string
+	// Token is what the provider re-validates the login by: a browser login's access token,
+	// or the request's own token. Without it the provider is asked for the user by name
+	// and the credential fingerprint must still match, so a rotated credential ends the
+	// login.
+	Token string `json:",omitempty"`
+	// Expires (Unix seconds) ends the login whatever the provider says; 0 for never.
+	Expires int64 `json:",omitempty"`
 }
 
-func newAuthenticator(users *identity.Cache, secret []byte, basePath string) (*authenticator, error) {
+// cookieKeys derives the signing and the encryption key of cookies from the one secret
+// every replica shares.
+func cookieKeys(secret []byte) (hash, block []byte) {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("nbkube cookie encryption"))
+	return secret, m.Sum(nil)
+}
+
+func newAuthenticator(users *identity.Cache, secret []byte, basePath string, clk clock.PassiveClock) (*authenticator, error) {
 	if len(secret) < 32 {
 		return nil, errors.New("apiserver: the cookie secret needs at least 32 bytes")
 	}
-	sc := securecookie.New(secret, nil).MaxAge(loginMaxAge)
-	return &authenticator{users: users, cookies: sc, path: basePath}, nil
+	hash, block := cookieKeys(secret)
+	return &authenticator{
+		users:     users,
+		cookies:   securecookie.New(hash, block).MaxAge(loginMaxAge),
+		flows:     securecookie.New(hash, block).MaxAge(int(loginFlowMaxAge / time.Second)),
+		path:      basePath,
+		clock:     clk,
+		passwords: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+	}, nil
 }
 
 // requestToken is the token the request presents, and whether it came in the URL.
@@ -78,70 +114,117 @@ func requestToken(r *http.Request) (string, bool) {
 // cookieName includes the host (and port): cookies are shared by all ports of a host, and two
 // servers on one machine must not overwrite each other's logins.
 func cookieName(r *http.Request) string {
-	host := strings.Map(func(r rune) rune {
+	return "nbkube-user-" + hostPart(r)
+}
+
+func hostPart(r *http.Request) string {
+	return strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
 			return r
 		}
 		return '-'
 	}, r.Host)
-	return "nbkube-user-" + host
 }
 
-// identify returns the request's user, whether a token (rather than a cookie) proved it, and
-// whether the token came in the URL. A token no provider knows leaves the cookie to decide; an
-// error is a provider that could not answer.
-func (a *authenticator) identify(r *http.Request) (*User, bool, bool, error) {
+// identify returns the request's user, what proved it, whether a token (rather than a cookie)
+// proved it, and whether the token came in the URL. A token no provider knows leaves the
+// cookie to decide; an error is a provider that could not answer.
+func (a *authenticator) identify(r *http.Request) (*User, *proof, bool, bool, error) {
 	if t, inURL := requestToken(r); t != "" {
 		u, err := a.users.AuthenticateToken(r.Context(), t)
 		if err != nil {
-			return nil, false, false, err
+			return nil, nil, false, false, err
 		}
 		if u != nil {
-			return u, true, inURL, nil
+			return u, &proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: t}, true, inURL, nil
 		}
 	}
+	p := a.loginOf(r)
+	if p == nil {
+		return nil, nil, false, false, nil
+	}
+	u, err := a.current(r.Context(), p)
+	return u, p, false, false, err
+}
+
+// loginOf is the request's login cookie; nil when it has none or it is not one of ours.
+func (a *authenticator) loginOf(r *http.Request) *proof {
 	c, err := r.Cookie(cookieName(r))
 	if err != nil {
-		return nil, false, false, nil
+		return nil
 	}
-	var lc loginCookie
-	if err := a.cookies.Decode(cookieName(r), c.Value, &lc); err != nil || lc.Name == "" {
-		return nil, false, false, nil
+	var p proof
+	if err := a.cookies.Decode(cookieName(r), c.Value, &p); err != nil || p.Name == "" {
+		return nil
 	}
-	u, err := a.current(r.Context(), &User{Name: lc.Name, Provider: lc.Provider, Credential: lc.Credential})
-	return u, false, false, err
+	return &p
 }
 
 // current is the user as the provider that vouched for them knows them now; nil when the
-// provider no longer knows them or their credentials changed since.
-func (a *authenticator) current(ctx context.Context, u *User) (*User, error) {
-	now, err := a.users.Lookup(ctx, u.Provider, u.Name)
-	if err != nil || now == nil || subtle.ConstantTimeCompare([]byte(now.Credential), []byte(u.Credential)) != 1 {
+// login has expired, the provider no longer accepts its token or knows the user, or the
+// user's credentials changed since.
+func (a *authenticator) current(ctx context.Context, p *proof) (*User, error) {
+	if p.Expires != 0 && a.clock.Now().Unix() >= p.Expires {
+		return nil, nil
+	}
+	var now *User
+	var err error
+	if p.Token != "" {
+		now, err = a.users.AuthenticateToken(ctx, p.Token)
+	} else {
+		now, err = a.users.Lookup(ctx, p.Provider, p.Name)
+	}
+	if err != nil || now == nil || now.Name != p.Name || now.Provider != p.Provider ||
+		subtle.ConstantTimeCompare([]byte(now.Credential), []byte(p.Credential)) != 1 {
 		return nil, err
 	}
 	return now, nil
 }
 
-// login sets the login cookie and a fresh XSRF cookie after a ?token= request, so that a
-// browser opening the printed URL stays logged in.
-func (a *authenticator) login(c *gin.Context, u *User) error {
-	value, err := a.cookies.Encode(cookieName(c.Request), loginCookie{Name: u.Name, Provider: u.Provider, Credential: u.Credential})
+// login sets the login cookie of p and a fresh XSRF cookie: after a ?token= request, so
+// that a browser opening the printed URL stays logged in, and after the login form or a
+// browser provider's flow. A token that made the login is kept in the cookie, encrypted, so
+// that any replica re-validates it with the provider; a password is not: the provider is
+// asked for the user by name instead.
+func (a *authenticator) login(c *gin.Context, p proof) error {
+	maxAge := loginMaxAge
+	if p.Expires != 0 {
+		maxAge = min(maxAge, int(p.Expires-a.clock.Now().Unix()))
+		if maxAge <= 0 {
+			return errors.New("apiserver: the login has expired already")
+		}
+	}
+	value, err := a.cookies.Encode(cookieName(c.Request), p)
 	if err != nil {
 		return err
 	}
 	secure := c.Request.TLS != nil
 	http.SetCookie(c.Writer, &http.Cookie{Name: cookieName(c.Request), Value: value, Path: a.path,
-		MaxAge: loginMaxAge, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
-	if _, err := c.Request.Cookie(xsrfCookie); err != nil {
-		b := make([]byte, 16)
-		if _, err := rand.Read(b); err != nil {
-			return err
-		}
-		// Readable by scripts: clients copy it into the X-XSRFToken header.
-		http.SetCookie(c.Writer, &http.Cookie{Name: xsrfCookie, Value: hex.EncodeToString(b), Path: a.path,
-			Secure: secure, SameSite: http.SameSiteLaxMode})
+		MaxAge: maxAge, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
+	_, err = a.xsrfToken(c)
+	return err
+}
+
+// logout ends the browser's login.
+func (a *authenticator) logout(c *gin.Context) {
+	http.SetCookie(c.Writer, &http.Cookie{Name: cookieName(c.Request), Value: "", Path: a.path,
+		MaxAge: -1, HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+}
+
+// xsrfToken is the browser's XSRF token, set as a cookie when it has none yet.
+func (a *authenticator) xsrfToken(c *gin.Context) (string, error) {
+	if old, err := c.Request.Cookie(xsrfCookie); err == nil && old.Value != "" {
+		return old.Value, nil
 	}
-	return nil
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	t := hex.EncodeToString(b)
+	// Readable by scripts: clients copy it into the X-XSRFToken header.
+	http.SetCookie(c.Writer, &http.Cookie{Name: xsrfCookie, Value: t, Path: a.path,
+		Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+	return t, nil
 }
 
 // xsrfOK checks the double-submitted XSRF token of a cookie-authenticated request.
@@ -174,7 +257,7 @@ func sameOrigin(r *http.Request) bool {
 
 // authenticate is the middleware of every authenticated route.
 func (s *Server) authenticate(c *gin.Context) {
-	u, byToken, inURL, err := s.auth.identify(c.Request)
+	u, p, byToken, inURL, err := s.auth.identify(c.Request)
 	if err != nil {
 		s.opts.Log.Error(err, "Cannot authenticate a request", "path", c.Request.URL.Path)
 		s.abortErr(c, errIdentityUnavailable)
@@ -195,14 +278,22 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 	}
 	if inURL {
-		if err := s.auth.login(c, u); err != nil {
+		if err := s.auth.login(c, *p); err != nil {
 			s.abortErr(c, err)
 			return
 		}
 	}
 	c.Set(userKey, u)
+	c.Set(proofKey, p)
 	c.Set(tokenAuthKey, byToken)
 	c.Next()
+}
+
+// proofOf is what proved the request's user.
+func proofOf(c *gin.Context) *proof {
+	p, _ := c.Get(proofKey)
+	pr, _ := p.(*proof)
+	return pr
 }
 
 // userOf is the authenticated user of the request.
@@ -212,13 +303,14 @@ func userOf(c *gin.Context) *User {
 	return user
 }
 
-// watchRevocation closes the returned channel when u's login is no longer good: the provider
-// no longer knows the user, or their credentials changed. It checks every half TTL of the
+// watchRevocation closes the returned channel when the login p proved is no longer good: it
+// expired, the provider no longer accepts its token or knows the user, or their credentials
+// changed. It checks every half TTL of the
 // identity cache, so that revocation ends a connection within one and a half TTLs; the
 // cache makes the many connections of one user cost one provider call per TTL. A provider
 // that cannot answer leaves the connection open: an outage is no revocation. It stops when
 // ctx ends.
-func (a *authenticator) watchRevocation(ctx context.Context, u User, log func(error)) <-chan struct{} {
+func (a *authenticator) watchRevocation(ctx context.Context, p proof, log func(error)) <-chan struct{} {
 	revoked := make(chan struct{})
 	go func() {
 		t := time.NewTicker(a.users.TTL() / 2)
@@ -229,7 +321,7 @@ func (a *authenticator) watchRevocation(ctx context.Context, u User, log func(er
 				return
 			case <-t.C:
 			}
-			now, err := a.current(ctx, &u)
+			now, err := a.current(ctx, &p)
 			if err != nil {
 				log(err)
 				continue

@@ -86,7 +86,7 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	// connections by user: replicas share nothing, and providers need not announce removals.
 	watchCtx, stopWatching := context.WithCancel(context.Background())
 	defer stopWatching()
-	revoked := s.auth.watchRevocation(watchCtx, *userOf(c), func(err error) {
+	revoked := s.auth.watchRevocation(watchCtx, *proofOf(c), func(err error) {
 		s.opts.Log.V(1).Info("Cannot re-validate a channels connection's user", "error", err.Error())
 	})
 	relay(client, upstream, revoked)

@@ -28,6 +28,10 @@ func (s *Server) routes() *gin.Engine {
 	base := e.Group(s.opts.BaseURL)
 	// Unauthenticated, and telling as little as possible.
 	base.GET("api", s.getAPIVersion)
+	base.GET("login", s.getLogin)
+	base.POST("login", s.postLogin)
+	base.GET("logout", s.getLogout)
+	base.GET("oauth_callback", s.finishBrowserLogin)
 
 	auth := base.Group("", s.authenticate)
 	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"time"
@@ -45,6 +46,10 @@ type Options struct {
 	// IdentityCache bounds how long the providers' answers are reused: a removed user or a
 	// rotated token loses access within its TTL, a minute at most.
 	IdentityCache identity.CacheOptions
+	// PublicURL is the server's origin as browsers reach it (https://nbkube.example.com),
+	// where browser providers send logins back (PublicURL + BaseURL + "oauth_callback", the
+	// address registered with them); the address of each login's request when empty.
+	PublicURL string
 	// CookieSecret signs login cookies; every replica needs the same one. At least 32 bytes.
 	CookieSecret []byte
 	// Contents is the notebook store.
@@ -149,7 +154,14 @@ func New(opts Options) (*Server, error) {
 		opts.IdentityCache.Clock = opts.Clock
 	}
 	opts.BaseURL = NormalizeBaseURL(opts.BaseURL)
-	auth, err := newAuthenticator(identity.NewCache(opts.Providers, opts.IdentityCache), opts.CookieSecret, opts.BaseURL)
+	if opts.PublicURL != "" {
+		u, err := url.Parse(opts.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" {
+			return nil, fmt.Errorf("apiserver: the public URL %q is not an origin such as https://nbkube.example.com", opts.PublicURL)
+		}
+		opts.PublicURL = u.Scheme + "://" + u.Host
+	}
+	auth, err := newAuthenticator(identity.NewCache(opts.Providers, opts.IdentityCache), opts.CookieSecret, opts.BaseURL, opts.Clock)
 	if err != nil {
 		return nil, err
 	}

@@ -57,6 +57,7 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:           f.baseURL,
+		PublicURL:         f.publicURL,
 		Providers:         providers,
 		CookieSecret:      secret,
 		Contents:          store,

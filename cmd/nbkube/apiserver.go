@@ -20,6 +20,7 @@ import (
 // apiFlags are the API server's settings, shared by `manager` and `local`.
 type apiFlags struct {
 	listen, token, baseURL, root, cookieSecretFile string
+	publicURL                                      string
 	defaultKernel                                  string
 	maxBody                                        int64
 	checkpoints                                    int
@@ -43,6 +44,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	})
 	f.auth.bind(fs)
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
+	fs.StringVar(&f.publicURL, "public-url", "", "the server's origin as browsers reach it, e.g. https://nbkube.example.com: browser logins (jupyterhub, oidc) come back to <public-url><base-url>oauth_callback, the redirect URI to register with the provider (default: the address of each login's request)")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")

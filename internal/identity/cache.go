@@ -67,6 +67,9 @@ func NewCache(chain Chain, o CacheOptions) *Cache {
 	return &Cache{chain: chain, ttl: o.TTL, negTTL: o.NegativeTTL, entries: cache.NewLRUExpireCacheWithClock(o.Size, o.Clock)}
 }
 
+// Chain is the chain the cache asks.
+func (c *Cache) Chain() Chain { return c.chain }
+
 // TTL is how long a positive answer is reused.
 func (c *Cache) TTL() time.Duration { return c.ttl }
 

@@ -1,0 +1,310 @@
+package apiserver
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// The login page and its form, logout, and the OAuth flow of the browser providers
+// (JupyterHub, OpenID Connect): /login sends the browser to the provider with a state and a
+// PKCE verifier kept in a short-lived encrypted cookie, and /oauth_callback takes the code
+// the provider sends back and turns it into a login cookie.
+
+//go:embed pages/login.html
+var loginHTML string
+
+var loginTemplate = template.Must(template.New("login").Parse(loginHTML))
+
+// loginPage is what the login page shows.
+type loginPage struct {
+	Action, Next, XSRF string
+	// Password asks for a user name beside the password: a provider checks passwords.
+	Password bool
+	// Providers are the browser providers to log in with.
+	Providers      []loginLink
+	Message, Error string
+}
+
+type loginLink struct{ Title, URL string }
+
+// providerTitles name the browser providers on the login page.
+var providerTitles = map[string]string{
+	identity.KindJupyterHub: "JupyterHub",
+	"oidc":                  "OpenID Connect",
+}
+
+// loginFlow is a browser login on its way through its provider.
+type loginFlow struct {
+	Provider, State, Verifier, Next string
+}
+
+// maxProviderError bounds what of a provider's error a refusal repeats.
+const maxProviderError = 200
+
+func (s *Server) callbackPath() string { return s.opts.BaseURL + "oauth_callback" }
+
+// callbackURL is where providers send the browser back: under PublicURL when set (the
+// address providers have registered), else under the address the request came to.
+func (s *Server) callbackURL(r *http.Request) string {
+	if s.opts.PublicURL != "" {
+		return strings.TrimSuffix(s.opts.PublicURL, "/") + s.callbackPath()
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + s.callbackPath()
+}
+
+func flowCookieName(r *http.Request) string { return "nbkube-login-" + hostPart(r) }
+
+// safeNext is where to go after a login: next when it is a path of this server under the
+// base URL, the base URL otherwise, so that a link cannot send a fresh login to another site.
+func (s *Server) safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, s.opts.BaseURL) || strings.HasPrefix(next, "//") ||
+		strings.ContainsRune(next, '\\') || strings.ContainsFunc(next, unicode.IsControl) {
+		return s.opts.BaseURL
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.Contains(u.Path+"/", "/../") {
+		return s.opts.BaseURL
+	}
+	return next
+}
+
+// getLogin is GET /login: the browser goes to next when its login is good, to the provider
+// when a browser provider is asked for (or is the only way to log in), and to the login
+// page otherwise.
+func (s *Server) getLogin(c *gin.Context) {
+	next := s.safeNext(c.Query("next"))
+	if kind := c.Query("provider"); kind != "" {
+		s.startBrowserLogin(c, kind, next)
+		return
+	}
+	if p := s.auth.loginOf(c.Request); p != nil {
+		if u, err := s.auth.current(c.Request.Context(), p); err == nil && u != nil {
+			c.Redirect(http.StatusFound, next)
+			return
+		}
+	}
+	chain := s.auth.users.Chain()
+	if browsers := chain.Browser(); len(browsers) == 1 && !checksPasswords(chain) && !offersTokens(chain) {
+		s.startBrowserLogin(c, browsers[0].Kind(), next)
+		return
+	}
+	s.renderLogin(c, http.StatusOK, next, "", "")
+}
+
+// checksPasswords reports whether a provider of the chain checks passwords.
+func checksPasswords(chain identity.Chain) bool {
+	for _, p := range chain {
+		if _, ok := p.(identity.PasswordProvider); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// offersTokens reports whether the chain has the single-user token provider, whose users
+// log in by pasting the token.
+func offersTokens(chain identity.Chain) bool {
+	for _, p := range chain {
+		if p.Kind() == identity.KindToken {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) renderLogin(c *gin.Context, status int, next, message, failure string) {
+	xsrf, err := s.auth.xsrfToken(c)
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	chain := s.auth.users.Chain()
+	page := loginPage{Action: s.opts.BaseURL + "login", Next: next, XSRF: xsrf,
+		Password: checksPasswords(chain), Message: message, Error: failure}
+	for _, b := range chain.Browser() {
+		title := providerTitles[b.Kind()]
+		if title == "" {
+			title = b.Kind()
+		}
+		q := url.Values{"provider": {b.Kind()}, "next": {next}}
+		page.Providers = append(page.Providers, loginLink{Title: title, URL: s.opts.BaseURL + "login?" + q.Encode()})
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Status(status)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	if err := loginTemplate.Execute(c.Writer, page); err != nil {
+		s.opts.Log.Error(err, "Cannot render the login page")
+	}
+}
+
+// postLogin is POST /login, the login form: a user name and password for the providers that
+// check passwords, or a token alone, as Jupyter's login form takes one.
+func (s *Server) postLogin(c *gin.Context) {
+	if !xsrfFormOK(c.Request) {
+		s.abortErr(c, forbidden("'_xsrf' argument missing from POST"))
+		return
+	}
+	next := s.safeNext(c.PostForm("next"))
+	name, password := strings.TrimSpace(c.PostForm("username")), c.PostForm("password")
+	if password == "" {
+		s.renderLogin(c, http.StatusUnauthorized, next, "", "Invalid credentials")
+		return
+	}
+	ctx := c.Request.Context()
+	var (
+		u   *User
+		p   proof
+		err error
+	)
+	if name == "" {
+		u, err = s.auth.users.AuthenticateToken(ctx, password)
+		if u != nil {
+			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: password}
+		}
+	} else {
+		select {
+		case s.auth.passwords <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		u, err = s.auth.users.Chain().AuthenticatePassword(ctx, name, password)
+		<-s.auth.passwords
+		if u != nil {
+			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential}
+		}
+	}
+	if err != nil {
+		s.opts.Log.Error(err, "Cannot check a login")
+		s.abortErr(c, errIdentityUnavailable)
+		return
+	}
+	if u == nil {
+		s.renderLogin(c, http.StatusUnauthorized, next, "", "Invalid credentials")
+		return
+	}
+	if err := s.auth.login(c, p); err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	c.Redirect(http.StatusFound, next)
+}
+
+// xsrfFormOK checks the XSRF token of a form against the browser's XSRF cookie.
+func xsrfFormOK(r *http.Request) bool {
+	c, err := r.Cookie(xsrfCookie)
+	if err != nil || c.Value == "" {
+		return false
+	}
+	sent := r.PostFormValue(xsrfCookie)
+	if sent == "" {
+		sent = r.Header.Get(xsrfHeader)
+	}
+	return sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) == 1
+}
+
+// getLogout is GET /logout: it ends the browser's login and shows the login page.
+func (s *Server) getLogout(c *gin.Context) {
+	s.auth.logout(c)
+	s.renderLogin(c, http.StatusOK, s.opts.BaseURL, "You have logged out.", "")
+}
+
+// startBrowserLogin sends the browser to the provider of that kind, remembering the state and
+// the PKCE verifier of the flow in a short-lived encrypted cookie.
+func (s *Server) startBrowserLogin(c *gin.Context, kind, next string) {
+	bp := browserProvider(s.auth.users.Chain(), kind)
+	if bp == nil {
+		s.abortErr(c, notFound("No login provider %q", kind))
+		return
+	}
+	flow := loginFlow{Provider: kind, State: randomToken(), Verifier: randomToken(), Next: next}
+	value, err := s.auth.flows.Encode(flowCookieName(c.Request), flow)
+	if err != nil {
+		s.abortErr(c, err)
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: flowCookieName(c.Request), Value: value, Path: s.callbackPath(),
+		MaxAge: int(loginFlowMaxAge.Seconds()), HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+	c.Header("Cache-Control", "no-store")
+	c.Redirect(http.StatusFound, bp.LoginURL(s.callbackURL(c.Request), flow.State, flow.Verifier))
+}
+
+// finishBrowserLogin is GET /oauth_callback, where a provider sends the browser back.
+func (s *Server) finishBrowserLogin(c *gin.Context) {
+	var flow loginFlow
+	ck, err := c.Request.Cookie(flowCookieName(c.Request))
+	if err != nil || s.auth.flows.Decode(flowCookieName(c.Request), ck.Value, &flow) != nil {
+		s.abortErr(c, badRequest("No login is under way in this browser (it began over %v ago, or in another browser): log in again", loginFlowMaxAge))
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: flowCookieName(c.Request), Value: "", Path: s.callbackPath(),
+		MaxAge: -1, HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+	if e := c.Query("error"); e != "" {
+		msg := e
+		if d := c.Query("error_description"); d != "" {
+			msg += ": " + d
+		}
+		if len(msg) > maxProviderError {
+			msg = msg[:maxProviderError]
+		}
+		s.abortErr(c, forbidden("The identity provider refused the login: "+strings.ToValidUTF8(msg, "")))
+		return
+	}
+	state, code := c.Query("state"), c.Query("code")
+	if state == "" || code == "" || subtle.ConstantTimeCompare([]byte(state), []byte(flow.State)) != 1 {
+		s.abortErr(c, badRequest("The provider's answer does not belong to this browser's login: log in again"))
+		return
+	}
+	bp := browserProvider(s.auth.users.Chain(), flow.Provider)
+	if bp == nil {
+		s.abortErr(c, badRequest("No login provider %q", flow.Provider))
+		return
+	}
+	l, err := bp.FinishLogin(c.Request.Context(), s.callbackURL(c.Request), code, flow.Verifier)
+	if err != nil {
+		s.opts.Log.V(1).Info("A browser login failed", "provider", flow.Provider, "error", err.Error())
+		s.abortErr(c, forbidden("The identity provider did not confirm the login"))
+		return
+	}
+	p := proof{Name: l.User.Name, Provider: bp.Kind(), Credential: l.User.Credential, Token: l.Token}
+	if !l.Expiry.IsZero() {
+		p.Expires = l.Expiry.Unix()
+	}
+	if err := s.auth.login(c, p); err != nil {
+		s.abortErr(c, forbidden("The identity provider's login has expired"))
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Redirect(http.StatusFound, s.safeNext(flow.Next))
+}
+
+func browserProvider(chain identity.Chain, kind string) identity.BrowserProvider {
+	for _, b := range chain.Browser() {
+		if b.Kind() == kind {
+			return b
+		}
+	}
+	return nil
+}
+
+// randomToken is 32 random bytes, base64url: a state or a PKCE verifier (43 characters, as
+// RFC 7636 asks at least).
+func randomToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,222 @@
+package apiserver_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/identity"
+)
+
+// writePasswordsFile writes a users file of name → password, and swaps it in atomically.
+func writePasswordsFile(t *testing.T, path string, passwords map[string]string) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("users:\n")
+	for n, pw := range passwords {
+		h, err := identity.HashSecret(pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "- name: %s\n  password_hash: %q\n", n, h)
+	}
+	if err := os.WriteFile(path+".tmp", []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// browser is a test client that keeps cookies and does not follow redirects.
+func browser(t *testing.T, s *testServer) {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hc.Jar = jar
+}
+
+var xsrfField = regexp.MustCompile(`name="_xsrf" value="([^"]+)"`)
+
+// loginForm GETs the login page and returns its form's XSRF token.
+func loginForm(t *testing.T, s *testServer) string {
+	t.Helper()
+	r := s.do("GET", "/login", nil, "Authorization", "")
+	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") {
+		t.Fatalf("GET /login: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	m := xsrfField.FindSubmatch(r.body)
+	if m == nil {
+		t.Fatalf("the login page has no _xsrf field: %s", r.body)
+	}
+	return html.UnescapeString(string(m[1]))
+}
+
+// postLogin posts the login form.
+func postLogin(t *testing.T, s *testServer, form url.Values) response {
+	t.Helper()
+	return s.do("POST", "/login", form.Encode(), "Authorization", "", "Content-Type", "application/x-www-form-urlencoded")
+}
+
+func TestLogin_PasswordFormLogsInUntilThePasswordChangesOrLogout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	writePasswordsFile(t, path, map[string]string{"ann": "correct horse", "ben": "battery staple"})
+	users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, func(o *apiserver.Options) {
+		o.Providers = []identity.Provider{users}
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+	})
+	browser(t, s)
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+
+	xsrf := loginForm(t, s)
+	page := s.do("GET", "/login", nil, "Authorization", "")
+	if !strings.Contains(string(page.body), `name="username"`) {
+		t.Errorf("a users provider's login page asks for no user name: %s", page.body)
+	}
+	// Without the form's XSRF token the form is refused, even with the right password.
+	expect(t, postLogin(t, s, url.Values{"username": {"ann"}, "password": {"correct horse"}}), http.StatusForbidden)
+	for _, bad := range []url.Values{
+		{"username": {"ann"}, "password": {"battery staple"}},
+		{"username": {"nobody"}, "password": {"correct horse"}},
+		{"username": {"ann"}, "password": {""}},
+	} {
+		bad.Set("_xsrf", xsrf)
+		r := postLogin(t, s, bad)
+		if r.status != http.StatusUnauthorized || !strings.Contains(string(r.body), "Invalid credentials") {
+			t.Errorf("POST /login %v: %d %s, want 401 and the page saying so", bad.Get("username"), r.status, r.body)
+		}
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+
+	r := postLogin(t, s, url.Values{"username": {"ann"}, "password": {"correct horse"}, "_xsrf": {xsrf}, "next": {"/api/contents"}})
+	if r.status != http.StatusFound || r.header.Get("Location") != "/api/contents" {
+		t.Fatalf("POST /login: %d to %q, want 302 to /api/contents; %s", r.status, r.header.Get("Location"), r.body)
+	}
+	me := s.do("GET", "/api/me", nil, "Authorization", "")
+	expect(t, me, http.StatusOK)
+	if name := me.json(t)["identity"].(map[string]any)["username"]; name != "ann" {
+		t.Errorf("logged in as %v, want ann", name)
+	}
+	// A logged-in browser's /login goes on to next.
+	if r := s.do("GET", "/login?next=/api/kernels", nil, "Authorization", ""); r.status != http.StatusFound || r.header.Get("Location") != "/api/kernels" {
+		t.Errorf("GET /login when logged in: %d to %q", r.status, r.header.Get("Location"))
+	}
+
+	// A new password ends the login.
+	writePasswordsFile(t, path, map[string]string{"ann": "new password", "ben": "battery staple"})
+	eventuallyForbidden(t, s, "")
+
+	// Logging in again and out: the cookie is gone, and the page says so.
+	r = postLogin(t, s, url.Values{"username": {"ann"}, "password": {"new password"}, "_xsrf": {xsrf}})
+	if r.status != http.StatusFound || r.header.Get("Location") != "/" {
+		t.Fatalf("POST /login: %d to %q, want 302 to /", r.status, r.header.Get("Location"))
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusOK)
+	out := s.do("GET", "/logout", nil, "Authorization", "")
+	if out.status != http.StatusOK || !strings.Contains(string(out.body), "logged out") {
+		t.Errorf("GET /logout: %d %s", out.status, out.body)
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+}
+
+func TestLogin_TheFormTakesATokenAndTheCookieDoesNotShowIt(t *testing.T) {
+	s := newServer(t)
+	browser(t, s)
+	xsrf := loginForm(t, s)
+	page := s.do("GET", "/login", nil, "Authorization", "")
+	if strings.Contains(string(page.body), `name="username"`) {
+		t.Errorf("the token provider's login page asks for a user name")
+	}
+	r := postLogin(t, s, url.Values{"password": {testToken + "x"}, "_xsrf": {xsrf}})
+	if r.status != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d, want 401", r.status)
+	}
+	r = postLogin(t, s, url.Values{"password": {testToken}, "_xsrf": {xsrf}})
+	if r.status != http.StatusFound {
+		t.Fatalf("POST /login with the token: %d %s", r.status, r.body)
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusOK)
+	// The cookie keeps the token so that every replica can re-validate it: encrypted.
+	u, _ := url.Parse(s.url)
+	for _, c := range s.hc.Jar.Cookies(u) {
+		if !strings.HasPrefix(c.Name, "nbkube-user-") {
+			continue
+		}
+		for _, form := range []string{c.Value, decodeAll(c.Value)} {
+			if strings.Contains(form, testToken) || strings.Contains(form, base64.StdEncoding.EncodeToString([]byte(testToken))[:16]) {
+				t.Fatalf("the login cookie shows the token: %s", form)
+			}
+		}
+	}
+}
+
+// decodeAll undoes the base64 layers of a securecookie value, as far as they go.
+func decodeAll(v string) string {
+	for range 3 {
+		d, err := base64.URLEncoding.DecodeString(v)
+		if err != nil {
+			return v
+		}
+		v = string(d)
+		if i := strings.IndexByte(v, '|'); i >= 0 {
+			v = strings.ReplaceAll(v, "|", " ")
+		}
+	}
+	return v
+}
+
+func TestLogin_NextNeverLeavesTheServer(t *testing.T) {
+	s := newServer(t, func(o *apiserver.Options) { o.BaseURL = "/nb/" })
+	browser(t, s)
+	xsrf := func() string {
+		r := s.do("GET", "/nb/login", nil, "Authorization", "")
+		m := xsrfField.FindSubmatch(r.body)
+		if m == nil {
+			t.Fatalf("GET /nb/login: %d %s", r.status, r.body)
+		}
+		return html.UnescapeString(string(m[1]))
+	}()
+	for next, want := range map[string]string{
+		"/nb/tree/a b":           "/nb/tree/a b",
+		"//evil.example/nb/":     "/nb/",
+		"/nb/\\evil.example":     "/nb/",
+		"https://evil.example/":  "/nb/",
+		"/nb/\t/evil":            "/nb/",
+		"/other/":                "/nb/",
+		"javascript:alert(1)":    "/nb/",
+		"/nb/ok?x=1":             "/nb/ok?x=1",
+		"/nb/../../evil.example": "/nb/",
+	} {
+		r := s.do("POST", "/nb/login", url.Values{"password": {testToken}, "_xsrf": {xsrf}, "next": {next}}.Encode(),
+			"Authorization", "", "Content-Type", "application/x-www-form-urlencoded")
+		if r.status != http.StatusFound || r.header.Get("Location") != want {
+			t.Errorf("next %q: %d to %q, want %q", next, r.status, r.header.Get("Location"), want)
+		}
+		if loc, err := url.Parse(r.header.Get("Location")); err != nil || loc.Host != "" {
+			t.Errorf("next %q goes to another host: %q", next, r.header.Get("Location"))
+		}
+	}
+}
+
+func TestLogin_CallbackWithoutALoginUnderWayIs400(t *testing.T) {
+	s := newServer(t)
+	browser(t, s)
+	expect(t, s.do("GET", "/oauth_callback?code=c&state=s", nil, "Authorization", ""), http.StatusBadRequest)
+	expect(t, s.do("GET", "/login?provider=oidc", nil, "Authorization", ""), http.StatusNotFound)
+}
