@@ -2,8 +2,10 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nbkube/nbkube/internal/builder"
 )
@@ -22,4 +24,21 @@ func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	})
 	fs.Int64Var(&o.RunAsUser, "run-as-user", o.RunAsUser, "user id of kernel and cluster processes")
 	fs.Int64Var(&o.RunAsGroup, "run-as-group", o.RunAsGroup, "group id of kernel and cluster processes and their volumes")
+	quantityFlag(fs, &o.ScratchSize, "scratch-size", "size limit of each scratch volume (home, /tmp) of kernel and cluster pods; the kubelet evicts a pod that writes more (0: unbounded)")
+	quantityFlag(fs, &o.ScratchRequest, "scratch-request", "ephemeral storage requested by kernel and cluster containers whose resources name none (0: none)")
+}
+
+// quantityFlag binds a Kubernetes quantity (1Gi, 500M, 0) to a flag.
+func quantityFlag(fs *flag.FlagSet, q *resource.Quantity, name, usage string) {
+	fs.Func(name, usage+" (default "+q.String()+")", func(s string) error {
+		v, err := resource.ParseQuantity(s)
+		if err != nil {
+			return err
+		}
+		if v.Sign() < 0 {
+			return fmt.Errorf("%s must not be negative", s)
+		}
+		*q = v
+		return nil
+	})
 }

@@ -45,6 +45,13 @@ type Options struct {
 	RunAsUser, RunAsGroup int64
 	// RSTRenderer shapes the reStructuredText renderer's pods.
 	RSTRenderer RSTRendererOptions
+	// ScratchSize bounds each scratch volume (the home and /tmp emptyDirs) of kernel and
+	// cluster pods: the kubelet evicts a pod that writes more, so one user's runaway writes
+	// cannot fill a node's disk under everyone's pods. Zero leaves them unbounded.
+	ScratchSize resource.Quantity
+	// ScratchRequest is the ephemeral storage that kernel and cluster containers request when
+	// their resources name none, so that the scheduler counts their scratch space.
+	ScratchRequest resource.Quantity
 }
 
 // DefaultOptions are the settings used when a flag is not given.
@@ -58,6 +65,8 @@ func DefaultOptions() Options {
 		RunAsUser:           1000,
 		RunAsGroup:          100,
 		RSTRenderer:         DefaultRSTRendererOptions(),
+		ScratchSize:         resource.MustParse("1Gi"),
+		ScratchRequest:      resource.MustParse("64Mi"),
 	}
 }
 
@@ -100,6 +109,33 @@ func (o Options) podSecurity() *corev1.PodSecurityContext {
 
 func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+}
+
+// scratch is a scratch emptyDir of a kernel or cluster pod, bounded by ScratchSize.
+func (o Options) scratch(name string) corev1.Volume {
+	v := emptyDir(name)
+	if !o.ScratchSize.IsZero() {
+		v.EmptyDir.SizeLimit = ptr.To(o.ScratchSize.DeepCopy())
+	}
+	return v
+}
+
+// requestScratch makes r request ScratchRequest of ephemeral storage unless it names an
+// ephemeral-storage request or limit of its own (a limit alone is the request too).
+func (o Options) requestScratch(r *corev1.ResourceRequirements) {
+	if o.ScratchRequest.IsZero() {
+		return
+	}
+	if _, ok := r.Requests[corev1.ResourceEphemeralStorage]; ok {
+		return
+	}
+	if _, ok := r.Limits[corev1.ResourceEphemeralStorage]; ok {
+		return
+	}
+	if r.Requests == nil {
+		r.Requests = corev1.ResourceList{}
+	}
+	r.Requests[corev1.ResourceEphemeralStorage] = o.ScratchRequest.DeepCopy()
 }
 
 // agentMount is where the agent's container finds the agent binary, read-only.

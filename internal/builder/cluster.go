@@ -207,6 +207,8 @@ func clusterPod(c *nbv1.Cluster, o Options, prefix, component string, container 
 	for i, f := range files {
 		items[i] = corev1.KeyToPath{Key: f, Path: f}
 	}
+	container.Resources = *container.Resources.DeepCopy()
+	o.requestScratch(&container.Resources)
 	meta := objectMeta(c, clusterGVK, "", ClusterLabels(c, component))
 	meta.GenerateName = prefix + "-"
 	meta.Annotations = annotations
@@ -220,8 +222,8 @@ func clusterPod(c *nbv1.Cluster, o Options, prefix, component string, container 
 			SecurityContext:              o.podSecurity(),
 			Containers:                   []corev1.Container{container},
 			Volumes: []corev1.Volume{
-				emptyDir("profile"),
-				emptyDir("tmp"),
+				o.scratch("profile"),
+				o.scratch("tmp"),
 				{Name: "cluster-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: ClusterSecretName(c), Items: items, DefaultMode: ptr.To[int32](0o440),
 				}}},

@@ -144,14 +144,15 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 					// Group-readable: the files belong to root and the pod's fsGroup.
 					DefaultMode: ptr.To[int32](0o440),
 				}}},
-				emptyDir("home"),
-				emptyDir("tmp"),
+				o.scratch("home"),
+				o.scratch("tmp"),
 				{Name: "contents", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
 					ClaimName: o.ContentsClaim,
 				}}},
 			},
 		},
 	}
+	o.requestScratch(&pod.Spec.Containers[0].Resources)
 	o.addAgent(&pod.Spec)
 	attachCluster(pod, k.Spec.Cluster)
 	return pod

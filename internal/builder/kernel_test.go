@@ -238,3 +238,63 @@ func TestKernelSecret_IsImmutableAndOwned(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+func TestScratchVolumes_AreBoundedAndRequested(t *testing.T) {
+	o := DefaultOptions()
+	o.ScratchSize, o.ScratchRequest = resource.MustParse("2Gi"), resource.MustParse("100Mi")
+	pods := map[string]*corev1.Pod{
+		"kernel":     KernelPod(testKernel(nil), testSpec(nil), o),
+		"controller": ClusterControllerPod(testCluster(1), o),
+		"engine":     ClusterEnginePod(testCluster(1), o, "u"),
+	}
+	for name, pod := range pods {
+		scratch := 0
+		for _, v := range pod.Spec.Volumes {
+			if v.EmptyDir == nil || v.Name == "agent-bin" {
+				continue
+			}
+			scratch++
+			if v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.String() != "2Gi" {
+				t.Errorf("%s: scratch volume %s has size limit %v, want 2Gi", name, v.Name, v.EmptyDir.SizeLimit)
+			}
+		}
+		if scratch != 2 {
+			t.Errorf("%s: %d scratch volumes, want 2", name, scratch)
+		}
+		if got := pod.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage]; got.String() != "100Mi" {
+			t.Errorf("%s: ephemeral-storage request %s, want 100Mi", name, got.String())
+		}
+	}
+
+	// A spec's own ephemeral storage, request or limit, is kept as it is.
+	spec := testSpec(func(s *nbv1.KernelSpec) {
+		s.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("5Gi")}
+	})
+	pod := KernelPod(testKernel(nil), spec, o)
+	if _, ok := pod.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage]; ok {
+		t.Errorf("a request was added below the spec's limit: %v", pod.Spec.Containers[0].Resources)
+	}
+	if _, ok := spec.Spec.Resources.Requests[corev1.ResourceEphemeralStorage]; ok {
+		t.Error("the builder wrote into the KernelSpec's resources")
+	}
+	c := testCluster(1)
+	c.Spec.EngineResources.Requests = corev1.ResourceList{corev1.ResourceEphemeralStorage: resource.MustParse("3Gi")}
+	if got := ClusterEnginePod(c, o, "u").Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage]; got.String() != "3Gi" {
+		t.Errorf("engine's own request replaced: %s", got.String())
+	}
+	if _, ok := c.Spec.EngineResources.Requests[corev1.ResourceEphemeralStorage]; !ok || len(c.Spec.EngineResources.Requests) != 1 {
+		t.Error("the builder changed the Cluster's resources")
+	}
+
+	// Zero options leave both out.
+	o.ScratchSize, o.ScratchRequest = resource.Quantity{}, resource.Quantity{}
+	pod = KernelPod(testKernel(nil), testSpec(nil), o)
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil {
+			t.Errorf("unbounded options bound %s", v.Name)
+		}
+	}
+	if _, ok := pod.Spec.Containers[0].Resources.Requests[corev1.ResourceEphemeralStorage]; ok {
+		t.Error("zero ScratchRequest requested storage")
+	}
+}
