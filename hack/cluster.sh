@@ -386,6 +386,9 @@ EOF
   #    well-used test disk, and an image removed by GC could not be pulled back (no registry).
   #  * containerd 1.6 lacks the RuntimeConfig call; the kubelet logs "Unimplemented" once and
   #    keeps its own cgroupDriver, which works.
+  #  * syncFrequency 10s, not 1m: the kubelet writes a changed Secret into a pod's volume when it
+  #    next syncs the pod, every syncFrequency plus up to half of it again, so a test that changes
+  #    a mounted Secret (the users file) would wait 60-90 s for it.
   mkdir -p "$DIR/kubelet"
   cat >"$DIR/kubelet-config.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -421,6 +424,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 rotateCertificates: false
 serverTLSBootstrap: false
+syncFrequency: 10s
 EOF
 
   # kube-proxy in iptables mode. conntrack maxPerCore 0 and zero timeouts leave the machine's

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -88,9 +89,15 @@ func splitImage(ref string) (string, string) {
 }
 
 func (e *helmEnv) helmArgs(verb string, extra ...string) []string {
+	return e.helmArgsOf(helmRelease, helmNamespace, verb, extra...)
+}
+
+// helmArgsOf are the arguments of helm verb for the release in namespace, with this run's
+// images and contents class.
+func (e *helmEnv) helmArgsOf(release, namespace, verb string, extra ...string) []string {
 	repo, tag := splitImage(e.image)
 	krepo, ktag := splitImage(e.kernelImage)
-	args := []string{verb, helmRelease, "../../charts/nbkube", "--namespace", helmNamespace, "--wait", "--timeout", "5m",
+	args := []string{verb, release, "../../charts/nbkube", "--namespace", namespace, "--wait", "--timeout", "5m",
 		"--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never",
 		"--set", "kernelImage.repository=" + krepo, "--set", "kernelImage.tag=" + ktag,
 		"--set", "contents.storageClass=" + contentsClass, "--set", "contents.size=1Gi"}
@@ -106,28 +113,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	ctx := t.Context()
 	c := env.client
 
-	// The volume of the notebooks: a hostPath PersistentVolume (this cluster has no
-	// provisioner), owned by the kernels' user as a real storage class would make it.
-	if err := os.MkdirAll(env.contentsDir, 0o775); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chown(env.contentsDir, 1000, 100); err != nil {
-		t.Fatal(err)
-	}
-	pv := &corev1.PersistentVolume{
-		ObjectMeta: metav1.ObjectMeta{Name: contentsClass},
-		Spec: corev1.PersistentVolumeSpec{
-			StorageClassName:              contentsClass,
-			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
-			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
-			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: env.contentsDir}},
-		},
-	}
-	if err := c.Create(ctx, pv); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(ctx, pv) })
+	env.contentsVolume(t, contentsClass, env.contentsDir)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmNamespace}}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +136,33 @@ func TestHelm_InARealCluster(t *testing.T) {
 	t.Run("uninstall leaves nothing", func(t *testing.T) { testHelmUninstall(t, env) })
 }
 
+// contentsVolume makes the volume of a release's notebooks, of storage class class, in dir:
+// a hostPath PersistentVolume (this cluster has no provisioner), owned by the kernels' user
+// as a real storage class would make it.
+func (e *helmEnv) contentsVolume(t *testing.T, class, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 1000, 100); err != nil {
+		t.Fatal(err)
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: class},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              class,
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir}},
+		},
+	}
+	if err := e.client.Create(t.Context(), pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.client.Delete(context.Background(), pv) })
+}
+
 // api reaches the installed API server through its Service's cluster IP (kube-proxy routes
 // it from the node too), with the token from the Secret the chart made.
 func (e *helmEnv) api(t *testing.T) *jupyterAPI {
@@ -158,13 +171,19 @@ func (e *helmEnv) api(t *testing.T) *jupyterAPI {
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube-auth"}, secret); err != nil {
 		t.Fatal(err)
 	}
-	svc := &corev1.Service{}
-	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube"}, svc); err != nil {
-		t.Fatal(err)
-	}
-	api := newJupyterAPI(fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), string(secret.Data["token"]), 5*time.Minute)
+	api := newJupyterAPI(e.serviceURL(t, helmRelease, helmNamespace), string(secret.Data["token"]), 5*time.Minute)
 	waitAPI(t, api)
 	return api
+}
+
+// serviceURL is the base URL of the release's API server Service.
+func (e *helmEnv) serviceURL(t *testing.T, release, namespace string) string {
+	t.Helper()
+	svc := &corev1.Service{}
+	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: release + "-nbkube"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port)
 }
 
 // waitAPIServers waits until exactly n API server pods exist, none of them in old, all ready:

@@ -1,0 +1,220 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// A release of its own, beside TestHelm_InARealCluster's: its users are those of a users
+// file, and what it checks is the kubelet's update of a mounted Secret, which the other
+// release's upgrade (a new pod) would not exercise.
+const (
+	usersNamespace     = "nbkube-e2e-users"
+	usersRelease       = "nbu"
+	usersContentsClass = "nbkube-e2e-users-contents"
+	// usersSecretApplied bounds how long a changed users Secret takes to apply: the kubelet's
+	// next sync of the pod (hack/cluster.sh shortens its period), the users file's check
+	// interval, then the identity cache's TTL for a token it already knew.
+	usersSecretApplied = 2 * time.Minute
+)
+
+// TestHelm_UsersSecretChangesApplyWithoutARestart installs the chart with the users provider:
+// each user sees only their own kernels and the file's admin sees everyone's with owners.
+// Then the users Secret changes, as an admin would change it with kubectl: one user's token
+// rotates and another is removed. The kubelet swaps the mounted file and the same API server
+// pod, not restarted, refuses the old token and the removed user, takes the new token, and
+// closes the WebSocket the old token opened.
+func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
+	env := newHelmEnv(t)
+	ctx := t.Context()
+	c := env.client
+
+	tokens := map[string]string{}
+	for _, name := range []string{"ann", "ben", "root"} {
+		tokens[name] = newUsersToken(t, name)
+	}
+	values := usersValues(t, tokens, "root")
+	env.contentsVolume(t, usersContentsClass, filepath.Join(filepath.Dir(env.contentsDir), "users-notebooks"))
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: usersNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Uninstalled so that the release's kernels go before the namespace does.
+		_ = exec.Command(env.helm, "uninstall", usersRelease, "--namespace", usersNamespace, "--wait", "--timeout", "2m").Run()
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: usersNamespace}})
+	})
+	// One replica: the assertions after the Secret's change are about the pod the kubelet
+	// updates, and a second one would only make the Service's answers depend on its turn.
+	env.run(t, env.helm, env.helmArgsOf(usersRelease, usersNamespace, "install",
+		"--set", "contents.storageClass="+usersContentsClass, "--set", "apiserver.replicas=1", "-f", values)...)
+
+	base := env.serviceURL(t, usersRelease, usersNamespace)
+	as := func(name string) *jupyterAPI { return newJupyterAPI(base, tokens[name], 5*time.Minute) }
+	waitAPI(t, as("root"))
+	pod := usersAPIServerPod(t, env)
+
+	start := time.Now()
+	ann, ben := as("ann").startKernel(t), as("ben").startKernel(t)
+	t.Logf("two kernels started in %.1fs", time.Since(start).Seconds())
+	as("ann").call(t, http.MethodGet, "api/kernels/"+ben, nil).want(t, http.StatusNotFound)
+	as("ben").call(t, http.MethodGet, "api/kernels/"+ann, nil).want(t, http.StatusNotFound)
+	if got := kernelOwners(t, as("ann")); !slices.Equal(got, []string{ann + "=ann"}) {
+		t.Errorf("ann lists %v", got)
+	}
+	if got, want := kernelOwners(t, as("root")), slices.Sorted(slices.Values([]string{ann + "=ann", ben + "=ben"})); !slices.Equal(got, want) {
+		t.Errorf("the admin lists %v, want %v", got, want)
+	}
+	annWS := dialJupyterWS(t, as("ann"), "api/kernels/"+ann+"/channels", "")
+
+	// ann's token rotates and ben goes, in the Secret the chart made.
+	oldAnn, oldBen := tokens["ann"], tokens["ben"]
+	tokens["ann"] = newUsersToken(t, "ann")
+	delete(tokens, "ben")
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: usersNamespace, Name: usersRelease + "-nbkube-users"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["users.yaml"] = usersFile(t, tokens, "root")
+	if err := c.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	t.Logf("users Secret updated at %s", changed.UTC().Format("15:04:05.000"))
+	wsClosed := make(chan time.Duration, 1)
+	go func() { <-annWS.done; wsClosed <- time.Since(changed) }()
+
+	// A token the server has not seen is answered from the file, so the new one's first 200
+	// tells when the kubelet's swap reached the server (within the file's check interval and
+	// the negative cache's TTL).
+	waitStatus(t, as("ann"), http.StatusOK, "ann's new token works")
+	t.Logf("ann's new token works %.1fs after the Secret changed", time.Since(changed).Seconds())
+	waitStatus(t, newJupyterAPI(base, oldAnn, time.Minute), http.StatusForbidden, "ann's old token is refused")
+	waitStatus(t, newJupyterAPI(base, oldBen, time.Minute), http.StatusForbidden, "ben's token is refused")
+	t.Logf("ann's old token and ben's refused %.1fs after the Secret changed", time.Since(changed).Seconds())
+	select {
+	case after := <-wsClosed:
+		if !websocket.IsCloseError(annWS.readErr, websocket.ClosePolicyViolation) {
+			t.Errorf("the WebSocket of ann's old token ended with %v, want a policy-violation close", annWS.readErr)
+		}
+		t.Logf("the WebSocket of ann's old token closed %.1fs after the Secret changed", after.Seconds())
+	case <-time.After(usersSecretApplied - time.Since(changed)):
+		t.Error("the WebSocket of ann's old token is still open")
+	}
+	as("ann").call(t, http.MethodGet, "api/kernels/"+ann, nil).want(t, http.StatusOK)
+	as("root").call(t, http.MethodGet, "api/kernels/"+ben, nil).want(t, http.StatusOK)
+
+	if now := usersAPIServerPod(t, env); now.UID != pod.UID || restarts(now) != restarts(pod) {
+		t.Errorf("the API server pod was replaced or restarted: %s (%d restarts), was %s (%d)", now.UID, restarts(now), pod.UID, restarts(pod))
+	}
+}
+
+// newUsersToken is a new token of the users provider for the user, as `nbkube users token`
+// makes it.
+func newUsersToken(t *testing.T, name string) string {
+	t.Helper()
+	tok, err := identity.NewUserToken(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// usersFile is the content of a users file of the users with these tokens, admins among them.
+func usersFile(t *testing.T, tokens map[string]string, admins ...string) []byte {
+	t.Helper()
+	var f identity.UsersFileContent
+	for _, name := range slices.Sorted(maps.Keys(tokens)) {
+		h, err := identity.HashSecret(tokens[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Users = append(f.Users, identity.UsersFileEntry{Name: name, Admin: slices.Contains(admins, name), TokenHash: h})
+	}
+	data, err := yaml.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// usersValues is a values file that turns the users provider on, alone, with these users.
+func usersValues(t *testing.T, tokens map[string]string, admins ...string) string {
+	t.Helper()
+	var f identity.UsersFileContent
+	if err := yaml.Unmarshal(usersFile(t, tokens, admins...), &f); err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.Marshal(map[string]any{"auth": map[string]any{"type": []string{identity.KindUsers}, "users": map[string]any{"list": f.Users}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// kernelOwners lists the kernels the client sees as id=owner, sorted.
+func kernelOwners(t *testing.T, api *jupyterAPI) []string {
+	t.Helper()
+	var list []struct{ ID, Owner string }
+	api.getJSON(t, "api/kernels", &list)
+	out := make([]string, 0, len(list))
+	for _, k := range list {
+		out = append(out, k.ID+"="+k.Owner)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// waitStatus waits until GET /api/kernels with the client's token answers status.
+func waitStatus(t *testing.T, api *jupyterAPI, status int, what string) {
+	t.Helper()
+	testenv.Eventually(t, what, usersSecretApplied, func() error {
+		if r := api.call(t, http.MethodGet, "api/kernels", nil); r.status != status {
+			return errors.New(http.StatusText(r.status))
+		}
+		return nil
+	})
+}
+
+// usersAPIServerPod is the users release's one API server pod.
+func usersAPIServerPod(t *testing.T, env *helmEnv) *corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := env.client.List(t.Context(), pods, client.InNamespace(usersNamespace), client.MatchingLabels{"app.kubernetes.io/component": "apiserver"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d API server pods, want 1", len(pods.Items))
+	}
+	return &pods.Items[0]
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, s := range p.Status.ContainerStatuses {
+		n += s.RestartCount
+	}
+	return n
+}
