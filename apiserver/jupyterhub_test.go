@@ -3,9 +3,13 @@ package apiserver_test
 import (
 	"net/http"
 	"net/http/cookiejar"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -57,4 +61,57 @@ func TestJupyterHub_EachHubUserSeesTheirOwnAndTheHubAdminSeesAll(t *testing.T) {
 	eventuallyForbidden(t, s, "")
 	s.hc.Jar = nil
 	expect(t, s.do("GET", "/api/kernels", nil, as("root")...), http.StatusOK)
+}
+
+// A Hub user's open channels stay open while the Hub knows them, and close when the Hub's
+// admin removes them; their token is then 403.
+func TestJupyterHub_RemovedHubUsersChannelsAreClosed(t *testing.T) {
+	hub := testenv.StartJupyterHub(t, testenv.HubConfig{Users: []string{"ann", "ben"}})
+	tokens := map[string]string{}
+	for _, user := range []string{"ann", "ben"} {
+		tokens[user], _ = hub.UserToken(t, user)
+	}
+	p, err := identity.NewJupyterHub(identity.JupyterHubOptions{APIURL: hub.APIURL, ServiceToken: hub.ServiceToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := startAgent(t)
+	s := newServer(t, func(o *apiserver.Options) {
+		o.Providers = []identity.Provider{p}
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+		o.Kernels = &oneKernel{id: "k1", ep: ep}
+	})
+	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
+	dial := func(user string) *websocket.Conn {
+		ws, resp, err := websocket.DefaultDialer.Dial(base+user, http.Header{"Authorization": {"token " + tokens[user]}})
+		if err != nil {
+			t.Fatalf("dial: %v %v", err, resp)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	ann, ben := dial("ann"), dial("ben")
+	time.Sleep(4 * authTTL) // several re-validations with the Hub pass
+	if got := execute(t, ann, false, "1+1"); got != "2" {
+		t.Fatalf("1+1 = %q", got)
+	}
+	hub.RemoveUser(t, "ann")
+	closed := make(chan error, 1)
+	go func() {
+		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := ann.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("the removed user's connection ended with %v, want a policy-violation close", err)
+	}
+	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "token "+tokens["ann"]), http.StatusForbidden)
+	if got := execute(t, ben, false, "2+2"); got != "4" {
+		t.Errorf("ben's connection after ann's removal: 2+2 = %q", got)
+	}
+	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "token "+tokens["ben"]), http.StatusOK)
 }
