@@ -34,6 +34,15 @@ type JupyterHubOptions struct {
 	Timeout time.Duration
 	// Client makes the calls; a client with bounded connection and answer times when nil.
 	Client *http.Client
+
+	// OAuthClientID is nbkube's OAuth client id at the Hub, for browser logins: JupyterHub
+	// names a service's client "service-<name>"; DefaultJupyterHubOAuthClientID when empty.
+	// Its secret is ServiceToken, as JupyterHub registers it.
+	OAuthClientID string
+	// AuthorizeURL is the Hub's OAuth authorization endpoint as browsers reach it, the Hub's
+	// public URL, e.g. https://hub.example.org/hub/api/oauth2/authorize; APIURL +
+	// "/oauth2/authorize" when empty, which suits only a Hub whose API URL browsers reach.
+	AuthorizeURL string
 }
 
 // JupyterHub is the provider of the users of a JupyterHub, with nbkube registered as a Hub
@@ -41,6 +50,10 @@ type JupyterHubOptions struct {
 // and the user's name, admin flag and groups are the Hub's model of them, read with the
 // service's token. The credential fingerprint is the name with the Hub's creation time of
 // the user, so a removed and re-created user's logins end.
+//
+// It is also a BrowserProvider: with the service's oauth_redirect_uri registered at the Hub,
+// users log in through the Hub's OAuth, and their login is the Hub's OAuth access token,
+// good for as long as the Hub keeps the token and the user (jupyterhub_oauth.go).
 type JupyterHub struct {
 	o   JupyterHubOptions
 	api string
@@ -54,6 +67,14 @@ func NewJupyterHub(o JupyterHubOptions) (*JupyterHub, error) {
 	api, err := url.Parse(strings.TrimSuffix(o.APIURL, "/"))
 	if err != nil || (api.Scheme != "http" && api.Scheme != "https") || api.Host == "" {
 		return nil, fmt.Errorf("the Hub's API URL %q is not an http(s) URL", o.APIURL)
+	}
+	if o.OAuthClientID == "" {
+		o.OAuthClientID = DefaultJupyterHubOAuthClientID
+	}
+	if o.AuthorizeURL == "" {
+		o.AuthorizeURL = api.String() + "/oauth2/authorize"
+	} else if a, err := url.Parse(o.AuthorizeURL); err != nil || (a.Scheme != "http" && a.Scheme != "https") || a.Host == "" {
+		return nil, fmt.Errorf("the Hub's authorization URL %q is not an http(s) URL", o.AuthorizeURL)
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultJupyterHubTimeout
