@@ -16,6 +16,7 @@ import (
 
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // writePasswordsFile writes a users file of name → password, and swaps it in atomically.
@@ -219,4 +220,105 @@ func TestLogin_CallbackWithoutALoginUnderWayIs400(t *testing.T) {
 	browser(t, s)
 	expect(t, s.do("GET", "/oauth_callback?code=c&state=s", nil, "Authorization", ""), http.StatusBadRequest)
 	expect(t, s.do("GET", "/login?provider=oidc", nil, "Authorization", ""), http.StatusNotFound)
+}
+
+// asCookies are the headers that authenticate as the browser whose cookies jar holds for s:
+// its cookies, the XSRF header that state-changing requests need, and no token.
+func asCookies(t *testing.T, s *testServer, jar http.CookieJar) []string {
+	t.Helper()
+	u, err := url.Parse(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pairs []string
+	xsrf, login := "", false
+	for _, c := range jar.Cookies(u) {
+		pairs = append(pairs, c.Name+"="+c.Value)
+		switch {
+		case c.Name == "_xsrf":
+			xsrf = c.Value
+		case strings.HasPrefix(c.Name, "nbkube-user-"):
+			login = true
+		}
+	}
+	if !login || xsrf == "" {
+		t.Fatalf("the browser has no login cookie and XSRF cookie: %v", pairs)
+	}
+	return []string{"Authorization", "", "Cookie", strings.Join(pairs, "; "), "X-XSRFToken", xsrf}
+}
+
+// formLogin logs a fresh browser in through the login form and returns its headers.
+func formLogin(t *testing.T, s *testServer, name, password string) []string {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &testServer{t: t, url: s.url, root: s.root, hc: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	r := postLogin(t, b, url.Values{"username": {name}, "password": {password}, "_xsrf": {loginForm(t, b)}})
+	if r.status != http.StatusFound {
+		t.Fatalf("%s's login: %d %s", name, r.status, r.body)
+	}
+	return asCookies(t, b, jar)
+}
+
+// browserLogin logs a fresh browser in through the browser provider of that kind: nbkube
+// sends it to the provider, drive plays the user at the provider and returns where the
+// provider sends the browser back, and nbkube's callback sets the login. It returns the
+// browser's headers.
+func browserLogin(t *testing.T, s *testServer, kind string, drive func(loginURL string) *url.URL) []string {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &testServer{t: t, url: s.url, root: s.root, hc: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	r := b.do("GET", "/login?provider="+kind+"&next=/api/kernels", nil, "Authorization", "")
+	if r.status != http.StatusFound {
+		t.Fatalf("GET /login?provider=%s: %d %s", kind, r.status, r.body)
+	}
+	back := drive(r.header.Get("Location"))
+	if want := s.url + "/oauth_callback"; back.Scheme+"://"+back.Host+back.Path != want {
+		t.Fatalf("the provider sends the browser back to %s, want %s", back, want)
+	}
+	r = b.do("GET", "/oauth_callback?"+back.RawQuery, nil, "Authorization", "")
+	if r.status != http.StatusFound || r.header.Get("Location") != "/api/kernels" {
+		t.Fatalf("the callback: %d to %q; %s", r.status, r.header.Get("Location"), r.body)
+	}
+	return asCookies(t, b, jar)
+}
+
+func TestLogin_EachFormLoginSeesTheirOwn(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	owners := map[string]string{"ann": "ann", "ben": "ben"}
+	createOwned(t, c, ns, owners)
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("users:\n- name: ann\n  password_hash: %q\n- name: ben\n  password_hash: %q\n- name: root\n  admin: true\n  password_hash: %q\n",
+		hash(t, "ann pw"), hash(t, "ben pw"), hash(t, "root pw"))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	users, err := identity.NewUsersFile(path, identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ownedServer(t, c, ns, users)
+	browsers := map[string][]string{}
+	for _, u := range []string{"ann", "ben", "root"} {
+		browsers[u] = formLogin(t, s, u, u+" pw")
+	}
+	checkEachSeesTheirOwn(t, s, owners, "ann", "ben", "root", func(user string) []string { return browsers[user] })
+	// The cookie without its XSRF header changes nothing.
+	expect(t, s.do("DELETE", "/api/kernels/k-ann", nil, browsers["ann"][:4]...), http.StatusForbidden)
+}
+
+func hash(t *testing.T, secret string) string {
+	t.Helper()
+	h, err := identity.HashSecret(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

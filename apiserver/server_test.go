@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -37,7 +38,19 @@ func newServer(t *testing.T, opts ...serverOption) *testServer {
 
 func newServerAt(t *testing.T, root string, opts ...serverOption) *testServer {
 	t.Helper()
-	hs := httptest.NewServer(newHandler(t, root, opts...))
+	return newServerOn(t, nil, root, opts...)
+}
+
+// newServerOn serves on l (a fresh loopback port when nil): a test that must tell a provider
+// the server's address before the server exists listens first.
+func newServerOn(t *testing.T, l net.Listener, root string, opts ...serverOption) *testServer {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(newHandler(t, root, opts...))
+	if l != nil {
+		hs.Listener.Close()
+		hs.Listener = l
+	}
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return &testServer{t: t, url: hs.URL, root: root, hc: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

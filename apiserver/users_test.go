@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -80,7 +81,13 @@ func createOwned(t *testing.T, c client.Client, ns string, owners map[string]str
 // ownedServer is an API server over the real resources of ns whose users the providers know.
 func ownedServer(t *testing.T, c client.Client, ns string, providers ...identity.Provider) *testServer {
 	t.Helper()
-	return newServer(t, func(o *apiserver.Options) {
+	return ownedServerOn(t, nil, c, ns, providers...)
+}
+
+// ownedServerOn is ownedServer listening on l.
+func ownedServerOn(t *testing.T, l net.Listener, c client.Client, ns string, providers ...identity.Provider) *testServer {
+	t.Helper()
+	return newServerOn(t, l, t.TempDir(), func(o *apiserver.Options) {
 		specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
 		kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}
 		o.Kernels = kernels

@@ -28,6 +28,8 @@ type authFlags struct {
 	usersFile    string
 	hubAPIURL    string
 	hubTokenFile string
+	// hubAuthorizeURL and hubClientID make nbkube the Hub's OAuth client for browser logins.
+	hubAuthorizeURL, hubClientID string
 }
 
 // hubTokenEnv is where a JupyterHub service finds its API token, by the Hub's convention;
@@ -47,6 +49,8 @@ func (f *authFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.usersFile, "users-file", "", "the users file of --auth=users (YAML; re-read when it changes)")
 	fs.StringVar(&f.hubAPIURL, "hub-api-url", os.Getenv("JUPYTERHUB_API_URL"), "the JupyterHub API of --auth=jupyterhub, e.g. http://hub:8081/hub/api (default $JUPYTERHUB_API_URL)")
 	fs.StringVar(&f.hubTokenFile, "hub-api-token-file", "", "a file holding nbkube's API token as a JupyterHub service (default: $"+hubTokenEnv+")")
+	fs.StringVar(&f.hubAuthorizeURL, "hub-authorize-url", "", "the Hub's OAuth authorization endpoint as browsers reach it, e.g. https://hub.example.org/hub/api/oauth2/authorize (default: --hub-api-url + /oauth2/authorize)")
+	fs.StringVar(&f.hubClientID, "hub-oauth-client-id", identity.DefaultJupyterHubOAuthClientID, "nbkube's OAuth client id at the Hub: service-<the service's name>")
 }
 
 func parseAuthKinds(s string) ([]string, error) {
@@ -141,5 +145,6 @@ func (f *authFlags) jupyterHub() (*identity.JupyterHub, error) {
 	if token == "" {
 		return nil, errors.New("--auth=jupyterhub needs the service's API token in $" + hubTokenEnv + " or --hub-api-token-file")
 	}
-	return identity.NewJupyterHub(identity.JupyterHubOptions{APIURL: f.hubAPIURL, ServiceToken: token})
+	return identity.NewJupyterHub(identity.JupyterHubOptions{APIURL: f.hubAPIURL, ServiceToken: token,
+		AuthorizeURL: f.hubAuthorizeURL, OAuthClientID: f.hubClientID})
 }

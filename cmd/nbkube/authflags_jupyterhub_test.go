@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -57,4 +58,29 @@ func TestAuthFlag_JupyterHubAsksTheHubWithTheServiceToken(t *testing.T) {
 	t.Setenv(hubTokenEnv, hub.ServiceToken)
 	t.Setenv("JUPYTERHUB_API_URL", hub.APIURL)
 	check("--auth=jupyterhub,token")
+
+	// Browsers are sent to the Hub's public authorization endpoint, as nbkube's OAuth client.
+	f, err := parseAuth(t, "--auth=jupyterhub", "--hub-authorize-url=https://hub.example.org/hub/api/oauth2/authorize", "--hub-oauth-client-id=service-nb2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, ok := ps[0].(identity.BrowserProvider)
+	if !ok {
+		t.Fatal("the jupyterhub provider logs no browser in")
+	}
+	login, err := url.Parse(bp.LoginURL("http://nbkube.example/oauth_callback", "st", "verifier-verifier-verifier-verifier-verifier"))
+	if err != nil || login.Host != "hub.example.org" || login.Path != "/hub/api/oauth2/authorize" || login.Query().Get("client_id") != "service-nb2" {
+		t.Errorf("login URL %v, %v", login, err)
+	}
+	f, err = parseAuth(t, "--auth=jupyterhub", "--hub-authorize-url=ftp://hub.example.org/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard()); err == nil {
+		t.Error("an ftp authorization URL accepted")
+	}
 }
