@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
@@ -45,7 +46,16 @@ func (s *Server) stripTrailingSlash(c *gin.Context) {
 		return
 	}
 	if c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead {
-		target := "/" + strings.Trim(p, "/")
+		// This runs before authentication: the target must be a path of this server that no
+		// browser reads as another host. Browsers take "\" for "/" and drop tabs and line
+		// breaks, so "/\evil.example" would be "//evil.example"; such paths get no redirect
+		// (their routes answer 404), and the target keeps the path's encoding, which no
+		// browser resolves to a host.
+		if strings.ContainsRune(p, '\\') || strings.ContainsFunc(p, unicode.IsControl) {
+			c.Next()
+			return
+		}
+		target := "/" + strings.Trim(c.Request.URL.EscapedPath(), "/")
 		if c.Request.URL.RawQuery != "" {
 			target += "?" + c.Request.URL.RawQuery
 		}

@@ -305,3 +305,26 @@ func TestAPI_WithoutServicesAnswersAsWithNone(t *testing.T) {
 		}
 	}
 }
+
+// The trailing-slash redirect happens before authentication, so it must never send a browser
+// to another site: a path that a browser would read as another host (a backslash, a control
+// character it strips, a second slash) is not redirected, or only to a path of this server
+// (Jupyter Server's CVE-2020-26232 is this class).
+func TestAPI_TrailingSlashRedirectStaysOnTheServer(t *testing.T) {
+	s := newServer(t)
+	for _, p := range []string{"/%5Cevil.example/", "/%5C%5Cevil.example/", "/%09/evil.example/", "/%2F/evil.example/", "//evil.example/", "/%0D%0A/evil.example/", "/api/%5C/"} {
+		r := s.do("GET", p, nil, "Authorization", "")
+		loc := r.header.Get("Location")
+		if r.status >= 300 && r.status < 400 {
+			u, err := url.Parse(loc)
+			if err != nil || u.Host != "" || u.Scheme != "" || strings.HasPrefix(loc, "//") || strings.ContainsAny(loc, "\\\t\r\n") || !strings.HasPrefix(loc, "/") {
+				t.Errorf("GET %s redirects to %q, which a browser can read as another site", p, loc)
+			}
+		}
+	}
+	// Ordinary paths keep their redirect, encoded as they came.
+	r := s.do("GET", "/api/contents/a%20b/", nil)
+	if r.status != http.StatusFound || r.header.Get("Location") != "/api/contents/a%20b" {
+		t.Errorf("GET /api/contents/a%%20b/: %d to %q", r.status, r.header.Get("Location"))
+	}
+}
