@@ -72,7 +72,7 @@ verify: generate manifests fmt vet lint kustomize ## Regenerate code and manifes
 		git status --porcelain -- api config controllers charts go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: test
-test: k8s-bins test-deps helm ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
+test: k8s-bins hydra test-deps helm ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-e2e
@@ -127,6 +127,10 @@ run: build k8s-bins ## Run nbkube locally: embedded control plane, manager and l
 .PHONY: k8s-bins
 k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl from the Go module proxy (cached).
 	@hack/build-k8s.sh >/dev/null
+
+.PHONY: hydra
+hydra: ## Build ORY Hydra, the OpenID Connect provider the oidc identity tests run against (cached).
+	@hack/build-hydra.sh >/dev/null
 
 ##@ Tools
 
