@@ -46,7 +46,8 @@ type OIDCOptions struct {
 	IssuerURL string
 	// ClientID and ClientSecret are nbkube's as the provider's client. The secret is sent by
 	// HTTP basic authentication (client_secret_basic), or in the body (client_secret_post)
-	// when the provider's discovery document says it supports only that.
+	// when the provider's discovery document says it supports only that; without a secret,
+	// nbkube is a public client, which PKCE alone protects.
 	ClientID, ClientSecret string
 	// Scopes are asked for at login; "openid" is added when missing. When empty, they are
 	// openid with those of profile, email and groups the provider advertises (profile and
@@ -61,7 +62,8 @@ type OIDCOptions struct {
 	// AdminGroups and ActAsGroups are the groups whose members are admins and may act as other
 	// users.
 	AdminGroups, ActAsGroups []string
-	// Timeout bounds each call; DefaultOIDCTimeout when zero.
+	// Timeout bounds each call (FinishLogin's exchange, key fetch and userinfo together);
+	// DefaultOIDCTimeout when zero.
 	Timeout time.Duration
 	// Remember is how long a user's last access token is kept for Lookup; DefaultOIDCRemember
 	// when zero.
@@ -157,10 +159,10 @@ func NewOIDC(ctx context.Context, o OIDCOptions) (*OIDC, error) {
 	p.endpoint = provider.Endpoint()
 	// Said once, so that a refused code is refused once, with the provider's reason, rather
 	// than tried again with the secret elsewhere. Basic authentication is the default of
-	// OpenID Connect Discovery.
+	// OpenID Connect Discovery. A public client (no secret) names itself in the body.
 	p.endpoint.AuthStyle = oauth2.AuthStyleInHeader
-	if len(meta.TokenAuthMethods) > 0 && !slices.Contains(meta.TokenAuthMethods, "client_secret_basic") &&
-		slices.Contains(meta.TokenAuthMethods, "client_secret_post") {
+	if o.ClientSecret == "" || (len(meta.TokenAuthMethods) > 0 && !slices.Contains(meta.TokenAuthMethods, "client_secret_basic") &&
+		slices.Contains(meta.TokenAuthMethods, "client_secret_post")) {
 		p.endpoint.AuthStyle = oauth2.AuthStyleInParams
 	}
 	return p, nil

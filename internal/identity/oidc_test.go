@@ -2,6 +2,9 @@ package identity_test
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -135,6 +138,15 @@ func TestOIDC_BrowserLoginIsTheProvidersUser(t *testing.T) {
 	if l, err := byEmail.FinishLogin(ctx, callback, code, verifier); err == nil {
 		t.Errorf("login of ben, who has no email, by email: %+v; want an error", l.User)
 	}
+
+	// A public client (no secret) logs in with PKCE alone.
+	public, err := identity.NewOIDC(ctx, identity.OIDCOptions{IssuerURL: h.IssuerURL, ClientID: h.CreatePublicClient(t, callback)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := login(t, h, public, "ann", "ann-pw"); l.User.Name != "ann" {
+		t.Errorf("login of ann by a public client: %+v", l.User)
+	}
 }
 
 func sameUser(u, w *identity.User) bool {
@@ -229,5 +241,18 @@ func TestOIDC_UnreachableIssuerIsUnavailable(t *testing.T) {
 	_, err := identity.NewOIDC(t.Context(), identity.OIDCOptions{IssuerURL: "http://127.0.0.1:9", ClientID: "nbkube", Timeout: time.Second})
 	if !errors.Is(err, identity.ErrUnavailable) {
 		t.Errorf("NewOIDC of an unreachable issuer: %v; want ErrUnavailable", err)
+	}
+}
+
+// An answer of the provider is read up to a bound, not to its end.
+func TestOIDC_HugeAnswerIsRefused(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"issuer": "`+strings.Repeat("x", 2<<20)+`"}`)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := identity.NewOIDC(t.Context(), identity.OIDCOptions{IssuerURL: srv.URL, ClientID: "nbkube", Timeout: 5 * time.Second})
+	if !errors.Is(err, identity.ErrUnavailable) || !strings.Contains(err.Error(), "too large") {
+		t.Errorf("NewOIDC of an issuer answering 2 MiB: %v; want ErrUnavailable, too large", err)
 	}
 }

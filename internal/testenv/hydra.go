@@ -237,9 +237,26 @@ func (h *Hydra) adminCall(method, path string, body, out any, want int) error {
 }
 
 // CreateClient registers an OAuth 2 client for the authorization code flow coming back to
-// redirectURL, with a secret sent by HTTP basic authentication (or in the body), allowed the
-// scopes openid, offline_access, profile, email and groups.
+// redirectURL, with a secret sent by HTTP basic authentication (Hydra refuses it in the
+// body), allowed the scopes openid, offline_access, profile, email and groups.
 func (h *Hydra) CreateClient(t *testing.T, redirectURL string) (id, secret string) {
+	t.Helper()
+	id, secret = h.createClient(t, redirectURL, "client_secret_basic")
+	if secret == "" {
+		t.Fatalf("hydra's new client has no secret")
+	}
+	return id, secret
+}
+
+// CreatePublicClient registers a client as CreateClient does, but a public one: it has no
+// secret, and only PKCE binds its codes to it.
+func (h *Hydra) CreatePublicClient(t *testing.T, redirectURL string) (id string) {
+	t.Helper()
+	id, _ = h.createClient(t, redirectURL, "none")
+	return id
+}
+
+func (h *Hydra) createClient(t *testing.T, redirectURL, authMethod string) (id, secret string) {
 	t.Helper()
 	var c struct {
 		ClientID     string `json:"client_id"`
@@ -251,10 +268,10 @@ func (h *Hydra) CreateClient(t *testing.T, redirectURL string) (id, secret strin
 		"response_types":             []string{"code"},
 		"redirect_uris":              []string{redirectURL},
 		"scope":                      "openid offline_access profile email groups",
-		"token_endpoint_auth_method": "client_secret_basic",
+		"token_endpoint_auth_method": authMethod,
 	}, &c, http.StatusCreated)
-	if c.ClientID == "" || c.ClientSecret == "" {
-		t.Fatalf("hydra's new client has no id or secret")
+	if c.ClientID == "" {
+		t.Fatalf("hydra's new client has no id")
 	}
 	return c.ClientID, c.ClientSecret
 }
