@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,12 +16,8 @@ import (
 	"github.com/nbkube/nbkube/internal/identity"
 )
 
-// authKinds are the identity providers --auth can name; plannedAuthKinds are named in the
-// docs but not built yet, and refused with a message that says so.
-var (
-	authKinds        = []string{identity.KindToken, identity.KindUsers, identity.KindKubernetes, identity.KindJupyterHub}
-	plannedAuthKinds = []string{"oidc"}
-)
+// authKinds are the identity providers --auth can name.
+var authKinds = []string{identity.KindToken, identity.KindUsers, identity.KindKubernetes, identity.KindJupyterHub, identity.KindOIDC}
 
 // authFlags choose the identity providers of the API server.
 type authFlags struct {
@@ -30,6 +27,33 @@ type authFlags struct {
 	hubTokenFile string
 	// hubAuthorizeURL and hubClientID make nbkube the Hub's OAuth client for browser logins.
 	hubAuthorizeURL, hubClientID string
+	oidc                         oidcFlags
+}
+
+// oidcFlags configure the oidc provider; its client secret is never a flag, so that it shows
+// in no process list.
+type oidcFlags struct {
+	issuer, clientID, secretFile                 string
+	usernameClaim, groupsClaim, displayNameClaim string
+	scopes, adminGroups, actAsGroups             listFlag
+}
+
+// oidcSecretEnv holds the oidc client's secret when no file does.
+const oidcSecretEnv = "NBKUBE_OIDC_CLIENT_SECRET"
+
+// listFlag is a comma-separated list.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(s string) error {
+	*l = nil
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
 }
 
 // hubTokenEnv is where a JupyterHub service finds its API token, by the Hub's convention;
@@ -38,7 +62,7 @@ const hubTokenEnv = "JUPYTERHUB_API_TOKEN"
 
 func (f *authFlags) bind(fs *flag.FlagSet) {
 	f.kinds = []string{identity.KindToken}
-	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file), kubernetes (bearer tokens by TokenReview), jupyterhub (a JupyterHub's API tokens) (default token)", func(s string) error {
+	fs.Func("auth", "comma-separated identity `providers`, asked in order: token (the --token), users (--users-file), kubernetes (bearer tokens by TokenReview), jupyterhub (a JupyterHub's API tokens and OAuth login), oidc (OpenID Connect login, --oidc-*) (default token)", func(s string) error {
 		kinds, err := parseAuthKinds(s)
 		if err != nil {
 			return err
@@ -51,6 +75,16 @@ func (f *authFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.hubTokenFile, "hub-api-token-file", "", "a file holding nbkube's API token as a JupyterHub service (default: $"+hubTokenEnv+")")
 	fs.StringVar(&f.hubAuthorizeURL, "hub-authorize-url", "", "the Hub's OAuth authorization endpoint as browsers reach it, e.g. https://hub.example.org/hub/api/oauth2/authorize (default: --hub-api-url + /oauth2/authorize)")
 	fs.StringVar(&f.hubClientID, "hub-oauth-client-id", identity.DefaultJupyterHubOAuthClientID, "nbkube's OAuth client id at the Hub: service-<the service's name>")
+	o := &f.oidc
+	fs.StringVar(&o.issuer, "oidc-issuer-url", "", "the OpenID provider's issuer of --auth=oidc, exactly as its discovery document says it")
+	fs.StringVar(&o.clientID, "oidc-client-id", "", "nbkube's client id at the OpenID provider")
+	fs.StringVar(&o.secretFile, "oidc-client-secret-file", "", "a file holding nbkube's client secret at the OpenID provider (default: $"+oidcSecretEnv+"; none: a public client)")
+	fs.Var(&o.scopes, "oidc-scopes", "comma-separated scopes to ask for (default: openid and those of profile, email, groups the provider supports)")
+	fs.StringVar(&o.usernameClaim, "oidc-username-claim", identity.DefaultUsernameClaim, "the claim that names the user")
+	fs.StringVar(&o.groupsClaim, "oidc-groups-claim", identity.DefaultGroupsClaim, "the claim that lists the user's groups")
+	fs.StringVar(&o.displayNameClaim, "oidc-display-name-claim", identity.DefaultDisplayNameClaim, "the claim of the user's display name")
+	fs.Var(&o.adminGroups, "oidc-admin-groups", "comma-separated groups whose members are admins")
+	fs.Var(&o.actAsGroups, "oidc-act-as-groups", "comma-separated groups whose members may act for other users (gateways)")
 }
 
 func parseAuthKinds(s string) ([]string, error) {
@@ -60,8 +94,6 @@ func parseAuthKinds(s string) ([]string, error) {
 		switch {
 		case k == "":
 			continue
-		case slices.Contains(plannedAuthKinds, k):
-			return nil, fmt.Errorf("the %s identity provider is not available yet; available: %s", k, strings.Join(authKinds, ", "))
 		case !slices.Contains(authKinds, k):
 			return nil, fmt.Errorf("unknown identity provider %q; available: %s", k, strings.Join(authKinds, ", "))
 		case slices.Contains(kinds, k):
@@ -109,6 +141,12 @@ func (f *authFlags) providers(token string, u identity.User, kube kubeAuth, log 
 				return nil, err
 			}
 			out = append(out, p)
+		case identity.KindOIDC:
+			p, err := f.oidc.provider()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, p)
 		case identity.KindKubernetes:
 			if kube.config == nil {
 				return nil, errors.New("--auth=kubernetes needs a Kubernetes API server")
@@ -147,4 +185,25 @@ func (f *authFlags) jupyterHub() (*identity.JupyterHub, error) {
 	}
 	return identity.NewJupyterHub(identity.JupyterHubOptions{APIURL: f.hubAPIURL, ServiceToken: token,
 		AuthorizeURL: f.hubAuthorizeURL, OAuthClientID: f.hubClientID})
+}
+
+// provider is the OpenID provider of --oidc-issuer-url, whose discovery document it reads now:
+// nbkube does not start against a provider it cannot reach.
+func (o *oidcFlags) provider() (*identity.OIDC, error) {
+	if o.issuer == "" || o.clientID == "" {
+		return nil, errors.New("--auth=oidc needs --oidc-issuer-url and --oidc-client-id")
+	}
+	secret := os.Getenv(oidcSecretEnv)
+	if o.secretFile != "" {
+		b, err := os.ReadFile(o.secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--oidc-client-secret-file: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	return identity.NewOIDC(context.Background(), identity.OIDCOptions{
+		IssuerURL: o.issuer, ClientID: o.clientID, ClientSecret: secret, Scopes: o.scopes,
+		UsernameClaim: o.usernameClaim, GroupsClaim: o.groupsClaim, DisplayNameClaim: o.displayNameClaim,
+		AdminGroups: o.adminGroups, ActAsGroups: o.actAsGroups,
+	})
 }

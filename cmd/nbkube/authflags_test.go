@@ -78,7 +78,6 @@ func TestAuthFlag_KubernetesAsksTheProcessCluster(t *testing.T) {
 func TestAuthFlag_RefusesWhatCannotWork(t *testing.T) {
 	for _, args := range [][]string{
 		{"--auth=bogus"},
-		{"--auth=oidc"},
 		{"--auth=token,token"},
 		{"--auth=,"},
 	} {

@@ -116,7 +116,8 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "apiserver.deleteToTrash=maybe", want: "/apiserver/deleteToTrash"},
 		{set: "kernelSpecs.Bad_Name.displayName=x", want: "/kernelSpecs"},
 		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
-		{set: "auth.type={oidc}", want: "/auth/type/0"},
+		{set: "auth.type={saml}", want: "/auth/type/0"},
+		{set: "auth.publicURL=nb.example.com", want: "/auth/publicURL"},
 		{set: "auth.users.list[0].name=ann,auth.users.list[0].token_hash=plain", want: "/auth/users/list/0/token_hash"},
 	} {
 		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
@@ -534,5 +535,44 @@ func TestChart_JupyterHubProviderGetsTheHubAndTheServiceToken(t *testing.T) {
 		if e.Name == "JUPYTERHUB_API_TOKEN" {
 			t.Error("JUPYTERHUB_API_TOKEN by default")
 		}
+	}
+}
+
+// TestChart_OIDCProviderGetsItsIssuerClaimsAndSecret: with auth.type naming oidc, the API
+// server is told the issuer, the client and the claims, and finds the client secret in its
+// environment from the existing Secret, never on its command line; browser logins come back
+// to auth.publicURL; without issuer or client the chart refuses.
+func TestChart_OIDCProviderGetsItsIssuerClaimsAndSecret(t *testing.T) {
+	pod := apiServerPod(t, render(t, "nb", "auth.type={oidc,kubernetes}", "auth.oidc.issuerURL=https://idp.example.com/realms/x",
+		"auth.oidc.clientID=nbkube", "auth.oidc.existingSecret=oidc-client", "auth.oidc.adminGroups={nb-admins,ops}",
+		"auth.oidc.usernameClaim=email", "auth.publicURL=https://nb.example.com"))
+	c := pod.Containers[0]
+	for _, w := range []string{"--auth=oidc,kubernetes", "--oidc-issuer-url=https://idp.example.com/realms/x", "--oidc-client-id=nbkube",
+		"--oidc-username-claim=email", "--oidc-admin-groups=nb-admins,ops", "--public-url=https://nb.example.com"} {
+		if !slices.Contains(c.Args, w) {
+			t.Errorf("API server args %v lack %s", c.Args, w)
+		}
+	}
+	found := false
+	for _, e := range c.Env {
+		if e.Name == "NBKUBE_OIDC_CLIENT_SECRET" {
+			found = e.Value == "" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil &&
+				e.ValueFrom.SecretKeyRef.Name == "oidc-client" && e.ValueFrom.SecretKeyRef.Key == "client-secret"
+		}
+	}
+	if !found {
+		t.Errorf("API server env %+v lacks NBKUBE_OIDC_CLIENT_SECRET from the Secret oidc-client", c.Env)
+	}
+	for _, sets := range [][]string{{"auth.type={oidc}"}, {"auth.type={oidc}", "auth.oidc.issuerURL=https://idp.example.com"}} {
+		args := []string{"template", "nb", chartDir, "--kube-version", "1.36.3"}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		if _, err := helm(t, args...); err == nil || !strings.Contains(err.Error(), "auth.oidc") {
+			t.Errorf("%v: %v", sets, err)
+		}
+	}
+	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.publicURL=https://nb.example.com/path"); err == nil {
+		t.Error("a public URL with a path accepted")
 	}
 }
