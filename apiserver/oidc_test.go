@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -72,4 +75,66 @@ func TestOIDC_BrowserLoginsThroughTheProvider(t *testing.T) {
 	expect(t, r, http.StatusForbidden)
 	// A fresh login works again.
 	expect(t, s.do("GET", "/api/kernels", nil, login("ann")...), http.StatusOK)
+}
+
+// A browser login's open channels close when the OpenID provider revokes the user's tokens;
+// another user's stay open. Tokens no provider knows are Jupyter's 403.
+func TestOIDC_RevokedLoginsChannelsAreClosed(t *testing.T) {
+	hydra := testenv.StartHydra(t, testenv.HydraConfig{Users: map[string]testenv.HydraUser{
+		"ann": {Password: "ann pw"}, "ben": {Password: "ben pw"},
+	}})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, secret := hydra.CreateClient(t, "http://"+l.Addr().String()+"/oauth_callback")
+	p, err := identity.NewOIDC(t.Context(), identity.OIDCOptions{IssuerURL: hydra.IssuerURL, ClientID: id, ClientSecret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := startAgent(t)
+	s := newServerOn(t, l, t.TempDir(), func(o *apiserver.Options) {
+		o.Providers = []identity.Provider{p}
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+		o.Kernels = &oneKernel{id: "k1", ep: ep}
+	})
+	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "Bearer not-a-token-of-anyone"), http.StatusForbidden)
+	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
+	dial := func(user string) *websocket.Conn {
+		as := browserLogin(t, s, identity.KindOIDC, func(loginURL string) *url.URL { return hydra.Login(t, loginURL, user, user+" pw") })
+		header := http.Header{}
+		for i := 0; i+1 < len(as); i += 2 {
+			if as[i+1] != "" {
+				header.Set(as[i], as[i+1])
+			}
+		}
+		ws, resp, err := websocket.DefaultDialer.Dial(base+user, header)
+		if err != nil {
+			t.Fatalf("dial: %v %v", err, resp)
+		}
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	ann, ben := dial("ann"), dial("ben")
+	time.Sleep(4 * authTTL) // several re-validations with the provider pass
+	if got := execute(t, ann, false, "1+1"); got != "2" {
+		t.Fatalf("1+1 = %q", got)
+	}
+	hydra.Revoke(t, "ann")
+	closed := make(chan error, 1)
+	go func() {
+		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
+		for {
+			if _, _, err := ann.ReadMessage(); err != nil {
+				closed <- err
+				return
+			}
+		}
+	}()
+	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("the revoked login's connection ended with %v, want a policy-violation close", err)
+	}
+	if got := execute(t, ben, false, "2+2"); got != "4" {
+		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)
+	}
 }
