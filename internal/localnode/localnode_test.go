@@ -40,6 +40,11 @@ func TestLocalNode(t *testing.T) {
 		// Longer than any test: a change reaches a running pod through the node's watch.
 		VolumeResync: time.Hour,
 	})
+	// The shared node has started everything it runs (its informers synced, its scheduler
+	// and heartbeat going) once it has scheduled and run a pod; a subtest that checks for
+	// leaked goroutines then sees none of that start as its own.
+	warm := createPod(t, client, basicPod(newNamespace(t, client), "warm-up", corev1.RestartPolicyNever, "true"))
+	waitPod(t, client, warm, "succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
 
 	t.Run("RegistersAReadyNodeAndRenewsItsLease", func(t *testing.T) {
 		var node *corev1.Node
