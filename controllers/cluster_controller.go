@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,9 @@ type ClusterReconciler struct {
 	// PollInterval is how often a running cluster's hub is asked (DefaultClusterPollInterval
 	// when zero).
 	PollInterval time.Duration
+	// NetworkPolicies gives each cluster's ipcontroller a NetworkPolicy that lets in only its
+	// engines and its owner's kernels (builder.ClusterNetworkPolicy).
+	NetworkPolicies bool
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -76,6 +80,7 @@ type ClusterReconciler struct {
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update
 
 // Reconcile makes the cluster's objects match its spec and reports their state.
 func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -84,11 +89,13 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if c.DeletionTimestamp != nil {
-		// The pods, Service and Secret are collected through their owner references.
+		// The pods, Service, Secret and NetworkPolicy are collected through their owner
+		// references.
 		return ctrl.Result{}, nil
 	}
 	var obs clusterObservation
 	for _, step := range []func(context.Context, *nbv1.Cluster, *clusterObservation) error{
+		r.reconcileNetworkPolicy,
 		r.reconcileController,
 		r.reconcileSecret,
 		r.reconcileService,
@@ -251,6 +258,15 @@ func equalData(a, b map[string][]byte) bool {
 	return true
 }
 
+// reconcileNetworkPolicy keeps the ipcontroller's NetworkPolicy, before the ipcontroller
+// runs, so that no other user's kernel reaches it in between.
+func (r *ClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *nbv1.Cluster, _ *clusterObservation) error {
+	if !r.NetworkPolicies {
+		return nil
+	}
+	return applyNetworkPolicy(ctx, r.Client, builder.ClusterNetworkPolicy(c))
+}
+
 // reconcileService keeps the Service through which engines and kernels reach the
 // ipcontroller.
 func (r *ClusterReconciler) reconcileService(ctx context.Context, c *nbv1.Cluster, _ *clusterObservation) error {
@@ -314,11 +330,13 @@ func (r *ClusterReconciler) stopIfIdle(ctx context.Context, c *nbv1.Cluster, st 
 
 // SetupWithManager watches Clusters and the objects they own.
 func (r *ClusterReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&nbv1.Cluster{}).
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Service{}).
-		Owns(&corev1.Secret{}).
-		Named("cluster").
-		Complete(r)
+		Owns(&corev1.Secret{})
+	if r.NetworkPolicies {
+		b = b.Owns(&networkingv1.NetworkPolicy{})
+	}
+	return b.Named("cluster").Complete(r)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -340,4 +341,47 @@ func TestCluster_StopsAfterIdleTimeout(t *testing.T) {
 	})
 	eventually(t, "idle event", func() error { return findEvent(ns, "c1", "Cluster", nbv1.EventIdleStopped) })
 	clusterPods(t, c, builder.ComponentClusterController, 0)
+}
+
+// Each cluster's ipcontroller gets its NetworkPolicy (letting in only its engines and its
+// owner's kernels) before the ipcontroller runs, owned by the Cluster, and gets it back when
+// someone deletes it.
+func TestCluster_IPControllerHasItsNetworkPolicy(t *testing.T) {
+	ns := namespace(t)
+	c := &nbv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
+		Spec:       nbv1.ClusterParameters{Owner: "ann@example.com", Engines: 1},
+	}
+	create(t, c)
+	np := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builder.ClusterNetworkPolicyName(c)}}
+	eventually(t, "the network policy", func() error { return get(np) })
+	controller := &clusterPods(t, c, builder.ComponentClusterController, 1)[0]
+	// Made in the reconcile that makes the pod, before it (timestamps have whole seconds).
+	if np.CreationTimestamp.After(controller.CreationTimestamp.Time) {
+		t.Errorf("the policy (%v) came after the ipcontroller (%v)", np.CreationTimestamp, controller.CreationTimestamp)
+	}
+	if err := get(c); err != nil {
+		t.Fatal(err)
+	}
+	if refs := np.OwnerReferences; len(refs) != 1 || refs[0].UID != c.UID || refs[0].Controller == nil || !*refs[0].Controller {
+		t.Errorf("owner references %v", refs)
+	}
+	want := builder.ClusterNetworkPolicy(c).Spec
+	if got := np.Spec; got.Ingress[0].From[1].PodSelector.MatchLabels[nbv1.LabelOwner] != nbv1.OwnerLabelValue("ann@example.com") ||
+		got.PodSelector.MatchLabels[nbv1.LabelCluster] != "c1" || len(got.Ingress) != len(want.Ingress) {
+		t.Errorf("policy spec %+v, want %+v", got, want)
+	}
+	if err := k8sClient.Delete(context.Background(), np); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the network policy back", func() error {
+		fresh := &networkingv1.NetworkPolicy{ObjectMeta: np.ObjectMeta}
+		if err := get(fresh); err != nil {
+			return err
+		}
+		if fresh.UID == np.UID {
+			return errors.New("still the deleted one")
+		}
+		return nil
+	})
 }

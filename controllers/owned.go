@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -78,4 +79,31 @@ func mergeAnnotations(existing, desired map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// applyNetworkPolicy creates the NetworkPolicy or brings its spec to the desired one.
+func applyNetworkPolicy(ctx context.Context, c client.Client, desired *networkingv1.NetworkPolicy) error {
+	hash, err := stampHash(desired, desired.Spec)
+	if err != nil {
+		return err
+	}
+	existing := &networkingv1.NetworkPolicy{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), existing); apierrors.IsNotFound(err) {
+		if err := c.Create(ctx, desired); err != nil {
+			return fmt.Errorf("create network policy %s: %w", desired.Name, err)
+		}
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if existing.Annotations[specHashAnnotation] == hash {
+		return nil
+	}
+	existing.Spec = desired.Spec
+	existing.Labels = desired.Labels
+	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
+	if err := c.Update(ctx, existing); err != nil {
+		return fmt.Errorf("update network policy %s: %w", desired.Name, err)
+	}
+	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/clock"
@@ -52,6 +53,9 @@ type Options struct {
 	ClusterPollInterval time.Duration
 	// RSTRenderer keeps the reStructuredText renderer when it names a namespace.
 	RSTRenderer RSTRendererOptions
+	// ClusterNetworkPolicies gives each cluster's ipcontroller a NetworkPolicy that lets in
+	// only its engines and its owner's kernels; for clusters whose network enforces policies.
+	ClusterNetworkPolicies bool
 }
 
 // DefaultStatusInterval is how often a running kernel's status is refreshed by default.
@@ -69,10 +73,11 @@ const (
 func CacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{nbv1.LabelManagedBy: nbv1.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:     {Label: ours},
-		&corev1.Secret{}:  {Label: ours},
-		&corev1.Service{}: {Label: ours},
-		&corev1.Event{}:   {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
+		&corev1.Pod{}:                 {Label: ours},
+		&corev1.Secret{}:              {Label: ours},
+		&corev1.Service{}:             {Label: ours},
+		&networkingv1.NetworkPolicy{}: {Label: ours},
+		&corev1.Event{}:               {Field: fields.OneTermEqualSelector("involvedObject.kind", "Pod")},
 	}}
 }
 
@@ -122,7 +127,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),
-			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, PollInterval: opts.ClusterPollInterval}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, PollInterval: opts.ClusterPollInterval,
+			NetworkPolicies: opts.ClusterNetworkPolicies}).SetupWithManager(mgr)},
 		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,
 			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
 		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).

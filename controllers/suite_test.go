@@ -91,7 +91,7 @@ func runSuite(m *testing.M) int {
 	defer cancel()
 	opts.ContentsClaim = "contents"
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents,
-		Hub: hub, ClusterPollInterval: 200 * time.Millisecond,
+		Hub: hub, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -1,6 +1,14 @@
 package v1alpha1
 
-import "github.com/nbkube/nbkube/internal/agentapi"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
+)
 
 // Owner is the user a resource belongs to: the identity of the Jupyter API request that
 // created it, or whatever an admin sets. Users see and touch only their own resources.
@@ -35,9 +43,28 @@ const (
 	LabelCluster = "nbkube.io/cluster"
 	// LabelSession names the Session that created a Kernel.
 	LabelSession = "nbkube.io/session"
+	// LabelOwner tells whose a kernel's or cluster's pods are (OwnerLabelValue of the owner), so
+	// that network policies can let only the owner's kernels reach the owner's clusters.
+	LabelOwner = "nbkube.io/owner"
 	// AnnotationStartedBy names the user who started a Kernel for its owner (a gateway acting
 	// for the user); that user keeps seeing the kernel while they may act for others.
 	AnnotationStartedBy = "nbkube.io/started-by"
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "nbkube"
 )
+
+// OwnerLabelValue is owner as a label value: the name itself when it is one (up to 63
+// letters, digits, '-', '_' and '.', starting and ending with a letter or digit; names with
+// '@' or '+' are not), else "u-" and 40 hexadecimal digits of its SHA-256. A name of that
+// digest form is digested too, so that two owners never share a value.
+func OwnerLabelValue(owner Owner) string {
+	if len(validation.IsValidLabelValue(string(owner))) == 0 && !ownerDigest.MatchString(string(owner)) {
+		return string(owner)
+	}
+	sum := sha256.Sum256([]byte(owner))
+	return "u-" + hex.EncodeToString(sum[:20])
+}
+
+// ownerDigest is the form of OwnerLabelValue's digests: a name of that form is digested too,
+// so that no two owners share a label value.
+var ownerDigest = regexp.MustCompile(`^u-[0-9a-f]{40}$`)

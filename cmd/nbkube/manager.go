@@ -35,6 +35,7 @@ func runManager(ctx context.Context, args []string) error {
 	bindBuilderFlags(fs, &opts)
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
+	fs.BoolVar(&ctrlOpts.ClusterNetworkPolicies, "cluster-network-policies", false, "give each cluster's ipcontroller a NetworkPolicy that lets in only its engines and its owner's kernels (for networks that enforce policies; the chart sets it with networkPolicy.enabled)")
 	var rst rstFlags
 	bindRSTFlags(fs, &rst, &opts.RSTRenderer)
 	if err := fs.Parse(args); err != nil {

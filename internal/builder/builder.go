@@ -111,6 +111,14 @@ func emptyDir(name string) corev1.Volume {
 	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
 }
 
+// withOwner adds the owner's label to a pod's labels. Only pods carry it, for network
+// policies: the selectors that find nbkube's objects leave it out, so that they also find
+// objects made before it existed.
+func withOwner(labels map[string]string, owner nbv1.Owner) map[string]string {
+	labels[nbv1.LabelOwner] = nbv1.OwnerLabelValue(owner)
+	return labels
+}
+
 // scratch is a scratch emptyDir of a kernel or cluster pod, bounded by ScratchSize.
 func (o Options) scratch(name string) corev1.Volume {
 	v := emptyDir(name)

@@ -209,7 +209,7 @@ func clusterPod(c *nbv1.Cluster, o Options, prefix, component string, container 
 	}
 	container.Resources = *container.Resources.DeepCopy()
 	o.requestScratch(&container.Resources)
-	meta := objectMeta(c, clusterGVK, "", ClusterLabels(c, component))
+	meta := objectMeta(c, clusterGVK, "", withOwner(ClusterLabels(c, component), c.Spec.Owner))
 	meta.GenerateName = prefix + "-"
 	meta.Annotations = annotations
 	return &corev1.Pod{

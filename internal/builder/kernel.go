@@ -84,7 +84,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 		workDir = path.Join(ContentsDir, path.Clean(k.Spec.Path))
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: objectMeta(k, kernelGVK, k.Name, KernelLabels(k)),
+		ObjectMeta: objectMeta(k, kernelGVK, k.Name, withOwner(KernelLabels(k), k.Spec.Owner)),
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			// The kernel has no business with the Kubernetes API, nor with other services.
