@@ -9,7 +9,6 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/cache"
 	authnv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
@@ -68,9 +67,8 @@ type KubernetesOptions struct {
 // service account share and a re-created service account does not.
 type Kubernetes struct {
 	o KubernetesOptions
-	// last maps a user's name to their last good token, for the most recent users only: a
-	// login of a user pushed out ends as if their token had gone.
-	last *cache.LRUExpireCache
+	// last holds each recent user's last good token, for Lookup.
+	last *lastTokens
 }
 
 // NewKubernetes is the provider asking the API server of those clients.
@@ -87,7 +85,9 @@ func NewKubernetes(o KubernetesOptions) (*Kubernetes, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Kubernetes{o: o, last: cache.NewLRUExpireCacheWithClock(defaultKubernetesUsers, o.Clock)}, nil
+	p := &Kubernetes{o: o}
+	p.last = newLastTokens(defaultKubernetesUsers, o.Remember, o.Clock, p.review)
+	return p, nil
 }
 
 // Kind is "kubernetes".
@@ -95,33 +95,13 @@ func (*Kubernetes) Kind() string { return KindKubernetes }
 
 // AuthenticateToken reviews the token with the API server's own audiences.
 func (p *Kubernetes) AuthenticateToken(ctx context.Context, token string) (*User, error) {
-	if token == "" {
-		return nil, nil
-	}
-	u, err := p.review(ctx, token)
-	if err != nil || u == nil {
-		return nil, err
-	}
-	p.last.Add(u.Name, token, p.o.Remember)
-	return u, nil
+	return p.last.authenticate(ctx, token)
 }
 
 // Lookup re-reviews the user's last token; nil when this process holds none, or it is no
 // longer good.
 func (p *Kubernetes) Lookup(ctx context.Context, name string) (*User, error) {
-	v, ok := p.last.Get(name)
-	if !ok {
-		return nil, nil
-	}
-	u, err := p.review(ctx, v.(string))
-	if err != nil {
-		return nil, err
-	}
-	if u == nil || u.Name != name {
-		p.last.Remove(name)
-		return nil, nil
-	}
-	return u, nil
+	return p.last.lookup(ctx, name)
 }
 
 // review is the token's user with their rights; nil when the API server does not accept it.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
-	"k8s.io/apimachinery/pkg/util/cache"
+	"k8s.io/utils/clock"
 )
 
 // KindOIDC is the provider of an OpenID Connect provider's users.
@@ -92,9 +92,8 @@ type OIDC struct {
 	verifier *oidc.IDTokenVerifier
 	userinfo string
 	scopes   []string
-	// last maps a user's name to their last good access token, for the most recent users
-	// only: a login of a user pushed out ends as if their token had gone.
-	last *cache.LRUExpireCache
+	// last holds each recent user's last good access token, for Lookup.
+	last *lastTokens
 }
 
 // NewOIDC is the provider of the issuer at o.IssuerURL, whose discovery document it reads
@@ -135,7 +134,8 @@ func NewOIDC(ctx context.Context, o OIDCOptions) (*OIDC, error) {
 		rt = http.DefaultTransport
 	}
 	bounded.Transport = boundedAnswers{rt: rt, max: maxOIDCAnswer}
-	p := &OIDC{o: o, client: &bounded, last: cache.NewLRUExpireCache(defaultOIDCUsers)}
+	p := &OIDC{o: o, client: &bounded}
+	p.last = newLastTokens(defaultOIDCUsers, o.Remember, clock.RealClock{}, p.review)
 
 	dctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, p.client), o.Timeout)
 	defer cancel()
@@ -264,39 +264,19 @@ func (p *OIDC) FinishLogin(ctx context.Context, redirectURL, code, verifier stri
 	if err != nil {
 		return nil, err
 	}
-	p.last.Add(u.Name, tok.AccessToken, p.o.Remember)
+	p.last.remember(u.Name, tok.AccessToken)
 	return &Login{User: u, Token: tok.AccessToken, Expiry: tok.Expiry}, nil
 }
 
 // AuthenticateToken asks the userinfo endpoint whose access token it is.
 func (p *OIDC) AuthenticateToken(ctx context.Context, token string) (*User, error) {
-	if token == "" {
-		return nil, nil
-	}
-	u, err := p.review(ctx, token)
-	if err != nil || u == nil {
-		return nil, err
-	}
-	p.last.Add(u.Name, token, p.o.Remember)
-	return u, nil
+	return p.last.authenticate(ctx, token)
 }
 
 // Lookup re-asks with the user's last access token; nil when this process holds none, or it
 // is no longer good.
 func (p *OIDC) Lookup(ctx context.Context, name string) (*User, error) {
-	v, ok := p.last.Get(name)
-	if !ok {
-		return nil, nil
-	}
-	u, err := p.review(ctx, v.(string))
-	if err != nil {
-		return nil, err
-	}
-	if u == nil || u.Name != name {
-		p.last.Remove(name)
-		return nil, nil
-	}
-	return u, nil
+	return p.last.lookup(ctx, name)
 }
 
 // review is the access token's user; nil when the provider refuses the token.
