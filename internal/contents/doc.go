@@ -10,7 +10,14 @@
 // swapped in between a check and a use cannot lead outside either. Operations that create,
 // rename or stat by name open the parent directory through the root and pass the system
 // single names only. Hidden paths (a component starting with a dot) are refused unless
-// AllowHidden; the store's own .nbkube directory always is.
+// AllowHidden; the store's own .nbkube directory always is, at any depth (a home's, see
+// Sub), and so is a path that resolves into one through symbolic links, which a kernel
+// mounting the tree can make: the store reads where the system resolved the directory or
+// file it opened (/proc/self/fd) and refuses it there, on the descriptor it then uses.
+//
+// Homes. Sub gives a view rooted at a directory of the tree (a user's home), opened through
+// the store's root, so that nothing in the view reaches outside it, and with its own .nbkube
+// directory inside the home.
 //
 // Writes are atomic and durable: a temporary file in the target's directory is written,
 // synced, renamed over the target and the directory synced, so a crash leaves the old file or

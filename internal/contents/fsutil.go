@@ -81,9 +81,19 @@ func accessible(dfd int, name string, mode uint32) bool {
 	return unix.Faccessat(dfd, name, mode, 0) == nil
 }
 
-// openDir opens the directory at the clean API path p inside the root.
+// openDir opens the directory at the clean API path p inside the root. Unless p names the
+// store's own directory, it refuses a directory that resolves into a .nbkube directory, so
+// that what is done through the descriptor cannot touch one whatever links were swapped in.
 func (s *Store) openDir(p string) (*os.File, error) {
-	return s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	d, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil || isMetaPath(p) {
+		return d, err
+	}
+	if err := s.refuseMetaFile(p, d); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // listDir opens the directory at the clean API path dir and calls fn with its descriptor and
@@ -154,6 +164,9 @@ func (s *Store) realPath(p string) (string, error) {
 		next := path.Join(dir, target)
 		if path.IsAbs(target) || next == ".." || strings.HasPrefix(next, "../") || strings.IndexByte(target, 0) >= 0 {
 			return "", forbidden("%s is outside root contents directory", p)
+		}
+		if isMetaPath(next) {
+			return "", forbidden("Refusing to serve nbkube's own directory: %s", p)
 		}
 		if next == "." {
 			next = ""

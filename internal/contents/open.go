@@ -18,6 +18,10 @@ func (s *Store) Open(_ context.Context, path string) (*os.File, fs.FileInfo, err
 	if err != nil {
 		return nil, nil, fsError(p, err)
 	}
+	if err := s.refuseMetaFile(p, f); err != nil {
+		f.Close()
+		return nil, nil, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()

@@ -53,9 +53,15 @@ func isHiddenPath(p string) bool {
 	return false
 }
 
-// isMetaPath reports whether p is the store's own directory or inside it.
+// isMetaPath reports whether p is the store's own directory or inside it, or inside the own
+// directory of a store rooted deeper in the tree (a user's home, see Sub).
 func isMetaPath(p string) bool {
-	return p == metaDir || strings.HasPrefix(p, metaDir+"/")
+	for part := range strings.SplitSeq(p, "/") {
+		if part == metaDir {
+			return true
+		}
+	}
+	return false
 }
 
 // osName is the name of an API path for os.Root: the root itself is ".".

@@ -77,7 +77,10 @@ type GetOptions struct {
 // Store serves Jupyter's contents API from a directory tree. All its state is in the tree, so
 // several stores (API replicas) may share one tree; see the package documentation.
 type Store struct {
-	root    *os.Root
+	root *os.Root
+	// real is where the system resolves root to, for refusing links into .nbkube directories
+	// by what they resolve to (see refuseMetaTarget).
+	real    string
 	opts    Options
 	clock   clock.PassiveClock
 	results *validationCache
@@ -92,6 +95,11 @@ type Store struct {
 func New(root string, opts Options) (*Store, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
+		return nil, fmt.Errorf("open contents root: %w", err)
+	}
+	real, err := realPathOf(r)
+	if err != nil {
+		_ = r.Close()
 		return nil, fmt.Errorf("open contents root: %w", err)
 	}
 	if opts.MaxCheckpoints <= 0 {
@@ -110,7 +118,7 @@ func New(root string, opts Options) (*Store, error) {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{root: r, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
+	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
 		cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}, nil
 }
 
@@ -134,6 +142,9 @@ func (s *Store) check(path, refusal string) (string, error) {
 	}
 	if isMetaPath(p) || (!s.opts.AllowHidden && isHiddenPath(p)) {
 		return "", forbidden(refusal, p)
+	}
+	if err := s.refuseMetaTarget(p, refusal); err != nil {
+		return "", err
 	}
 	return p, nil
 }
@@ -238,6 +249,9 @@ func (s *Store) read(p string) ([]byte, statInfo, error) {
 		return nil, statInfo{}, fsError(p, err)
 	}
 	defer f.Close()
+	if err := s.refuseMetaFile(p, f); err != nil {
+		return nil, statInfo{}, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, statInfo{}, fsError(p, err)
@@ -366,7 +380,7 @@ func (s *Store) entry(dir string, dfd int, name string, w writability) (*jupyter
 	}
 	if st.isLink() {
 		fi, err := s.root.Stat(p)
-		if err != nil {
+		if err != nil || s.refuseMetaTarget(p, "%s") != nil {
 			return nil, false
 		}
 		st = infoOf(fi)
