@@ -131,7 +131,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
 		return notFound("file or directory %s does not exist", quote(requestPath(c)))
 	}
-	m, err := s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
+	m, err := s.store(c.Request.Context()).Get(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
 	if err != nil {
 		return err
 	}
@@ -153,13 +153,13 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 	target := p
 	ctx := c.Request.Context()
 	if body.Path != "" && strings.Trim(body.Path, "/") != p {
-		m, err := s.opts.Contents.Rename(ctx, p, strings.Trim(body.Path, "/"))
+		m, err := s.store(ctx).Rename(ctx, p, strings.Trim(body.Path, "/"))
 		if err != nil {
 			return err
 		}
 		target = m.Path
 	}
-	m, err := s.opts.Contents.Get(ctx, target, contents.GetOptions{})
+	m, err := s.store(ctx).Get(ctx, target, contents.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 	ctx := c.Request.Context()
 	// The store refuses to look at a hidden path; the refusals below answer for it.
 	if !s.hidden(p) {
-		isFile, _, err := s.opts.Contents.Exists(ctx, p)
+		isFile, _, err := s.store(ctx).Exists(ctx, p)
 		if err != nil {
 			return err
 		}
@@ -190,9 +190,9 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 		if s.hidden(p) || s.hidden(body.CopyFrom) {
 			return badRequest("Cannot copy file or directory %s", quote(requestPath(c)))
 		}
-		m, err = s.opts.Contents.Copy(ctx, strings.Trim(body.CopyFrom, "/"), p)
+		m, err = s.store(ctx).Copy(ctx, strings.Trim(body.CopyFrom, "/"), p)
 	} else {
-		m, err = s.opts.Contents.NewUntitled(ctx, p, body.Type, body.Ext)
+		m, err = s.store(ctx).NewUntitled(ctx, p, body.Type, body.Ext)
 	}
 	if err != nil {
 		return err
@@ -208,7 +208,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		return err
 	}
 	if !present {
-		m, err := s.opts.Contents.NewUntitled(ctx, p, "", "")
+		m, err := s.store(ctx).NewUntitled(ctx, p, "", "")
 		if err != nil {
 			return err
 		}
@@ -220,11 +220,11 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 	if (body.Path != "" && s.hidden(body.Path)) || s.hidden(p) {
 		return badRequest("Cannot create file or directory %s", quote(requestPath(c)))
 	}
-	isFile, isDir, err := s.opts.Contents.Exists(ctx, p)
+	isFile, isDir, err := s.store(ctx).Exists(ctx, p)
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.Contents.Save(ctx, p, &body)
+	m, err := s.store(ctx).Save(ctx, p, &body)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (s *Server) deleteContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
 		return badRequest("Cannot delete file or directory %s", quote(requestPath(c)))
 	}
-	if err := s.opts.Contents.Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
+	if err := s.store(c.Request.Context()).Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -287,7 +287,7 @@ func (s *Server) checkpoints(c *gin.Context, p, id string) error {
 }
 
 func (s *Server) listCheckpoints(c *gin.Context, p string) error {
-	list, err := s.opts.Contents.ListCheckpoints(c.Request.Context(), p)
+	list, err := s.store(c.Request.Context()).ListCheckpoints(c.Request.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (s *Server) listCheckpoints(c *gin.Context, p string) error {
 }
 
 func (s *Server) createCheckpoint(c *gin.Context, p string) error {
-	cp, err := s.opts.Contents.CreateCheckpoint(c.Request.Context(), p)
+	cp, err := s.store(c.Request.Context()).CreateCheckpoint(c.Request.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (s *Server) createCheckpoint(c *gin.Context, p string) error {
 }
 
 func (s *Server) restoreCheckpoint(c *gin.Context, p, id string) error {
-	if err := s.opts.Contents.RestoreCheckpoint(c.Request.Context(), p, id); err != nil {
+	if err := s.store(c.Request.Context()).RestoreCheckpoint(c.Request.Context(), p, id); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -317,7 +317,7 @@ func (s *Server) restoreCheckpoint(c *gin.Context, p, id string) error {
 }
 
 func (s *Server) deleteCheckpoint(c *gin.Context, p, id string) error {
-	if err := s.opts.Contents.DeleteCheckpoint(c.Request.Context(), p, id); err != nil {
+	if err := s.store(c.Request.Context()).DeleteCheckpoint(c.Request.Context(), p, id); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -334,7 +334,7 @@ func (s *Server) getCheckpoint(c *gin.Context, p, id string) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.Contents.GetCheckpoint(c.Request.Context(), p, id, contents.GetOptions{Format: format, Content: content})
+	m, err := s.store(c.Request.Context()).GetCheckpoint(c.Request.Context(), p, id, contents.GetOptions{Format: format, Content: content})
 	if err != nil {
 		return err
 	}
@@ -347,7 +347,7 @@ func (s *Server) trust(c *gin.Context, p string) error {
 	if c.Request.Method != http.MethodPost {
 		return errMethodNotAllowed
 	}
-	isFile, _, err := s.opts.Contents.Exists(c.Request.Context(), p)
+	isFile, _, err := s.store(c.Request.Context()).Exists(c.Request.Context(), p)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ func (s *Server) getFile(c *gin.Context) error {
 	if s.hidden(p) {
 		return errNotFound
 	}
-	f, info, err := s.opts.Contents.Open(c.Request.Context(), p)
+	f, info, err := s.store(c.Request.Context()).Open(c.Request.Context(), p)
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func (s *Server) listLegacyNotebooks(c *gin.Context) error {
 // legacyNotebooks are the notebooks of the root by name; a notebook's kernel is its
 // session's.
 func (s *Server) legacyNotebooks(ctx context.Context, u User) ([]jupyter.LegacyNotebook, error) {
-	root, err := s.opts.Contents.Get(ctx, "", contents.GetOptions{Type: jupyter.TypeDirectory, Content: true})
+	root, err := s.store(ctx).Get(ctx, "", contents.GetOptions{Type: jupyter.TypeDirectory, Content: true})
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (s *Server) legacyNotebooks(ctx context.Context, u User) ([]jupyter.LegacyN
 		if e.Type != jupyter.TypeNotebook {
 			continue
 		}
-		id, err := s.opts.Contents.NotebookID(ctx, e.Path)
+		id, err := s.store(ctx).NotebookID(ctx, e.Path)
 		if err != nil {
 			return nil, err
 		}
@@ -85,12 +85,12 @@ func (s *Server) newLegacyNotebook(c *gin.Context) error {
 	if present {
 		m, err = s.saveNewNotebook(ctx, legacyName(c, nb.Content), &nb)
 	} else {
-		m, err = s.opts.Contents.NewUntitled(ctx, "", jupyter.TypeNotebook, notebookExt)
+		m, err = s.store(ctx).NewUntitled(ctx, "", jupyter.TypeNotebook, notebookExt)
 	}
 	if err != nil {
 		return err
 	}
-	id, err := s.opts.Contents.NotebookID(ctx, m.Path)
+	id, err := s.store(ctx).NotebookID(ctx, m.Path)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) saveNewNotebook(ctx context.Context, name string, nb *jupyter.S
 	if err != nil {
 		return nil, err
 	}
-	return s.opts.Contents.Save(ctx, p, nb)
+	return s.store(ctx).Save(ctx, p, nb)
 }
 
 // freeNotebookName is name.ipynb, or name1.ipynb, name2.ipynb, ... when that is taken.
@@ -121,7 +121,7 @@ func (s *Server) freeNotebookName(ctx context.Context, name string) (string, err
 		if i > 0 {
 			p = fmt.Sprintf("%s%d%s", name, i, notebookExt)
 		}
-		isFile, isDir, err := s.opts.Contents.Exists(ctx, p)
+		isFile, isDir, err := s.store(ctx).Exists(ctx, p)
 		if err != nil {
 			return "", err
 		}
@@ -134,7 +134,7 @@ func (s *Server) freeNotebookName(ctx context.Context, name string) (string, err
 
 // legacyPath is the path of the notebook the request's id names.
 func (s *Server) legacyPath(c *gin.Context) (string, error) {
-	return s.opts.Contents.NotebookPath(c.Request.Context(), c.Param("id"))
+	return s.store(c.Request.Context()).NotebookPath(c.Request.Context(), c.Param("id"))
 }
 
 // legacyNotebookPath is legacyPath for a request that reads or writes the notebook's
@@ -180,7 +180,7 @@ func (s *Server) getLegacyNotebook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.opts.Contents.Get(c.Request.Context(), p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
+	m, err := s.store(c.Request.Context()).Get(c.Request.Context(), p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
 	if err != nil {
 		return err
 	}
@@ -215,7 +215,7 @@ func (s *Server) putLegacyNotebook(c *gin.Context) error {
 	if p, err = s.renameLegacyNotebook(ctx, p, legacyName(c, nb.Content)); err != nil {
 		return err
 	}
-	if _, err := s.opts.Contents.Save(ctx, p, &nb); err != nil {
+	if _, err := s.store(ctx).Save(ctx, p, &nb); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -231,7 +231,7 @@ func (s *Server) renameLegacyNotebook(ctx context.Context, p, name string) (stri
 	if strings.Contains(name, "/") {
 		return "", badRequest("Invalid notebook name: %s", quote(name))
 	}
-	m, err := s.opts.Contents.Rename(ctx, p, path.Join(path.Dir(p), name+notebookExt))
+	m, err := s.store(ctx).Rename(ctx, p, path.Join(path.Dir(p), name+notebookExt))
 	if err != nil {
 		return "", err
 	}
@@ -244,7 +244,7 @@ func (s *Server) deleteLegacyNotebook(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opts.Contents.Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
+	if err := s.store(c.Request.Context()).Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)

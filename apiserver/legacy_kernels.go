@@ -58,7 +58,7 @@ func (s *Server) startNotebookKernel(ctx context.Context, u User, notebookID str
 		k, err := s.opts.Kernels.StartKernel(ctx, u, repository.KernelStart{Name: spec})
 		return k.ID, err
 	}
-	nbPath, err := s.opts.Contents.NotebookPath(ctx, notebookID)
+	nbPath, err := s.store(ctx).NotebookPath(ctx, notebookID)
 	if err != nil {
 		return "", err
 	}

@@ -59,7 +59,7 @@ func (s *Server) exportFile(c *gin.Context) error {
 		return notFound("file or directory %s does not exist", quote(p))
 	}
 	ctx := c.Request.Context()
-	m, err := s.opts.Contents.Get(ctx, p, contents.GetOptions{})
+	m, err := s.store(ctx).Get(ctx, p, contents.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) exportFile(c *gin.Context) error {
 		c.Redirect(http.StatusFound, s.opts.BaseURL+"files"+escapePath(p, true))
 		return nil
 	}
-	m, err = s.opts.Contents.Get(ctx, p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
+	m, err = s.store(ctx).Get(ctx, p, contents.GetOptions{Type: jupyter.TypeNotebook, Content: true})
 	if err != nil {
 		return err
 	}

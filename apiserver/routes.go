@@ -34,6 +34,8 @@ func (s *Server) routes() *gin.Engine {
 	base.GET("oauth_callback", s.finishBrowserLogin)
 
 	auth := base.Group("", s.authenticate)
+	// Routes that reach the contents see the user's home (openContents).
+	home := auth.Group("", s.openContents)
 	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root
 	// listing. The ?token= of the printed URL has logged the browser in on the way.
 	auth.GET("", func(c *gin.Context) { c.Redirect(http.StatusFound, s.opts.BaseURL+"api/contents") })
@@ -63,30 +65,30 @@ func (s *Server) routes() *gin.Engine {
 	for _, m := range []string{http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodPost, http.MethodDelete} {
 		auth.Handle(m, "api/notebooks", s.redirectNotebooks)
 		auth.Handle(m, "api/notebooks/*path", s.redirectNotebooks)
-		auth.Handle(m, "api/contents", s.countContents, h(s.contents))
-		auth.Handle(m, "api/contents/*path", s.countContents, h(s.contents))
+		home.Handle(m, "api/contents", s.countContents, h(s.contents))
+		home.Handle(m, "api/contents/*path", s.countContents, h(s.contents))
 	}
-	auth.GET("api/trash", h(s.listTrash))
-	auth.DELETE("api/trash", h(s.emptyTrash))
-	auth.DELETE("api/trash/:id", h(s.deleteTrash))
-	auth.POST("api/trash/:id/restore", h(s.restoreTrash))
-	auth.GET("files/*path", h(s.getFile))
-	auth.HEAD("files/*path", h(s.getFile))
-	auth.GET("nbconvert/:format/*path", h(s.exportFile))
+	home.GET("api/trash", h(s.listTrash))
+	home.DELETE("api/trash", h(s.emptyTrash))
+	home.DELETE("api/trash/:id", h(s.deleteTrash))
+	home.POST("api/trash/:id/restore", h(s.restoreTrash))
+	home.GET("files/*path", h(s.getFile))
+	home.HEAD("files/*path", h(s.getFile))
+	home.GET("nbconvert/:format/*path", h(s.exportFile))
 	auth.POST("nbconvert/:format", h(s.exportModel))
 
 	// The older IPython interface: notebooks by id in a flat root.
-	auth.GET("notebooks", h(s.listLegacyNotebooks))
-	auth.POST("notebooks", h(s.newLegacyNotebook))
-	auth.GET("notebooks/:id", h(s.getLegacyNotebook))
-	auth.PUT("notebooks/:id", h(s.putLegacyNotebook))
-	auth.DELETE("notebooks/:id", h(s.deleteLegacyNotebook))
+	home.GET("notebooks", h(s.listLegacyNotebooks))
+	home.POST("notebooks", h(s.newLegacyNotebook))
+	home.GET("notebooks/:id", h(s.getLegacyNotebook))
+	home.PUT("notebooks/:id", h(s.putLegacyNotebook))
+	home.DELETE("notebooks/:id", h(s.deleteLegacyNotebook))
 	// ... and its kernels.
 	auth.GET("clusters", h(s.listClusters))
 	auth.GET("clusters/:id", h(s.getCluster))
 	auth.POST("clusters/:id/:action", h(s.clusterAction))
 	auth.GET("kernels", h(s.listLegacyKernels))
-	auth.POST("kernels", h(s.startLegacyKernel))
+	home.POST("kernels", h(s.startLegacyKernel))
 	auth.GET("kernels/:id", h(s.getLegacyKernel))
 	auth.DELETE("kernels/:id", h(s.deleteKernel))
 	auth.GET("kernels/:id/:action", h(s.legacyKernelAction))

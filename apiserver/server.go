@@ -26,6 +26,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/repository"
 )
@@ -54,6 +55,10 @@ type Options struct {
 	CookieSecret []byte
 	// Contents is the notebook store.
 	Contents *contents.Store
+	// Homes places each user's home on the contents volume: a user who is not an admin sees
+	// only their home, as their root; admins see the volume's root, and so every home. Off
+	// (everyone sees the root) when zero.
+	Homes homes.Template
 	// Kernels runs the users' kernels; without it there are none.
 	Kernels KernelService
 	// Sessions keeps the users' sessions; without it there are none.

@@ -18,7 +18,7 @@ const DefaultTrashSweepInterval = time.Hour
 
 // listTrash is GET /api/trash: the user's trash entries, newest first.
 func (s *Server) listTrash(c *gin.Context) error {
-	list, err := s.opts.Contents.ListTrash(c.Request.Context(), userOf(c).Name)
+	list, err := s.store(c.Request.Context()).ListTrash(c.Request.Context(), userOf(c).Name)
 	if err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (s *Server) restoreTrash(c *gin.Context) error {
 	if _, err := readJSON(c, &body); err != nil {
 		return err
 	}
-	m, err := s.opts.Contents.RestoreTrash(c.Request.Context(), userOf(c).Name, c.Param("id"), body.Path)
+	m, err := s.store(c.Request.Context()).RestoreTrash(c.Request.Context(), userOf(c).Name, c.Param("id"), body.Path)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) restoreTrash(c *gin.Context) error {
 
 // deleteTrash is DELETE /api/trash/<id>: the entry is gone for good.
 func (s *Server) deleteTrash(c *gin.Context) error {
-	if err := s.opts.Contents.DeleteTrash(c.Request.Context(), userOf(c).Name, c.Param("id")); err != nil {
+	if err := s.store(c.Request.Context()).DeleteTrash(c.Request.Context(), userOf(c).Name, c.Param("id")); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -57,14 +57,15 @@ func (s *Server) deleteTrash(c *gin.Context) error {
 
 // emptyTrash is DELETE /api/trash: every entry is gone for good.
 func (s *Server) emptyTrash(c *gin.Context) error {
-	if err := s.opts.Contents.EmptyTrash(c.Request.Context(), userOf(c).Name); err != nil {
+	if err := s.store(c.Request.Context()).EmptyTrash(c.Request.Context(), userOf(c).Name); err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
 	return nil
 }
 
-// sweepTrash deletes expired trash entries now and every TrashSweepInterval until ctx ends.
+// sweepTrash deletes expired trash entries, in the volume's root and in every home, now and
+// every TrashSweepInterval until ctx ends.
 // Every replica sweeps: the store's sweep is safe to run in several at once, and a replica
 // that stops leaves the others sweeping.
 func (s *Server) sweepTrash(ctx context.Context) {
@@ -74,6 +75,7 @@ func (s *Server) sweepTrash(ctx context.Context) {
 		if err := s.opts.Contents.SweepTrash(ctx); err != nil && ctx.Err() == nil {
 			s.opts.Log.Error(err, "Trash sweep failed")
 		}
+		s.sweepHomesTrash(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -15,6 +15,7 @@ import (
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/homes"
 )
 
 // apiFlags are the API server's settings, shared by `manager` and `local`.
@@ -30,6 +31,7 @@ type apiFlags struct {
 	kernelStartTimeout, rateLimitWindow            time.Duration
 	iopubMsgRate, iopubDataRate                    float64
 	auth                                           authFlags
+	userHome                                       homes.Template
 }
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
@@ -46,6 +48,11 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's origin as browsers reach it, e.g. https://nbkube.example.com: browser logins (jupyterhub, oidc) come back to <public-url><base-url>oauth_callback, the redirect URI to register with the provider (default: the address of each login's request)")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
+	fs.Func("user-home", "`template` of each user's home on the contents volume, e.g. {username} or users/{username}: a user who is not an admin sees only their home, and their kernels mount only it (default: off, every user sees the whole volume)", func(s string) error {
+		t, err := homes.Parse(s)
+		f.userHome = t
+		return err
+	})
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")

@@ -119,3 +119,22 @@ func (s *Store) refuseMetaFile(p string, f *os.File) error {
 	}
 	return nil
 }
+
+// Glob returns the directories of the tree that pattern (path.Match syntax, relative to the
+// root) matches, skipping hidden ones: the homes of a home template.
+func (s *Store) Glob(pattern string) ([]string, error) {
+	matches, err := fs.Glob(s.root.FS(), pattern)
+	if err != nil {
+		return nil, fmt.Errorf("glob %s: %w", pattern, err)
+	}
+	dirs := matches[:0]
+	for _, m := range matches {
+		if isHiddenPath(m) {
+			continue
+		}
+		if fi, err := s.root.Stat(m); err == nil && fi.IsDir() {
+			dirs = append(dirs, m)
+		}
+	}
+	return dirs, nil
+}
