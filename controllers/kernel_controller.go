@@ -205,6 +205,10 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	if err := r.kernelSpec(ctx, k, obs); err != nil || obs.problem != nil {
 		return err
 	}
+	if _, err := builder.KernelHome(k, r.Options); err != nil {
+		obs.problem = &problem{reason: nbv1.ReasonHomeInvalid, fatal: true, message: err.Error()}
+		return nil
+	}
 	pod = builder.KernelPod(k, obs.spec, r.Options)
 	if err := r.Create(ctx, pod); err != nil {
 		if !apierrors.IsAlreadyExists(err) {

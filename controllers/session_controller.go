@@ -187,6 +187,7 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 			Owner:      s.Spec.Owner,
 			KernelSpec: s.Spec.Kernel.KernelSpec,
 			Cluster:    s.Spec.Kernel.Cluster,
+			Home:       s.Spec.Kernel.Home,
 			// Jupyter starts a notebook's kernel in the notebook's directory.
 			Path: dir,
 		},

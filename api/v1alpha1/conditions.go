@@ -40,15 +40,18 @@ const ReasonReconcileError ConditionReason = "ReconcileError"
 const (
 	ReasonKernelSpecNotFound ConditionReason = "KernelSpecNotFound"
 	ReasonKernelSpecInvalid  ConditionReason = "KernelSpecInvalid"
-	ReasonPodConflict        ConditionReason = "PodConflict"
-	ReasonPodCreating        ConditionReason = "PodCreating"
-	ReasonPodPending         ConditionReason = "PodPending"
-	ReasonPodNotReady        ConditionReason = "PodNotReady"
-	ReasonPodTerminating     ConditionReason = "PodTerminating"
-	ReasonPodFailed          ConditionReason = "PodFailed"
-	ReasonKernelExited       ConditionReason = "KernelExited"
-	ReasonUnschedulable      ConditionReason = corev1.PodReasonUnschedulable
-	ReasonAgentReady         ConditionReason = "AgentReady"
+	// ReasonHomeInvalid: the owner's name renders no valid home (see the manager's
+	// --user-home), so the kernel cannot mount one.
+	ReasonHomeInvalid    ConditionReason = "HomeInvalid"
+	ReasonPodConflict    ConditionReason = "PodConflict"
+	ReasonPodCreating    ConditionReason = "PodCreating"
+	ReasonPodPending     ConditionReason = "PodPending"
+	ReasonPodNotReady    ConditionReason = "PodNotReady"
+	ReasonPodTerminating ConditionReason = "PodTerminating"
+	ReasonPodFailed      ConditionReason = "PodFailed"
+	ReasonKernelExited   ConditionReason = "KernelExited"
+	ReasonUnschedulable  ConditionReason = corev1.PodReasonUnschedulable
+	ReasonAgentReady     ConditionReason = "AgentReady"
 )
 
 // Reasons of a Kernel's Culled condition.

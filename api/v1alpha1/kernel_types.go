@@ -6,6 +6,7 @@ import (
 
 // KernelParameters is the spec of a Kernel. (It is not called KernelSpec because that is the
 // kind that describes kinds of kernels.)
+// +kubebuilder:validation:XValidation:rule="has(self.home) == has(oldSelf.home)",message="home is immutable"
 type KernelParameters struct {
 	// owner is the user the kernel belongs to.
 	// +required
@@ -20,8 +21,22 @@ type KernelParameters struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="kernelSpec is immutable"
 	KernelSpec string `json:"kernelSpec"`
 
-	// path is the kernel's working directory relative to the contents root, as Jupyter's
-	// POST /api/kernels "path". Empty means the root.
+	// home is the directory of the contents volume that the kernel pod mounts, relative to
+	// the volume's root: its owner's home when users have homes. The kernel sees nothing of
+	// the volume outside it, and path is relative to it. The API server sets it for users
+	// with a home (not for admins, whose kernels mount the whole volume); when empty, the
+	// manager's --user-home template names the owner's home, and only without one does the
+	// kernel mount the whole volume. "/" (HomeWholeVolume) mounts the whole volume whatever
+	// the template: the API server sets it for an admin's own kernels, and anyone who may
+	// create Kernels directly may set it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="home is immutable"
+	// +kubebuilder:validation:XValidation:rule="self == '/' || (!self.startsWith('/') && !self.split('/').exists(s, s == '' || s.startsWith('.')))",message="home must be \"/\" or a relative path of plain, visible names"
+	Home string `json:"home,omitempty"`
+
+	// path is the kernel's working directory relative to the contents root (its home when
+	// it has one), as Jupyter's POST /api/kernels "path". Empty means the root.
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
@@ -40,6 +55,9 @@ type KernelParameters struct {
 	// +kubebuilder:validation:MaxProperties=64
 	Env map[string]string `json:"env,omitempty"`
 }
+
+// HomeWholeVolume is the Kernel home that mounts the whole contents volume.
+const HomeWholeVolume = "/"
 
 // KernelStatus is what the controller and the kernel's agent observed.
 type KernelStatus struct {

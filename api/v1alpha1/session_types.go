@@ -27,6 +27,14 @@ type SessionKernel struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
 	Cluster string `json:"cluster,omitempty"`
+
+	// home is the home of a kernel the session starts (the Kernel's home): the directory of
+	// the contents volume it mounts, "/" for the whole volume, or empty for the manager's
+	// choice (its owner's home when users have homes).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="self == '/' || (!self.startsWith('/') && !self.split('/').exists(s, s == '' || s.startsWith('.')))",message="home must be \"/\" or a relative path of plain, visible names"
+	Home string `json:"home,omitempty"`
 }
 
 // SessionParameters is the spec of a Session, Jupyter's session model.

@@ -54,13 +54,21 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		readyToken = token
 	}
 	specs := &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host}
-	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs,
+		Homes: f.userHome, MakeHome: func(home string) error {
+			view, err := store.Sub(home)
+			if err != nil {
+				return err
+			}
+			return view.Close()
+		}}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:           f.baseURL,
 		PublicURL:         f.publicURL,
 		Providers:         providers,
 		CookieSecret:      secret,
 		Contents:          store,
+		Homes:             f.userHome,
 		Kernels:           kernels,
 		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
 		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},

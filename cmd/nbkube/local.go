@@ -128,6 +128,8 @@ func runLocal(ctx context.Context, args []string) error {
 	// Kernel pods run the nbkube-agent where it lies, without copying it.
 	opts.AgentHostDir = agentHostDir
 	opts.RSTRenderer = rstOpts
+	// Off unless asked: one person's laptop has one home, the contents root.
+	opts.UserHome = api.userHome
 	ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: *namespace, Disabled: !rst.enabled}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 kinds,

@@ -53,6 +53,8 @@ func runManager(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Kernels made without a home (with kubectl) mount their owner's.
+	opts.UserHome = api.userHome
 	ctrlOpts.Builder = opts
 	if err := controllers.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/homes"
 )
 
 // Options are the operator-wide settings the builders need; cmd/ fills them from flags.
@@ -37,6 +38,9 @@ type Options struct {
 	ImagePullPolicy corev1.PullPolicy
 	// ContentsClaim is the PersistentVolumeClaim holding the notebooks.
 	ContentsClaim string
+	// UserHome places each owner's home on the contents volume: a kernel whose spec names no
+	// home mounts its owner's (KernelHome). Off (the whole volume) when zero.
+	UserHome homes.Template
 	// ClusterControllerByPodIP makes engines and kernels reach a cluster's ipcontroller at its
 	// pod IP instead of through its Service: the local node has no Services.
 	ClusterControllerByPodIP bool

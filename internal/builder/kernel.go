@@ -83,6 +83,9 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	if k.Spec.Path != "" {
 		workDir = path.Join(ContentsDir, path.Clean(k.Spec.Path))
 	}
+	// The controller refuses a kernel without a valid home before building its pod; should
+	// one get here anyway, it gets no contents rather than the whole volume.
+	home, homeErr := KernelHome(k, o)
 	pod := &corev1.Pod{
 		ObjectMeta: objectMeta(k, kernelGVK, k.Name, withOwner(KernelLabels(k), k.Spec.Owner)),
 		Spec: corev1.PodSpec{
@@ -107,7 +110,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
 					{Name: "home", MountPath: HomeDir},
 					{Name: "tmp", MountPath: "/tmp"},
-					{Name: "contents", MountPath: ContentsDir},
+					{Name: "contents", MountPath: ContentsDir, SubPath: home},
 				},
 				// The agent holds the probe until the kernel answers (up to 25 s), so the pod is
 				// ready the moment the kernel is, and a kernel that takes a while to start does
@@ -152,10 +155,37 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 			},
 		},
 	}
+	if homeErr != nil {
+		dropContents(&pod.Spec)
+	}
 	o.requestScratch(&pod.Spec.Containers[0].Resources)
 	o.addAgent(&pod.Spec)
 	attachCluster(pod, k.Spec.Cluster)
 	return pod
+}
+
+// KernelHome is the directory of the contents volume that k's pod mounts (its subPath; ""
+// for the whole volume): its spec's home, else its owner's home when users have homes, else
+// the whole volume. The manager cannot
+// tell admins from other users, so a kernel made with kubectl gets its owner's home unless
+// whoever made it (with the right to create Kernels, an admin's) names another home.
+func KernelHome(k *nbv1.Kernel, o Options) (string, error) {
+	switch k.Spec.Home {
+	case nbv1.HomeWholeVolume:
+		return "", nil
+	case "":
+	default:
+		return k.Spec.Home, nil
+	}
+	return o.UserHome.For(string(k.Spec.Owner))
+}
+
+// dropContents removes the contents volume and its mount from a kernel pod's spec.
+func dropContents(spec *corev1.PodSpec) {
+	spec.Volumes = slices.DeleteFunc(spec.Volumes, func(v corev1.Volume) bool { return v.Name == "contents" })
+	c := &spec.Containers[0]
+	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "contents" })
+	c.WorkingDir = HomeDir
 }
 
 // kernelEnv is the KernelSpec's env, then the Kernel's, then what the agent needs, which

@@ -18,6 +18,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -45,6 +46,33 @@ type Kernels struct {
 	// StartTimeout bounds a kernel start, from the resource's creation until the kernel
 	// answers (image pulls included).
 	StartTimeout time.Duration
+	// Homes places each user's home on the contents volume; a new kernel mounts its owner's
+	// (nbv1.KernelParameters.Home), or the whole volume when its owner is the admin starting
+	// it. Off (the whole volume for everyone) when zero.
+	Homes homes.Template
+	// MakeHome, when set, creates a home before a kernel mounts it, so that it belongs to
+	// the contents' owner (a kubelet would create a missing subPath as root).
+	MakeHome func(home string) error
+}
+
+// homeOf is the home a new kernel of owner, started by u, mounts: Kernel.spec.home.
+func (k *Kernels) homeOf(u identity.User, owner string) (string, error) {
+	if !k.Homes.On() {
+		return "", nil
+	}
+	if owner == u.Name && u.Admin {
+		return nbv1.HomeWholeVolume, nil
+	}
+	h, err := k.Homes.For(owner)
+	if err != nil {
+		return "", forbidden(fmt.Sprintf("user %s has no home: %v", owner, err))
+	}
+	if k.MakeHome != nil {
+		if err := k.MakeHome(h); err != nil {
+			return "", fmt.Errorf("make the home of %s: %w", owner, err)
+		}
+	}
+	return h, nil
 }
 
 // CountKernels is the number of the user's kernels and of the clients connected to them.
@@ -172,12 +200,16 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}
+	home, err := k.homeOf(u, owner)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
 	kn := &nbv1.Kernel{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: newUUID(), Namespace: k.Namespace,
 			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		},
-		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: spec.Name, Path: path, Env: start.Env},
+		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: spec.Name, Home: home, Path: path, Env: start.Env},
 	}
 	if startedBy != "" {
 		kn.Annotations = map[string]string{nbv1.AnnotationStartedBy: startedBy}

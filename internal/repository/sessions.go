@@ -230,7 +230,11 @@ func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 			return err
 		}
 	}
-	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec, Cluster: c}
+	home, err := r.Kernels.homeOf(u, string(s.Spec.Owner))
+	if err != nil {
+		return err
+	}
+	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec, Cluster: c, Home: home}
 	return nil
 }
 
