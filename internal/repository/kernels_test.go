@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/domainerr"
+	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -193,5 +195,72 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	}
 	if took > 800*time.Millisecond {
 		t.Errorf("WaitReady took %s after an agent that answers from 300 ms on", took)
+	}
+}
+
+// With homes, a kernel mounts its owner's home, made before the kernel exists; an admin's own
+// kernel mounts the whole volume, and one an admin starts for a user, that user's home. The
+// CRD refuses homes that could leave the volume, and changes of home.
+func TestStartKernel_MountsTheOwnersHome(t *testing.T) {
+	c, ns, k := startEnv(t)
+	var made []string
+	var err error
+	if k.Homes, err = homes.Parse("users/{username}"); err != nil {
+		t.Fatal(err)
+	}
+	k.MakeHome = func(h string) error { made = append(made, h); return nil }
+	ann, root := identity.User{Name: "ann"}, identity.User{Name: "root", Admin: true}
+	for _, tc := range []struct {
+		u     identity.User
+		owner string
+		home  string
+	}{{ann, "", "users/ann"}, {root, "", nbv1.HomeWholeVolume}, {root, "ann", "users/ann"}} {
+		m, err := k.StartKernel(t.Context(), tc.u, KernelStart{Name: "python3", Owner: tc.owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kn nbv1.Kernel
+		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: m.ID}, &kn); err != nil {
+			t.Fatal(err)
+		}
+		if kn.Spec.Home != tc.home {
+			t.Errorf("%s's kernel for %q has home %q, want %q", tc.u.Name, tc.owner, kn.Spec.Home, tc.home)
+		}
+	}
+	if want := []string{"users/ann", "users/ann"}; !slices.Equal(made, want) {
+		t.Errorf("homes made: %v, want %v", made, want)
+	}
+
+	s := &Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: k}
+	p, spec := "dir/a.ipynb", "python3"
+	m, _, err := s.CreateSession(t.Context(), ann, SessionChange{Path: &p, KernelSpec: &spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var se nbv1.Session
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: m.ID}, &se); err != nil || se.Spec.Kernel.Home != "users/ann" {
+		t.Errorf("ann's session starts a kernel with home %q (%v)", se.Spec.Kernel.Home, err)
+	}
+
+	for _, bad := range []string{"../x", "/x", "a/../b", "a//b", ".nbkube", "a/.hidden"} {
+		kn := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "bad-"},
+			Spec: nbv1.KernelParameters{Owner: "ann", KernelSpec: "python3", Home: bad}}
+		if err := c.Create(t.Context(), kn); err == nil {
+			t.Errorf("a Kernel with home %q was accepted", bad)
+		}
+	}
+	kn := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "homed"},
+		Spec: nbv1.KernelParameters{Owner: "ann", KernelSpec: "python3", Home: "users/ann"}}
+	if err := c.Create(t.Context(), kn); err != nil {
+		t.Fatal(err)
+	}
+	for _, home := range []string{"users/ben", ""} {
+		kn.Spec.Home = home
+		if err := c.Update(t.Context(), kn); err == nil {
+			t.Errorf("a Kernel's home changed to %q", home)
+		}
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(kn), kn); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
