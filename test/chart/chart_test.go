@@ -118,6 +118,9 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
 		{set: "auth.type={saml}", want: "/auth/type/0"},
 		{set: "auth.publicURL=nb.example.com", want: "/auth/publicURL"},
+		{set: "contents.userHome=../{username}", want: "/contents/userHome"},
+		{set: "contents.userHome=users", want: "/contents/userHome"},
+		{set: "contents.userHome=users/.{username}", want: "/contents/userHome"},
 		{set: "auth.users.list[0].name=ann,auth.users.list[0].token_hash=plain", want: "/auth/users/list/0/token_hash"},
 	} {
 		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
@@ -204,6 +207,36 @@ func TestChart_APIServerGetsTheTrashSettings(t *testing.T) {
 			if !slices.Contains(args, w) {
 				t.Errorf("%v: API server args %v lack %s", tc.sets, args, w)
 			}
+		}
+	}
+}
+
+// Homes are on by default, with the same template for the API server (what users see) and
+// the manager (what kubectl-made kernels mount).
+func TestChart_APIServerAndManagerGetTheSameUserHome(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{want: "--user-home={username}"},
+		{sets: []string{"contents.userHome=users/{username}"}, want: "--user-home=users/{username}"},
+		{sets: []string{"contents.userHome="}, want: "--user-home="},
+	} {
+		found := 0
+		for _, o := range render(t, "nb", tc.sets...) {
+			if o.GetKind() != "Deployment" || (o.GetName() != "nb-nbkube-apiserver" && o.GetName() != "nb-nbkube-manager") {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			c, _ := containers[0].(map[string]any)
+			args, _, _ := unstructured.NestedStringSlice(c, "args")
+			if !slices.Contains(args, tc.want) {
+				t.Errorf("%v: %s args %v lack %s", tc.sets, o.GetName(), args, tc.want)
+			}
+			found++
+		}
+		if found != 2 {
+			t.Errorf("%v: found %d of the API server and manager Deployments", tc.sets, found)
 		}
 	}
 }
