@@ -33,7 +33,7 @@ func (s *Server) openContents(c *gin.Context) {
 		s.abortErr(c, err)
 		return
 	}
-	defer view.Close()
+	defer func() { _ = view.Close() }()
 	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), contentsKey{}, view))
 	c.Next()
 }
