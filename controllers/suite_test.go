@@ -26,6 +26,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -90,6 +91,11 @@ func runSuite(m *testing.M) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	opts.ContentsClaim = "contents"
+	// Homes on, as the chart installs the manager.
+	if opts.UserHome, err = homes.Parse("{username}"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents,
 		Hub: hub, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
