@@ -96,7 +96,8 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 			}
 		}
 		ch := dialJupyterWS(t, as(tc.user), "api/kernels/"+session.Kernel.ID+"/channels", randomID())
-		if err := ch.awaitKernelInfo(60 * time.Second); err != nil {
+		// The session answered once its kernel did.
+		if err := ch.awaitKernelInfo(30 * time.Second); err != nil {
 			t.Fatal(err)
 		}
 		run := ch.run(probe)
