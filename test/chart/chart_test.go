@@ -211,36 +211,6 @@ func TestChart_APIServerGetsTheTrashSettings(t *testing.T) {
 	}
 }
 
-// Homes are on by default, with the same template for the API server (what users see) and
-// the manager (what kubectl-made kernels mount).
-func TestChart_APIServerAndManagerGetTheSameUserHome(t *testing.T) {
-	for _, tc := range []struct {
-		sets []string
-		want string
-	}{
-		{want: "--user-home={username}"},
-		{sets: []string{"contents.userHome=users/{username}"}, want: "--user-home=users/{username}"},
-		{sets: []string{"contents.userHome="}, want: "--user-home="},
-	} {
-		found := 0
-		for _, o := range render(t, "nb", tc.sets...) {
-			if o.GetKind() != "Deployment" || (o.GetName() != "nb-nbkube-apiserver" && o.GetName() != "nb-nbkube-manager") {
-				continue
-			}
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-			c, _ := containers[0].(map[string]any)
-			args, _, _ := unstructured.NestedStringSlice(c, "args")
-			if !slices.Contains(args, tc.want) {
-				t.Errorf("%v: %s args %v lack %s", tc.sets, o.GetName(), args, tc.want)
-			}
-			found++
-		}
-		if found != 2 {
-			t.Errorf("%v: found %d of the API server and manager Deployments", tc.sets, found)
-		}
-	}
-}
-
 func isNamespaced(t *testing.T, c client.Client, o *unstructured.Unstructured) bool {
 	t.Helper()
 	namespaced, err := c.IsObjectNamespaced(o)
