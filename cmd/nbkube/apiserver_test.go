@@ -79,3 +79,27 @@ func TestResolveToken_NeverRunsWithoutOne(t *testing.T) {
 		t.Errorf("--token= gave %v, want a refusal", err)
 	}
 }
+
+// --user-home is off unless given (nbkube local is one person's), and a template that could
+// leave the volume or give users one home stops the start.
+func TestUserHomeFlag_OffByDefaultAndChecked(t *testing.T) {
+	parse := func(args ...string) (apiFlags, error) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f apiFlags
+		f.bind(fs, "")
+		return f, fs.Parse(args)
+	}
+	f, err := parse()
+	if err != nil || f.userHome.On() {
+		t.Fatalf("default: %v, on %v", err, f.userHome.On())
+	}
+	if f, err = parse("--user-home=users/{username}"); err != nil || f.userHome.String() != "users/{username}" {
+		t.Fatalf("users/{username}: %v, %q", err, f.userHome.String())
+	}
+	for _, bad := range []string{"users", "../{username}", "/srv/{username}"} {
+		if _, err := parse("--user-home=" + bad); err == nil {
+			t.Errorf("--user-home=%s was accepted", bad)
+		}
+	}
+}
