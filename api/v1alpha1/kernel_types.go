@@ -102,6 +102,7 @@ type KernelStatus struct {
 // +kubebuilder:resource:shortName=kn,categories=nbkube
 // +kubebuilder:printcolumn:name="Spec",type=string,JSONPath=`.spec.kernelSpec`
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner`
+// +kubebuilder:printcolumn:name="Home",type=string,JSONPath=`.spec.home`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.executionState`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
