@@ -10,9 +10,9 @@ import (
 
 // KernelHome is the directory of the contents volume that k's pod mounts (its subPath; ""
 // for the whole volume): its spec's home, else its owner's home when users have homes, else
-// the whole volume. The manager cannot
-// tell admins from other users, so a kernel made with kubectl gets its owner's home unless
-// whoever made it (with the right to create Kernels, an admin's) names another home.
+// the whole volume. The manager cannot tell admins from other users, so a kernel made with
+// kubectl gets its owner's home unless whoever made it (with the right to create Kernels, an
+// admin's) names another home.
 func KernelHome(k *nbv1.Kernel, o Options) (string, error) {
 	switch k.Spec.Home {
 	case nbv1.HomeWholeVolume:

@@ -41,8 +41,9 @@ func (s *Store) Sub(dir string) (*Store, error) {
 	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, cpu: s.cpu}, nil
 }
 
-// realPathOf is where the kernel resolves r's directory to, from /proc, which names an open
-// descriptor's current place in the mount namespace.
+// realPathOf is where the system resolved r's directory to, from /proc, which names an open
+// descriptor's current place in the process's mount namespace: the same namespace, and so
+// the same prefix, as every fdPath the store compares with it.
 func realPathOf(r *os.Root) (string, error) {
 	f, err := r.OpenFile(".", unix.O_PATH|syscall.O_DIRECTORY, 0)
 	if err != nil {
@@ -71,8 +72,8 @@ func fdPath(f *os.File) (string, error) {
 // tree) such as "notes -> .nbkube". It resolves p, or its nearest existing ancestor when p
 // does not exist yet or cannot be opened, through the root and reads where the system put
 // it. Operations through directory descriptors check again what they use (openDir), so this
-// check, made before them, guards what is done by name. A link that
-// leaves the root is not its business: the operation itself refuses it.
+// check, made before them, guards what is done by name. A link that leaves the root is not
+// its business: the operation itself refuses it.
 func (s *Store) refuseMetaTarget(p, refusal string) error {
 	for q := p; ; {
 		// Not O_PATH: os.Root opens the last component with O_NOFOLLOW, which with O_PATH
