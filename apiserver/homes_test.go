@@ -206,3 +206,26 @@ func TestHomes_OffEveryoneSharesTheRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A home's view is opened per request and closed with it: many requests leave no open
+// descriptors behind.
+func TestHomes_ViewsAreClosedAfterTheirRequests(t *testing.T) {
+	s, as := homesServer(t, "{username}")
+	expect(t, s.do("PUT", "/api/contents/f.txt", `{"type":"file","format":"text","content":"x"}`, as("ann")...), http.StatusCreated)
+	openFDs := func() int {
+		entries, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	expect(t, s.do("GET", "/api/contents", nil, as("ann")...), http.StatusOK)
+	before := openFDs()
+	for range 200 {
+		expect(t, s.do("GET", "/api/contents/f.txt", nil, as("ann")...), http.StatusOK)
+		expect(t, s.do("GET", "/files/f.txt", nil, as("ann")...), http.StatusOK)
+	}
+	if after := openFDs(); after > before+5 {
+		t.Fatalf("open descriptors grew from %d to %d over 400 requests", before, after)
+	}
+}
