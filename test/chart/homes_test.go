@@ -2,6 +2,7 @@ package chart_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,17 @@ func TestChart_APIServerAndManagerGetTheSameUserHome(t *testing.T) {
 		}
 		if found != 2 {
 			t.Errorf("%v: found %d of the API server and manager Deployments", tc.sets, found)
+		}
+	}
+}
+
+// A home template must stay inside the volume, name one directory per user, and not be
+// hidden (the contents store refuses hidden paths).
+func TestChart_SchemaRefusesBadUserHomes(t *testing.T) {
+	for _, bad := range []string{"../{username}", "users", "users/.{username}", "/srv/{username}"} {
+		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "contents.userHome="+bad)
+		if err == nil || !strings.Contains(err.Error(), "/contents/userHome") {
+			t.Errorf("contents.userHome=%s: got error %v, want one naming /contents/userHome", bad, err)
 		}
 	}
 }
