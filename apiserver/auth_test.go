@@ -122,6 +122,21 @@ func TestAuth_AProviderThatCannotAnswerIs503NotForbidden(t *testing.T) {
 	expect(t, s.do("GET", "/api/status", nil, "Authorization", "token ann-token"), http.StatusOK)
 }
 
+// expectPolicyClose reads ws until it ends, within 10 s, and fails unless the server closed it
+// with 1008 (policy violation), as it does when the connection's user is revoked.
+func expectPolicyClose(t *testing.T, ws *websocket.Conn) {
+	t.Helper()
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+				t.Fatalf("the revoked user's connection ended with %v, want a policy-violation close", err)
+			}
+			return
+		}
+	}
+}
+
 func TestAuth_RevokedUsersChannelsAreClosed(t *testing.T) {
 	ep := startAgent(t)
 	p := &changingUsers{tokens: map[string]string{"ann": "ann-token", "ben": "ben-token"}}
@@ -141,20 +156,7 @@ func TestAuth_RevokedUsersChannelsAreClosed(t *testing.T) {
 	}
 
 	p.set("ann", "")
-	closed := make(chan error, 1)
-	go func() {
-		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for {
-			if _, _, err := ann.ReadMessage(); err != nil {
-				closed <- err
-				return
-			}
-		}
-	}()
-	err := <-closed
-	if !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
-		t.Fatalf("revoked user's connection ended with %v, want a policy-violation close", err)
-	}
+	expectPolicyClose(t, ann)
 	// Another user's connection stays.
 	if got := execute(t, ben, false, "2+2"); got != "4" {
 		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)

@@ -99,19 +99,7 @@ func TestJupyterHub_RemovedHubUsersChannelsAreClosed(t *testing.T) {
 		t.Fatalf("1+1 = %q", got)
 	}
 	hub.RemoveUser(t, "ann")
-	closed := make(chan error, 1)
-	go func() {
-		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for {
-			if _, _, err := ann.ReadMessage(); err != nil {
-				closed <- err
-				return
-			}
-		}
-	}()
-	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
-		t.Fatalf("the removed user's connection ended with %v, want a policy-violation close", err)
-	}
+	expectPolicyClose(t, ann)
 	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "token "+tokens["ann"]), http.StatusForbidden)
 	if got := execute(t, ben, false, "2+2"); got != "4" {
 		t.Errorf("ben's connection after ann's removal: 2+2 = %q", got)

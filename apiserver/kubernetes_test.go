@@ -111,19 +111,7 @@ func TestKubernetes_DeletedServiceAccountsChannelsAreClosed(t *testing.T) {
 	if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	closed := make(chan error, 1)
-	go func() {
-		_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for {
-			if _, _, err := a.ReadMessage(); err != nil {
-				closed <- err
-				return
-			}
-		}
-	}()
-	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
-		t.Fatalf("the deleted account's connection ended with %v, want a policy-violation close", err)
-	}
+	expectPolicyClose(t, a)
 	if got := execute(t, b, false, "2+2"); got != "4" {
 		t.Errorf("b's connection after a's deletion: 2+2 = %q", got)
 	}

@@ -247,15 +247,22 @@ func asCookies(t *testing.T, s *testServer, jar http.CookieJar) []string {
 	return []string{"Authorization", "", "Cookie", strings.Join(pairs, "; "), "X-XSRFToken", xsrf}
 }
 
-// formLogin logs a fresh browser in through the login form and returns its headers.
-func formLogin(t *testing.T, s *testServer, name, password string) []string {
+// newBrowser is a fresh browser of s: a client with cookies of its own that does not follow
+// redirects.
+func newBrowser(t *testing.T, s *testServer) (*testServer, http.CookieJar) {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &testServer{t: t, url: s.url, root: s.root, hc: &http.Client{Jar: jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &testServer{t: t, url: s.url, root: s.root, hc: &http.Client{Jar: jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, jar
+}
+
+// formLogin logs a fresh browser in through the login form and returns its headers.
+func formLogin(t *testing.T, s *testServer, name, password string) []string {
+	t.Helper()
+	b, jar := newBrowser(t, s)
 	r := postLogin(t, b, url.Values{"username": {name}, "password": {password}, "_xsrf": {loginForm(t, b)}})
 	if r.status != http.StatusFound {
 		t.Fatalf("%s's login: %d %s", name, r.status, r.body)
@@ -269,12 +276,7 @@ func formLogin(t *testing.T, s *testServer, name, password string) []string {
 // browser's headers.
 func browserLogin(t *testing.T, s *testServer, kind string, drive func(loginURL string) *url.URL) []string {
 	t.Helper()
-	jar, err := cookiejar.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &testServer{t: t, url: s.url, root: s.root, hc: &http.Client{Jar: jar,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	b, jar := newBrowser(t, s)
 	r := b.do("GET", "/login?provider="+kind+"&next=/api/kernels", nil, "Authorization", "")
 	if r.status != http.StatusFound {
 		t.Fatalf("GET /login?provider=%s: %d %s", kind, r.status, r.body)

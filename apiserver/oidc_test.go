@@ -121,19 +121,7 @@ func TestOIDC_RevokedLoginsChannelsAreClosed(t *testing.T) {
 		t.Fatalf("1+1 = %q", got)
 	}
 	hydra.Revoke(t, "ann")
-	closed := make(chan error, 1)
-	go func() {
-		_ = ann.SetReadDeadline(time.Now().Add(10 * time.Second))
-		for {
-			if _, _, err := ann.ReadMessage(); err != nil {
-				closed <- err
-				return
-			}
-		}
-	}()
-	if err := <-closed; !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
-		t.Fatalf("the revoked login's connection ended with %v, want a policy-violation close", err)
-	}
+	expectPolicyClose(t, ann)
 	if got := execute(t, ben, false, "2+2"); got != "4" {
 		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)
 	}
