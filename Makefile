@@ -76,7 +76,7 @@ test: k8s-bins hydra test-deps helm ## Run all Go tests (unit, envtest, chart, l
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-e2e
-test-e2e: require-root image kernel-image helm k8s-bins ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
+test-e2e: require-root image kernel-image helm k8s-bins kube-router ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" TEST_FLAGS="$(TEST_FLAGS)" hack/test-e2e.sh
 
 .PHONY: require-root
@@ -131,6 +131,10 @@ k8s-bins: ## Build etcd, kube-apiserver, kube-controller-manager and kubectl fro
 .PHONY: hydra
 hydra: ## Build ORY Hydra, the OpenID Connect provider the oidc identity tests run against (cached).
 	@hack/build-hydra.sh >/dev/null
+
+.PHONY: kube-router
+kube-router: ## Build kube-router, whose network policy controller enforces NetworkPolicies in the e2e cluster (cached).
+	@hack/build-kube-router.sh >/dev/null
 
 ##@ Tools
 
