@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A real single-node Kubernetes cluster on this machine, for end-to-end tests: etcd, the control
-# plane, containerd, the kubelet, kube-proxy and CoreDNS, run as plain processes (no Docker, no
-# registry, no systemd).
+# plane, containerd, the kubelet, kube-proxy, kube-router's network policy controller and CoreDNS,
+# run as plain processes (no Docker, no registry, no systemd).
 #
 #   hack/cluster.sh up                  start it; prints `export KUBECONFIG=...` on stdout
 #   hack/cluster.sh load IMAGE.tar...   import docker-archive tarballs into the node's containerd
@@ -38,8 +38,10 @@ CLUSTER_DOMAIN=cluster.local
 CONTAINERD_SOCK=/run/containerd/containerd.sock
 PAUSE_IMAGE=nbkube.io/pause:dev
 COREDNS_IMAGE=nbkube.io/coredns:dev
+# kube-router's health port (its default; on loopback here).
+KUBE_ROUTER_HEALTH_PORT=20244
 # Ports every component here binds, whatever address it binds them on.
-FIXED_PORTS="2379 2380 2381 6443 $(seq -s ' ' 10248 10259)"
+FIXED_PORTS="2379 2380 2381 6443 $(seq -s ' ' 10248 10259) $KUBE_ROUTER_HEALTH_PORT"
 # Written by `up` into $DIR, so that `down` never deletes a directory that is not ours.
 MARKER=.nbkube-cluster
 # Sysctls that the cluster changes (ip_forward by us and the CNI bridge plugin, the rest by the
@@ -122,7 +124,8 @@ http_ok() { curl -fsS --max-time 2 -o /dev/null "$@"; }
 
 ensure_packages() {
   local p missing=()
-  for p in containerd runc containernetworking-plugins iptables iproute2 openssl curl; do
+  # ipset: kube-router keeps the pods a NetworkPolicy selects in ipsets, through the command.
+  for p in containerd runc containernetworking-plugins iptables ipset iproute2 openssl curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -140,6 +143,7 @@ ensure_packages() {
 ensure_binaries() {
   BIN=$("$REPO/hack/build-k8s.sh" etcd kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl)
+  KUBE_ROUTER=$("$REPO/hack/build-kube-router.sh")
 }
 
 # CoreDNS built from the module proxy with only the plugins the Corefile uses: the full plugin set
@@ -274,6 +278,8 @@ gen_certs() {
   cert kube-controller-manager /CN=system:kube-controller-manager clientAuth
   cert kube-scheduler /CN=system:kube-scheduler clientAuth
   cert kube-proxy /CN=system:kube-proxy clientAuth
+  # Bound to a read-only role (kube_router_manifest): its network policy controller only watches.
+  cert kube-router /CN=nbkube:kube-router clientAuth
   # The Node authorizer knows the kubelet by this name and group.
   cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME" clientAuth
   newkey sa
@@ -310,7 +316,7 @@ write_configs() {
   local c
   kubeconfig "$DIR/kubeconfig" admin
   mkdir -p "$DIR/kubeconfigs"
-  for c in kube-controller-manager kube-scheduler kube-proxy kubelet; do
+  for c in kube-controller-manager kube-scheduler kube-proxy kube-router kubelet; do
     kubeconfig "$DIR/kubeconfigs/$c" "$c"
   done
 
@@ -616,6 +622,59 @@ spec:
 EOF
 }
 
+# --- kube-router -----------------------------------------------------------------------------
+
+# What kube-router's network policy controller reads: it watches these (its informers for
+# services and endpoint slices start whether or not the service proxy runs) and writes nothing.
+kube_router_manifest() {
+  cat <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: nbkube:kube-router
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, nodes]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: nbkube:kube-router
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: nbkube:kube-router
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: nbkube:kube-router
+EOF
+}
+
+# netpol_chains_ready: kube-router has made the chains every pod's firewall chain jumps to, which
+# it does before its first sync of the policies.
+netpol_chains_ready() { iptables -w -n -L KUBE-NWPLCY-TAIL >/dev/null 2>&1; }
+
+# The ipsets of kube-router's network policy controller: one per policy's peers and ports
+# (KUBE-SRC-*, KUBE-DST-*) and kube-router-local-pods. Destroyed by name rather than with
+# `kube-router --cleanup-config`, which also flushes every IPVS service and destroys every ipset on
+# the machine, ours or not.
+remove_ipsets() {
+  local s rc=0
+  command -v ipset >/dev/null || return 0
+  for s in $(ipset list -n 2>/dev/null | grep -E '^(KUBE-SRC-|KUBE-DST-|kube-router-)' || true); do
+    ipset destroy "$s" 2>/dev/null || { log "warning: could not destroy ipset $s"; rc=1; }
+  done
+  return $rc
+}
+
 # --- commands --------------------------------------------------------------------------------
 
 import_image() {
@@ -694,20 +753,33 @@ cmd_up() {
     --hostname-override "$NODE_NAME" --node-ip "$NODE_IP"
   start kube-proxy "$BIN/kube-proxy" --config "$DIR/kube-proxy-config.yaml"
   coredns_manifest >"$DIR/coredns.yaml"
+  kube_router_manifest >"$DIR/kube-router.yaml"
   # Retried: kube-system may not exist yet the moment /readyz first answers.
   wait_for kube-apiserver "the CoreDNS objects to apply" 30 kc apply -f "$DIR/coredns.yaml"
+  wait_for kube-apiserver "kube-router's role to apply" 30 kc apply -f "$DIR/kube-router.yaml"
 
   wait_for kubelet "node $NODE_NAME to register" 60 kc get node "$NODE_NAME"
+  # kube-router enforces NetworkPolicies (the CNI bridge plugin does not): its network policy
+  # controller only, in iptables with ipsets; the routes and services are the bridge's and
+  # kube-proxy's. It starts once the node exists, because it reads its node's address from it and
+  # exits without it. Started before any pod of the tests, so that no pod runs unpoliced.
+  start kube-router "$KUBE_ROUTER" --kubeconfig "$DIR/kubeconfigs/kube-router" \
+    --hostname-override "$NODE_NAME" \
+    --run-firewall=true --run-router=false --run-service-proxy=false \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --health-addr 127.0.0.1 --health-port "$KUBE_ROUTER_HEALTH_PORT"
   wait_for kubelet "node $NODE_NAME to be Ready" 60 \
     kc wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
   step "node Ready"
   wait_for kube-proxy "kube-proxy" 30 http_ok http://127.0.0.1:10256/healthz
+  wait_for kube-router "kube-router" 30 http_ok "http://127.0.0.1:$KUBE_ROUTER_HEALTH_PORT/healthz"
+  wait_for kube-router "kube-router's policy chains" 30 netpol_chains_ready
   wait_for - "CoreDNS" 120 kc -n kube-system rollout status deployment/coredns --timeout=2s
   local c
-  for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+  for c in etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kube-router; do
     running "$c" || die "$c is not running (log: $DIR/logs/$c.log)"
   done
-  step "cluster up: node Ready, CoreDNS available"
+  step "cluster up: node Ready, CoreDNS available, NetworkPolicies enforced"
   echo "export KUBECONFIG=$DIR/kubeconfig"
 }
 
@@ -767,7 +839,7 @@ cmd_down() {
   fi
   START=$(date +%s%N)
 
-  for c in kubelet kube-proxy kube-scheduler kube-controller-manager; do stop "$c" || problems=$((problems + 1)); done
+  for c in kubelet kube-proxy kube-router kube-scheduler kube-controller-manager; do stop "$c" || problems=$((problems + 1)); done
   if [ -d "$DIR" ] && running containerd; then remove_containers; fi
   stop containerd || problems=$((problems + 1))
   kill_leftovers
@@ -777,6 +849,8 @@ cmd_down() {
   ip link del "$CNI_BRIDGE" 2>/dev/null || true
   ip link del "$NODE_BRIDGE" 2>/dev/null || true
   clean_iptables || problems=$((problems + 1))
+  # After the chains: an ipset that a rule still uses cannot be destroyed.
+  remove_ipsets || problems=$((problems + 1))
   remove_cgroups || problems=$((problems + 1))
   if [ -f "$DIR/sysctl.orig" ]; then
     while IFS= read -r c; do sysctl -qw "$c" || problems=$((problems + 1)); done <"$DIR/sysctl.orig"
@@ -861,7 +935,8 @@ unmount_all() {
   return $rc
 }
 
-# Removes the chains of kube-proxy and the kubelet (KUBE-*), of the portmap plugin (CNI-*) and our
+# Removes the chains of kube-proxy, the kubelet and kube-router (KUBE-*), of the portmap plugin
+# (CNI-*) and our
 # own (NBKUBE-*) from every table of both families, with the rules in other chains that jump to
 # them; one iptables-restore per table, which leaves every other rule as it is.
 clean_iptables() {
