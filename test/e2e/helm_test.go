@@ -106,8 +106,9 @@ func (e *helmEnv) helmArgsOf(release, namespace, verb string, extra ...string) [
 
 // TestHelm_InARealCluster installs the chart into a real single-node cluster and uses it as a
 // data scientist and an admin would, in order: contents on the volume, a session with a
-// kernel container, interrupt, restart, the API server killed during a cell, a kernel whose
-// image does not exist, a kernel pod killed, an ipyparallel cluster, upgrade, uninstall.
+// kernel container, interrupt, restart, the network policies enforced, the API server killed
+// during a cell, a kernel whose image does not exist, a kernel pod killed, an ipyparallel
+// cluster, upgrade, uninstall.
 func TestHelm_InARealCluster(t *testing.T) {
 	env := newHelmEnv(t)
 	ctx := t.Context()
@@ -128,6 +129,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	t.Run("network policies enforced", func(t *testing.T) { testHelmNetworkPolicies(t, env, kernelID) })
 	t.Run("API server killed during a cell", func(t *testing.T) { testHelmAPIServerKilled(t, env, api, kernelID) })
 	t.Run("image that does not exist", func(t *testing.T) { testHelmMissingImage(t, env, api) })
 	t.Run("kernel pod killed", func(t *testing.T) { testHelmKernelPodKilled(t, env, api, kernelID) })
