@@ -129,5 +129,5 @@ require (
 )
 
 // kube-router v2.10.0 requires netlink at a commit of 2026-05-05 that the Go module proxy does
-// not serve; the newest commit it serves, of 2025-10-22, has every function kube-router calls.
+// not serve; kube-router builds against the newest commit it serves, of 2025-10-22.
 replace github.com/vishvananda/netlink => github.com/vishvananda/netlink v1.3.2-0.20251022194116-03b8f90390d9
