@@ -53,7 +53,8 @@ while True:
 // release's own pods: a pod of no nbkube component cannot reach a kernel's agent while the
 // API server can, and the same pod reaches it once the kernels' policy is gone; likewise for
 // the reStructuredText renderer, which itself reaches nothing, not even the API server's
-// Service that the plain pod reaches. Connections are made from inside the pods, by ephemeral containers of the kernel
+// Service that the plain pod reaches; and for kernels, which reach the cluster's DNS but not
+// the API server or the kube-apiserver. Connections are made from inside the pods, by ephemeral containers of the kernel
 // image (it has Python), so they come from the pods' own addresses.
 func testHelmNetworkPolicies(t *testing.T, env *helmEnv, kernelID string) {
 	ctx := t.Context()
@@ -129,6 +130,32 @@ func testHelmNetworkPolicies(t *testing.T, env *helmEnv, kernelID string) {
 	}
 	if ok, out := env.probe(t, renderer, service, probeRefused); ok {
 		t.Errorf("the renderer reached the API server's Service %s: %s", service, out)
+	}
+
+	// A kernel runs its user's code: it reaches the cluster's DNS, but neither nbkube's API
+	// server (its Service or its pod) nor the kube-apiserver, which the plain pod reaches.
+	kubeAPI, dns := &corev1.Service{}, &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kubeAPI); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, dns); err != nil {
+		t.Fatal(err)
+	}
+	kubeAPIAddr := net.JoinHostPort(kubeAPI.Spec.ClusterIP, strconv.Itoa(int(kubeAPI.Spec.Ports[0].Port)))
+	if ok, out := env.probe(t, plain, kubeAPIAddr, policyApplied); !ok {
+		t.Fatalf("the plain pod did not reach the kube-apiserver %s: %s", kubeAPIAddr, out)
+	}
+	if ok, out := env.probe(t, kernel, net.JoinHostPort(dns.Spec.ClusterIP, "53"), policyApplied); !ok {
+		t.Errorf("the kernel did not reach the cluster's DNS %s: %s", dns.Spec.ClusterIP, out)
+	}
+	for what, addr := range map[string]string{
+		"the kube-apiserver":       kubeAPIAddr,
+		"the API server's Service": service,
+		"the API server's pod":     net.JoinHostPort(apiserver.Status.PodIP, "8888"),
+	} {
+		if ok, out := env.probe(t, kernel, addr, probeRefused); ok {
+			t.Errorf("the kernel reached %s %s: %s", what, addr, out)
+		}
 	}
 }
 
