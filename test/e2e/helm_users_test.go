@@ -6,11 +6,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -83,6 +87,7 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 	if got, want := kernelOwners(t, as("root")), slices.Sorted(slices.Values([]string{ann + "=ann", ben + "=ben"})); !slices.Equal(got, want) {
 		t.Errorf("the admin lists %v, want %v", got, want)
 	}
+	checkClusterAdmitsOnlyItsOwner(t, env, ann, ben)
 	annWS := dialJupyterWS(t, as("ann"), "api/kernels/"+ann+"/channels", "")
 
 	// ann's token rotates and ben goes, in the Secret the chart made.
@@ -217,4 +222,55 @@ func restarts(p *corev1.Pod) int32 {
 		n += s.RestartCount
 	}
 	return n
+}
+
+// checkClusterAdmitsOnlyItsOwner starts a cluster of ann's and shows, under the cluster's
+// NetworkPolicy enforcer, that her kernel reaches its ipcontroller and ben's kernel does not:
+// the policy the manager makes for each cluster admits only its owner's kernels (and its
+// engines). Ben's kernel does not reach her kernel's agent either.
+func checkClusterAdmitsOnlyItsOwner(t *testing.T, env *helmEnv, annKernel, benKernel string) {
+	ctx := t.Context()
+	c := env.client
+	cl := &nbv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: usersNamespace, Name: "ann-par"},
+		Spec:       nbv1.ClusterParameters{Owner: "ann", State: nbv1.ClusterRunning, Engines: 1},
+	}
+	if err := c.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cl) })
+	controller := &corev1.Pod{}
+	testenv.Eventually(t, "ann's ipcontroller to run", clusterStartWait, func() error {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(usersNamespace),
+			client.MatchingLabels{nbv1.LabelCluster: cl.Name, nbv1.LabelComponent: "ipcontroller"}); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				*controller = *p
+				return nil
+			}
+		}
+		return errors.New("no running ipcontroller pod")
+	})
+	hub := net.JoinHostPort(controller.Status.PodIP, "10101")
+	pod := func(name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: usersNamespace, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if ok, out := env.probe(t, pod(annKernel), hub, policyApplied); !ok {
+		t.Errorf("ann's kernel did not reach her cluster's ipcontroller %s: %s", hub, out)
+	}
+	if ok, out := env.probe(t, pod(benKernel), hub, probeRefused); ok {
+		t.Errorf("ben's kernel reached ann's cluster's ipcontroller %s: %s", hub, out)
+	}
+	// Nor does ben's kernel reach the agent of ann's, which takes only nbkube's servers.
+	agent := net.JoinHostPort(pod(annKernel).Status.PodIP, strconv.Itoa(agentapi.Port))
+	if ok, out := env.probe(t, pod(benKernel), agent, probeRefused); ok {
+		t.Errorf("ben's kernel reached the agent of ann's kernel %s: %s", agent, out)
+	}
 }
