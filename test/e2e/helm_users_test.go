@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,7 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 	}
 	checkClusterAdmitsOnlyItsOwner(t, env, ann, ben)
 	annWS := dialJupyterWS(t, as("ann"), "api/kernels/"+ann+"/channels", "")
+	checkKernelSeesOnlyItsHome(t, as("ann"), as("ben"), annWS)
 
 	// ann's token rotates and ben goes, in the Secret the chart made.
 	oldAnn, oldBen := tokens["ann"], tokens["ben"]
@@ -272,5 +274,24 @@ func checkClusterAdmitsOnlyItsOwner(t *testing.T, env *helmEnv, annKernel, benKe
 	agent := net.JoinHostPort(pod(annKernel).Status.PodIP, strconv.Itoa(agentapi.Port))
 	if ok, out := env.probe(t, pod(benKernel), agent, probeRefused); ok {
 		t.Errorf("ben's kernel reached the agent of ann's kernel %s: %s", agent, out)
+	}
+}
+
+// checkKernelSeesOnlyItsHome saves a file as ann and one as ben through the API, each in their
+// home on the one volume, and shows that ann's kernel, in its pod, sees her file and not his:
+// its pod mounts only her home, and nothing in the pod leads to the volume's other homes.
+func checkKernelSeesOnlyItsHome(t *testing.T, ann, ben *jupyterAPI, annWS *jupyterWS) {
+	for api, name := range map[*jupyterAPI]string{ann: "ann-notes.txt", ben: "ben-notes.txt"} {
+		api.call(t, http.MethodPut, "api/contents/"+name, map[string]string{"type": "file", "format": "text", "content": name}).want(t, http.StatusCreated)
+	}
+	e := runCell(t, annWS, `import os
+seen = set()
+for top in ('.', '/'):
+    for d, dirs, files in os.walk(top, onerror=lambda e: None):
+        dirs[:] = [x for x in dirs if not (d == '/' and x in ('proc', 'sys', 'dev'))]
+        seen.update(f for f in files if f.endswith('-notes.txt'))
+print(sorted(x for x in os.listdir('.') if not x.startswith('.')), sorted(seen))`)
+	if got, want := strings.TrimSpace(e.stdout.String()), "['ann-notes.txt'] ['ann-notes.txt']"; got != want {
+		t.Errorf("ann's kernel sees %s, want %s (only her home)", got, want)
 	}
 }
