@@ -48,6 +48,7 @@ type SessionParameters struct {
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('/') && !self.split('/').exists(s, s == '..')",message="path must be relative and stay inside the contents root"
 	Path string `json:"path"`
 
 	// name is the session's name, usually the notebook's file name.

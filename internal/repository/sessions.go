@@ -139,7 +139,10 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	if ch.Path == nil || *ch.Path == "" {
 		return jupyter.Session{}, false, invalid("Missing field in JSON data: path")
 	}
-	p := strings.TrimPrefix(*ch.Path, "/")
+	p, err := sessionPath(*ch.Path)
+	if err != nil {
+		return jupyter.Session{}, false, err
+	}
 	list, err := r.list(ctx, u)
 	if err != nil {
 		return jupyter.Session{}, false, err
@@ -246,6 +249,16 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 	return sessionModel(s, kn, r.Kernels.Specs.kernelNames(ctx).of(kn.Spec.KernelSpec)), nil
 }
 
+// sessionPath is a session's path as the API gives it, relative to the contents root; one
+// that leaves the root is invalid at once, since the kernel it would need could never be made.
+func sessionPath(p string) (string, error) {
+	rel := strings.TrimPrefix(p, "/")
+	if rel == "" || !validPath(rel) {
+		return "", invalid("Invalid session path: " + p)
+	}
+	return rel, nil
+}
+
 // UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
 // new kernel; the old one is shut down by the controller, as Jupyter does).
 func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string, ch SessionChange) (jupyter.Session, error) {
@@ -260,7 +273,11 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		}
 		s = cur.DeepCopy()
 		if ch.Path != nil {
-			s.Spec.Path = strings.TrimPrefix(*ch.Path, "/")
+			p, err := sessionPath(*ch.Path)
+			if err != nil {
+				return err
+			}
+			s.Spec.Path = p
 		}
 		if ch.Name != nil {
 			s.Spec.Name = *ch.Name

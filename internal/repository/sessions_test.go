@@ -3,7 +3,12 @@ package repository
 import (
 	"errors"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 )
@@ -46,5 +51,39 @@ func TestCreateSession_WithAKernelIDThatNamesNoKernelStartsOneOfTheName(t *testi
 	}
 	if _, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("d.ipynb"), KernelID: str(unknown)}); !errors.Is(err, domainerr.ErrNotFound) {
 		t.Errorf("create with an unknown kernel id and no name: %v, want not found", err)
+	}
+}
+
+// A session path that leaves the contents root (".." or a second leading slash) is refused at
+// once as invalid, by POST and PATCH alike; the Kernel it would need could never be created,
+// and the request would wait out the start timeout.
+func TestSessions_PathsOutsideTheRootAreInvalidAtOnce(t *testing.T) {
+	c, ns, k := startEnv(t)
+	k.StartTimeout = time.Hour // a request that waits for such a kernel would hang the test
+	r := &Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: k}
+	u := identity.User{Name: "alice"}
+	str := func(s string) *string { return &s }
+	for _, p := range []string{"../x.ipynb", "//x.ipynb", "a/../../x.ipynb", "/../x.ipynb", "a/..", ".."} {
+		if _, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str(p), KernelSpec: str("python3")}); !errors.Is(err, domainerr.ErrInvalid) {
+			t.Errorf("POST with path %q: %v, want invalid", p, err)
+		}
+	}
+	m, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("/nb/ok.ipynb"), KernelSpec: str("python3")})
+	if err != nil || m.Path != "nb/ok.ipynb" {
+		t.Fatalf("POST with a good path: %+v, %v", m, err)
+	}
+	if _, err := r.UpdateSession(t.Context(), u, m.ID, SessionChange{Path: str("../y.ipynb")}); !errors.Is(err, domainerr.ErrInvalid) {
+		t.Errorf("PATCH to ../y.ipynb: %v, want invalid", err)
+	}
+	if got, err := r.GetSession(t.Context(), u, m.ID); err != nil || got.Path != "nb/ok.ipynb" {
+		t.Errorf("after the refused PATCH: %+v, %v", got, err)
+	}
+	// The resource's own validation refuses them too, for sessions made with kubectl.
+	for _, p := range []string{"../x.ipynb", "/x.ipynb", "a/../../x.ipynb"} {
+		s := &nbv1.Session{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "s-"},
+			Spec: nbv1.SessionParameters{Owner: "alice", Path: p, Kernel: nbv1.SessionKernel{KernelSpec: "python3"}}}
+		if err := c.Create(t.Context(), s); !apierrors.IsInvalid(err) {
+			t.Errorf("a Session with path %q: %v, want invalid", p, err)
+		}
 	}
 }
