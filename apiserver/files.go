@@ -14,7 +14,7 @@ import (
 // as an attachment with ?download=1, scripts in it confined by the CSP sandbox.
 func (s *Server) getFile(c *gin.Context) error {
 	p := apiPath(c)
-	if !sameSite(c.Request) {
+	if !sameSite(c) {
 		return forbidden("Blocking Cross Origin request")
 	}
 	if s.hidden(p) {
@@ -56,13 +56,15 @@ func fileMimetype(name string) string {
 	return t
 }
 
-// sameSite refuses cookie-less cross-site fetches of files: a page elsewhere must not read a
-// user's files with the user's cookie. Browsers tell the site through Sec-Fetch-Site, older
-// ones through Referer.
-func sameSite(r *http.Request) bool {
-	if tok, _ := requestToken(r); tok != "" {
+// sameSite refuses cross-site fetches of files that a cookie authenticated: a page elsewhere
+// must not read a user's files with the user's cookie. A request that a token authenticated
+// needs no check; one that merely carries a token no provider knows is still a cookie's.
+// Browsers tell the site through Sec-Fetch-Site, older ones through Referer.
+func sameSite(c *gin.Context) bool {
+	if c.GetBool(tokenAuthKey) {
 		return true
 	}
+	r := c.Request
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" {
 		return site != "cross-site"
 	}

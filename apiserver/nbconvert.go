@@ -49,7 +49,7 @@ func (s *Server) exportFile(c *gin.Context) error {
 	format, p := c.Param("format"), apiPath(c)
 	// Jupyter takes a same-site Referer in place of the XSRF token for GET: the export is
 	// read with the user's cookie.
-	if !sameSite(c.Request) {
+	if !sameSite(c) {
 		return forbidden("Blocking Cross Origin request")
 	}
 	if !slices.Contains(nbconvert.Formats(), format) {

@@ -206,4 +206,10 @@ func TestNbconvert_ErrorsAreJupytersAnswers(t *testing.T) {
 	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
 	expect(t, s.do("GET", "/nbconvert/html/nb.ipynb", nil, "Authorization", "", "Sec-Fetch-Site", "same-origin"), http.StatusOK)
 	expect(t, s.do("GET", "/nbconvert/html/nb.ipynb", nil, "Authorization", "", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	// A token no provider knows leaves the cookie to authenticate, and the check to be made;
+	// the real token skips it.
+	for _, p := range []string{"/nbconvert/html/nb.ipynb?token=bogus", "/files/nb.ipynb?token=bogus"} {
+		expect(t, s.do("GET", p, nil, "Authorization", "", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
+	}
+	expect(t, s.do("GET", "/files/nb.ipynb?token="+testToken, nil, "Authorization", "", "Sec-Fetch-Site", "cross-site"), http.StatusOK)
 }
