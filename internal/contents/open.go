@@ -4,6 +4,7 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // Open opens a file for streaming its bytes (/files/): no model, no size limit, no copy in
@@ -14,7 +15,9 @@ func (s *Store) Open(_ context.Context, path string) (*os.File, fs.FileInfo, err
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := s.root.Open(osName(p))
+	// Never blocking: a FIFO or a device that a kernel made on the volume would otherwise hold
+	// the request, and its thread, until something writes to it. Only regular files are served.
+	f, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, nil, fsError(p, err)
 	}
