@@ -60,6 +60,8 @@ type authenticator struct {
 	clock clock.PassiveClock
 	// passwords bounds the password checks running at once: each is a deliberately slow hash.
 	passwords chan struct{}
+	// proxies tell which requests came over HTTPS, for Secure cookies.
+	proxies trustedProxies
 }
 
 // proof is what showed who a request comes from, kept to re-validate it while the request's
@@ -198,7 +200,7 @@ func (a *authenticator) login(c *gin.Context, p proof) error {
 	if err != nil {
 		return err
 	}
-	secure := c.Request.TLS != nil
+	secure := a.proxies.viaHTTPS(c.Request)
 	http.SetCookie(c.Writer, &http.Cookie{Name: cookieName(c.Request), Value: value, Path: a.path,
 		MaxAge: maxAge, HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode})
 	_, err = a.xsrfToken(c)
@@ -208,7 +210,7 @@ func (a *authenticator) login(c *gin.Context, p proof) error {
 // logout ends the browser's login.
 func (a *authenticator) logout(c *gin.Context) {
 	http.SetCookie(c.Writer, &http.Cookie{Name: cookieName(c.Request), Value: "", Path: a.path,
-		MaxAge: -1, HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+		MaxAge: -1, HttpOnly: true, Secure: a.proxies.viaHTTPS(c.Request), SameSite: http.SameSiteLaxMode})
 }
 
 // xsrfToken is the browser's XSRF token, set as a cookie when it has none yet.
@@ -223,7 +225,7 @@ func (a *authenticator) xsrfToken(c *gin.Context) (string, error) {
 	t := hex.EncodeToString(b)
 	// Readable by scripts: clients copy it into the X-XSRFToken header.
 	http.SetCookie(c.Writer, &http.Cookie{Name: xsrfCookie, Value: t, Path: a.path,
-		Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+		Secure: a.proxies.viaHTTPS(c.Request), SameSite: http.SameSiteLaxMode})
 	return t, nil
 }
 

@@ -13,9 +13,9 @@ import (
 // The IPython notebook's kernel service: kernels started for a notebook id, actions by
 // POST, and one WebSocket per channel. They are the same Kernel resources as /api/kernels.
 
-func wsURL(c *gin.Context) string {
+func (s *Server) wsURL(c *gin.Context) string {
 	scheme := "ws://"
-	if c.Request.TLS != nil {
+	if s.viaHTTPS(c.Request) {
 		scheme = "wss://"
 	}
 	return scheme + c.Request.Host
@@ -76,7 +76,7 @@ func (s *Server) startNotebookKernel(ctx context.Context, u User, notebookID str
 // renderLegacyKernel answers where the kernel's channels are, as IPython did.
 func (s *Server) renderLegacyKernel(c *gin.Context, id string) {
 	c.Header("Location", s.opts.BaseURL+"kernels/"+id)
-	c.JSON(http.StatusOK, jupyter.LegacyKernel{WSURL: wsURL(c), KernelID: id})
+	c.JSON(http.StatusOK, jupyter.LegacyKernel{WSURL: s.wsURL(c), KernelID: id})
 }
 
 // getLegacyKernel is GET /kernels/<id>.
@@ -86,7 +86,7 @@ func (s *Server) getLegacyKernel(c *gin.Context) error {
 		return err
 	}
 	c.JSON(http.StatusOK, jupyter.LegacyKernelModel{
-		LegacyKernel: jupyter.LegacyKernel{WSURL: wsURL(c), KernelID: k.ID},
+		LegacyKernel: jupyter.LegacyKernel{WSURL: s.wsURL(c), KernelID: k.ID},
 		Name:         k.Name, ExecutionState: k.ExecutionState, LastActivity: k.LastActivity, Connections: k.Connections,
 	})
 	return nil

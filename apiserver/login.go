@@ -61,7 +61,7 @@ func (s *Server) callbackURL(r *http.Request) string {
 		return strings.TrimSuffix(s.opts.PublicURL, "/") + s.callbackPath()
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if s.viaHTTPS(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + s.callbackPath()
@@ -238,7 +238,7 @@ func (s *Server) startBrowserLogin(c *gin.Context, kind, next string) {
 		return
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: flowCookieName(c.Request), Value: value, Path: s.callbackPath(),
-		MaxAge: int(loginFlowMaxAge.Seconds()), HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+		MaxAge: int(loginFlowMaxAge.Seconds()), HttpOnly: true, Secure: s.viaHTTPS(c.Request), SameSite: http.SameSiteLaxMode})
 	c.Header("Cache-Control", "no-store")
 	c.Redirect(http.StatusFound, bp.LoginURL(s.callbackURL(c.Request), flow.State, flow.Verifier))
 }
@@ -252,7 +252,7 @@ func (s *Server) finishBrowserLogin(c *gin.Context) {
 		return
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: flowCookieName(c.Request), Value: "", Path: s.callbackPath(),
-		MaxAge: -1, HttpOnly: true, Secure: c.Request.TLS != nil, SameSite: http.SameSiteLaxMode})
+		MaxAge: -1, HttpOnly: true, Secure: s.viaHTTPS(c.Request), SameSite: http.SameSiteLaxMode})
 	if e := c.Query("error"); e != "" {
 		msg := e
 		if d := c.Query("error_description"); d != "" {

@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"net/http/cookiejar"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -323,4 +324,38 @@ func hash(t *testing.T, secret string) string {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// Behind a TLS-terminating proxy that nbkube trusts, a request the proxy forwarded over HTTPS
+// gets Secure cookies; a proxy it does not trust cannot ask for them (nor for the reverse),
+// and a plain request gets plain ones.
+func TestLogin_CookiesAreSecureBehindATrustedTLSProxy(t *testing.T) {
+	secure := func(s *testServer, proto string) map[string]bool {
+		t.Helper()
+		r := s.do("GET", "/api/status?token="+testToken, nil, "Authorization", "", "X-Forwarded-Proto", proto)
+		expect(t, r, http.StatusOK)
+		out := map[string]bool{}
+		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+			name := c.Name
+			if strings.HasPrefix(name, "nbkube-user-") {
+				name = "login"
+			}
+			out[name] = c.Secure
+		}
+		if len(out) != 2 {
+			t.Fatalf("cookies set: %v", out)
+		}
+		return out
+	}
+	trusting := newServer(t, func(o *apiserver.Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} })
+	if got := secure(trusting, "https"); !got["login"] || !got["_xsrf"] {
+		t.Errorf("through a trusted proxy over HTTPS: Secure %v, want both", got)
+	}
+	if got := secure(trusting, ""); got["login"] || got["_xsrf"] {
+		t.Errorf("a plain request: Secure %v, want neither", got)
+	}
+	elsewhere := newServer(t, func(o *apiserver.Options) { o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")} })
+	if got := secure(elsewhere, "https"); got["login"] || got["_xsrf"] {
+		t.Errorf("an untrusted proxy's X-Forwarded-Proto: Secure %v, want neither", got)
+	}
 }

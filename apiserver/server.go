@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"strings"
@@ -51,6 +52,10 @@ type Options struct {
 	// where browser providers send logins back (PublicURL + BaseURL + "oauth_callback", the
 	// address registered with them); the address of each login's request when empty.
 	PublicURL string
+	// TrustedProxies are the addresses of TLS-terminating proxies (an Ingress controller)
+	// whose X-Forwarded-Proto is believed: a request they forward over HTTPS gets Secure
+	// cookies and https addresses. None by default, where only nbkube's own TLS counts.
+	TrustedProxies []netip.Prefix
 	// CookieSecret signs login cookies; every replica needs the same one. At least 32 bytes.
 	CookieSecret []byte
 	// Contents is the notebook store.
@@ -170,6 +175,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth.proxies = trustedProxies(opts.TrustedProxies)
 	if opts.RateLimits == nil {
 		limits := agentapi.DefaultRateLimits
 		opts.RateLimits = &limits

@@ -65,6 +65,7 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:           f.baseURL,
 		PublicURL:         f.publicURL,
+		TrustedProxies:    f.trustedProxies,
 		Providers:         providers,
 		CookieSecret:      secret,
 		Contents:          store,

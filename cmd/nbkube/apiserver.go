@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 type apiFlags struct {
 	listen, token, baseURL, root, cookieSecretFile string
 	publicURL                                      string
+	trustedProxies                                 []netip.Prefix
 	defaultKernel                                  string
 	maxBody                                        int64
 	checkpoints                                    int
@@ -46,6 +48,24 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	})
 	f.auth.bind(fs)
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
+	fs.Func("trusted-proxies", "comma-separated addresses or CIDRs of TLS-terminating proxies (an Ingress controller) whose X-Forwarded-Proto is believed: what they forward over HTTPS gets Secure cookies and https addresses (default none)", func(s string) error {
+		f.trustedProxies = nil
+		for v := range strings.SplitSeq(s, ",") {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			p, err := netip.ParsePrefix(v)
+			if err != nil {
+				a, aerr := netip.ParseAddr(v)
+				if aerr != nil {
+					return fmt.Errorf("%q is no address or CIDR", v)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			f.trustedProxies = append(f.trustedProxies, p.Masked())
+		}
+		return nil
+	})
 	fs.StringVar(&f.publicURL, "public-url", "", "the server's origin as browsers reach it, e.g. https://nbkube.example.com: browser logins (jupyterhub, oidc) come back to <public-url><base-url>oauth_callback, the redirect URI to register with the provider (default: the address of each login's request)")
 	fs.StringVar(&f.root, "root", ".", "contents root: the notebooks, and the working directory tree of kernels")
 	fs.Func("user-home", "`template` of each user's home on the contents volume, e.g. {username} or users/{username}: a user who is not an admin sees only their home, and their kernels mount only it (default: off, every user sees the whole volume)", func(s string) error {

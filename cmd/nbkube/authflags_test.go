@@ -164,3 +164,22 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 		t.Errorf("--token without --auth=token: %d", status)
 	}
 }
+
+func TestAPIFlags_TrustedProxiesAreAddressesOrCIDRs(t *testing.T) {
+	f, err := parseAuth(t, "--trusted-proxies=10.42.0.0/16, 192.0.2.7,fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range f.trustedProxies {
+		got = append(got, p.String())
+	}
+	if strings.Join(got, " ") != "10.42.0.0/16 192.0.2.7/32 fd00::/8" {
+		t.Errorf("trusted proxies %v", got)
+	}
+	for _, bad := range []string{"--trusted-proxies=ingress", "--trusted-proxies=10.0.0.0/99"} {
+		if _, err := parseAuth(t, bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
