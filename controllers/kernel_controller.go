@@ -167,6 +167,10 @@ func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, 
 	existing := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKeyFromObject(k), existing)
 	if err == nil {
+		if !metav1.IsControlledBy(existing, k) {
+			obs.problem = secretConflict(existing)
+			return nil
+		}
 		obs.secret = existing
 		return nil
 	}
@@ -181,10 +185,30 @@ func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, 
 		return fmt.Errorf("agent token: %w", err)
 	}
 	secret := builder.KernelSecret(k, hex.EncodeToString(key), base64.RawURLEncoding.EncodeToString(token))
-	if err := r.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create kernel secret: %w", err)
+	err = r.Create(ctx, secret)
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("create kernel secret: %w", err)
+		}
+		return nil
+	}
+	// A Secret of that name that the cache does not hold: this kernel's own, made a moment
+	// ago, or someone else's (the cache holds only nbkube's). Never adopted: a kernel mounting
+	// another's Secret would run with its keys.
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(k), existing); err != nil {
+		return fmt.Errorf("get kernel secret: %w", err)
+	}
+	if !metav1.IsControlledBy(existing, k) {
+		obs.problem = secretConflict(existing)
 	}
 	return nil
+}
+
+// secretConflict is the refusal of a Secret that has the kernel's name but is not the
+// kernel's.
+func secretConflict(s *corev1.Secret) *problem {
+	return &problem{reason: nbv1.ReasonSecretConflict, fatal: true,
+		message: fmt.Sprintf("secret %s exists and does not belong to this kernel", s.Name)}
 }
 
 func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) error {

@@ -492,3 +492,34 @@ func TestKernel_StatusWriteLostToAStaleCacheIsWrittenOntoTheLiveKernelAtOnce(t *
 		t.Errorf("live status after the reconcile: %+v", st)
 	}
 }
+
+// A Secret that has the kernel's name but is not the kernel's is never adopted: not someone
+// else's, which the manager's cache does not hold, nor a cluster's (a Kernel named like
+// "<cluster>-ipcluster"), which it does. The kernel fails with SecretConflict and gets no pod,
+// so it never runs with another's keys; the Secret is left as it was.
+func TestKernel_AnotherResourcesSecretIsNotAdopted(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	foreign := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k-foreign"}, StringData: map[string]string{"token": "theirs"}}
+	create(t, foreign)
+	cl := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c9"}, Spec: nbv1.ClusterParameters{Owner: "alice", Engines: 0}}
+	create(t, cl)
+	clusterSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builder.ClusterSecretName(cl)}}
+	eventually(t, "the cluster's secret", func() error { return get(clusterSecret) })
+
+	for _, name := range []string{"k-foreign", builder.ClusterSecretName(cl)} {
+		k := kernel(ns, name, "python3")
+		create(t, k)
+		kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonSecretConflict)
+		if err := get(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}); !apierrors.IsNotFound(err) {
+			t.Errorf("kernel %s got a pod despite the conflict: %v", name, err)
+		}
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := get(s); err != nil {
+			t.Fatal(err)
+		}
+		if metav1.IsControlledBy(s, k) || len(s.OwnerReferences) > 1 {
+			t.Errorf("secret %s was adopted: owners %v", name, s.OwnerReferences)
+		}
+	}
+}

@@ -44,6 +44,7 @@ const (
 	// --user-home), so the kernel cannot mount one.
 	ReasonHomeInvalid    ConditionReason = "HomeInvalid"
 	ReasonPodConflict    ConditionReason = "PodConflict"
+	ReasonSecretConflict ConditionReason = "SecretConflict"
 	ReasonPodCreating    ConditionReason = "PodCreating"
 	ReasonPodPending     ConditionReason = "PodPending"
 	ReasonPodNotReady    ConditionReason = "PodNotReady"
