@@ -72,8 +72,8 @@ verify: generate manifests fmt vet lint kustomize ## Regenerate code and manifes
 		git status --porcelain -- api config controllers charts go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: test
-test: k8s-bins hydra test-deps helm ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
-	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" go test ./... $(TEST_FLAGS)
+test: k8s-bins hydra test-deps helm kustomize ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-e2e
 test-e2e: require-root image kernel-image helm k8s-bins kube-router ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
