@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -80,14 +79,7 @@ func NewJupyterHub(o JupyterHubOptions) (*JupyterHub, error) {
 		o.Timeout = DefaultJupyterHubTimeout
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: o.Timeout, Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: o.Timeout}).DialContext,
-			TLSHandshakeTimeout:   o.Timeout,
-			ResponseHeaderTimeout: o.Timeout,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-		}}
+		o.Client = providerClient(o.Timeout)
 	}
 	return &JupyterHub{o: o, api: api.String()}, nil
 }

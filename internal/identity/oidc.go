@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -119,14 +118,7 @@ func NewOIDC(ctx context.Context, o OIDCOptions) (*OIDC, error) {
 	}
 	client := o.Client
 	if client == nil {
-		client = &http.Client{Timeout: o.Timeout, Transport: &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: o.Timeout}).DialContext,
-			TLSHandshakeTimeout:   o.Timeout,
-			ResponseHeaderTimeout: o.Timeout,
-			MaxIdleConnsPerHost:   16,
-			IdleConnTimeout:       90 * time.Second,
-		}}
+		client = providerClient(o.Timeout)
 	}
 	bounded := *client
 	rt := bounded.Transport

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"time"
 )
 
@@ -69,4 +71,17 @@ type Login struct {
 	Token string
 	// Expiry is when the provider says the token ends; zero when it did not say.
 	Expiry time.Time
+}
+
+// providerClient is the HTTP client of a provider that calls a service (a Hub, an OpenID
+// provider) with no client of its own given: every phase of a call bounded by timeout.
+func providerClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: timeout}).DialContext,
+		TLSHandshakeTimeout:   timeout,
+		ResponseHeaderTimeout: timeout,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+	}}
 }

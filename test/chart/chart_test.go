@@ -79,6 +79,12 @@ func render(t *testing.T, namespace string, sets ...string) []*unstructured.Unst
 	if err != nil {
 		t.Fatalf("helm template %v: %v", sets, err)
 	}
+	return splitObjects(t, out)
+}
+
+// splitObjects decodes a YAML stream of objects.
+func splitObjects(t *testing.T, out string) []*unstructured.Unstructured {
+	t.Helper()
 	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {

@@ -1,12 +1,9 @@
 package chart_test
 
 import (
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -14,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -31,21 +27,7 @@ func kustomizeBuild(t *testing.T) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatalf("kustomize build: %v", err)
 	}
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(string(out)), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			return objs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) > 0 {
-			objs = append(objs, u)
-		}
-	}
+	return splitObjects(t, string(out))
 }
 
 // TestKustomize_ManagerHasRightsInItsNamespaceOnly: the kustomize install, created in a real
