@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -445,20 +444,16 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 	// A directory holding only checkpoints counts as empty, as in Jupyter. Removing them and
 	// then the directory with rmdir means a file created meanwhile makes the deletion fail
 	// instead of vanishing with it.
-	d, err := s.openDir(p)
+	// So does one holding only temporary files that an interrupted write (a process killed
+	// mid-save) left long ago; a recent one may be a write under way, which makes it not empty.
+	stale, err := s.onlyLeftovers(p)
 	if err != nil {
-		return fsError(p, err)
+		return err
 	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
-	if err != nil {
-		return fsError(p, err)
-	}
-	if slices.ContainsFunc(names, func(n string) bool { return n != checkpointDir }) {
-		return invalid("Directory %s not empty", p)
-	}
-	if err := s.root.RemoveAll(joinPath(p, checkpointDir)); err != nil {
-		return fsError(p, err)
+	for _, n := range append(stale, checkpointDir) {
+		if err := s.root.RemoveAll(joinPath(p, n)); err != nil {
+			return fsError(p, err)
+		}
 	}
 	err = s.root.Remove(p)
 	if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
@@ -468,4 +463,36 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 		return fsError(p, err)
 	}
 	return s.forgetIDs(p)
+}
+
+// onlyLeftovers returns the stale temporary files of the directory p, or an invalid error
+// when p holds anything else than those and checkpoints.
+func (s *Store) onlyLeftovers(p string) ([]string, error) {
+	d, err := s.openDir(p)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, fsError(p, err)
+	}
+	now := s.clock.Now()
+	var stale []string
+	err = withFD(d, func(dfd int) error {
+		for _, n := range names {
+			if n == checkpointDir {
+				continue
+			}
+			if strings.HasPrefix(n, tempPrefix) {
+				if st, err := fstatat(dfd, n); err == nil && st.isRegular() && leftover(st, now) {
+					stale = append(stale, n)
+					continue
+				}
+			}
+			return invalid("Directory %s not empty", p)
+		}
+		return nil
+	})
+	return stale, err
 }

@@ -2,9 +2,13 @@ package contents
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -302,5 +306,37 @@ func TestDelete_SymlinkRemovesTheLinkOnly(t *testing.T) {
 	}
 	if err := s.Delete(ctx, "alice", "dangling"); err != nil || exists(dir, "dangling") {
 		t.Errorf("delete dangling link: %v", err)
+	}
+}
+
+// A directory that holds only temporary files an interrupted save left long ago (a process
+// killed mid-write) is empty to a permanent delete, which removes them with it; a recent one
+// may be a save under way, and keeps the directory "not empty".
+func TestDelete_LeftoverTemporaryFilesDoNotMakeADirectoryNonEmpty(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		age   time.Duration
+		empty bool
+	}{
+		{"stale", 2 * time.Hour, true},
+		{"recent", time.Minute, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, root := newTestStore(t, Options{DeletePermanently: true, Clock: clocktesting.NewFakePassiveClock(time.Now().Add(tc.age))})
+			writeTree(t, root, map[string]string{"d/": "", "d/" + tempPrefix + "0123abcd.tmp": "half a notebook"})
+			err := s.Delete(t.Context(), "alice", "d")
+			if tc.empty {
+				if err != nil {
+					t.Fatalf("delete: %v", err)
+				}
+				if _, err := os.Stat(filepath.Join(root, "d")); !os.IsNotExist(err) {
+					t.Errorf("the directory is still there: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, domainerr.ErrInvalid) {
+				t.Errorf("delete with a recent temporary file: %v, want not empty", err)
+			}
+		})
 	}
 }

@@ -147,8 +147,9 @@ func (s *Store) putTrashInfoBack(t trashPaths, id, taken string) {
 	})
 }
 
-// leftover reports whether a file of the trash left by an interrupted operation is old
-// enough to go: its last change (a rename changes it) is more than trashGrace ago.
+// leftover reports whether a temporary file left by an interrupted operation (of the trash,
+// or a save) is old enough to go: its last change (a rename changes it) is more than
+// trashGrace ago, far longer than any operation takes.
 func leftover(st statInfo, now time.Time) bool {
 	changed := st.ctime
 	if st.mtime.After(changed) {
