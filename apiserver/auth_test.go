@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"strings"
@@ -137,28 +138,55 @@ func expectPolicyClose(t *testing.T, ws *websocket.Conn) {
 	}
 }
 
-func TestAuth_RevokedUsersChannelsAreClosed(t *testing.T) {
+// kernelServer is an API server of the providers (their answers cached for authTTL) with one
+// real kernel, k1, listening on l (a fresh port when nil).
+func kernelServer(t *testing.T, l net.Listener, providers ...identity.Provider) *testServer {
+	t.Helper()
 	ep := startAgent(t)
-	p := &changingUsers{tokens: map[string]string{"ann": "ann-token", "ben": "ben-token"}}
-	s := newServer(t, withChangingUsers(p), func(o *apiserver.Options) { o.Kernels = &oneKernel{id: "k1", ep: ep} })
-	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
-	dial := func(token string) *websocket.Conn {
-		ws, resp, err := websocket.DefaultDialer.Dial(base+strings.TrimSuffix(token, "-token"), http.Header{"Authorization": {"token " + token}})
-		if err != nil {
-			t.Fatalf("dial: %v %v", err, resp)
+	return newServerOn(t, l, t.TempDir(), func(o *apiserver.Options) {
+		o.Providers = providers
+		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
+		o.Kernels = &oneKernel{id: "k1", ep: ep}
+	})
+}
+
+// dialK1 opens k1's channels for session with the headers (name and value pairs, as s.do
+// takes them; empty values are left out).
+func dialK1(t *testing.T, s *testServer, session string, headers ...string) *websocket.Conn {
+	t.Helper()
+	h := http.Header{}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] != "" {
+			h.Set(headers[i], headers[i+1])
 		}
-		t.Cleanup(func() { ws.Close() })
-		return ws
 	}
-	ann, ben := dial("ann-token"), dial("ben-token")
-	if got := execute(t, ann, false, "1+1"); got != "2" {
+	ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(s.url, "http")+"/api/kernels/k1/channels?session_id="+session, h)
+	if err != nil {
+		t.Fatalf("dial: %v %v", err, resp)
+	}
+	t.Cleanup(func() { ws.Close() })
+	return ws
+}
+
+// checkRevocationClosesOnlyTheirs: the two users' connections run while several
+// re-validations pass; revoke ends the first user's, whose connection then closes with 1008,
+// and the second's still runs.
+func checkRevocationClosesOnlyTheirs(t *testing.T, revoked, other *websocket.Conn, revoke func()) {
+	t.Helper()
+	time.Sleep(4 * authTTL)
+	if got := execute(t, revoked, false, "1+1"); got != "2" {
 		t.Fatalf("1+1 = %q", got)
 	}
-
-	p.set("ann", "")
-	expectPolicyClose(t, ann)
-	// Another user's connection stays.
-	if got := execute(t, ben, false, "2+2"); got != "4" {
-		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)
+	revoke()
+	expectPolicyClose(t, revoked)
+	if got := execute(t, other, false, "2+2"); got != "4" {
+		t.Errorf("the other user's connection after the revocation: 2+2 = %q", got)
 	}
+}
+
+func TestAuth_RevokedUsersChannelsAreClosed(t *testing.T) {
+	p := &changingUsers{tokens: map[string]string{"ann": "ann-token", "ben": "ben-token"}}
+	s := kernelServer(t, nil, p)
+	ann, ben := dialK1(t, s, "ann", "Authorization", "token ann-token"), dialK1(t, s, "ben", "Authorization", "token ben-token")
+	checkRevocationClosesOnlyTheirs(t, ann, ben, func() { p.set("ann", "") })
 }

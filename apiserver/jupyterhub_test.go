@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
-	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -78,32 +75,10 @@ func TestJupyterHub_RemovedHubUsersChannelsAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := startAgent(t)
-	s := newServer(t, func(o *apiserver.Options) {
-		o.Providers = []identity.Provider{p}
-		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
-		o.Kernels = &oneKernel{id: "k1", ep: ep}
-	})
-	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
-	dial := func(user string) *websocket.Conn {
-		ws, resp, err := websocket.DefaultDialer.Dial(base+user, http.Header{"Authorization": {"token " + tokens[user]}})
-		if err != nil {
-			t.Fatalf("dial: %v %v", err, resp)
-		}
-		t.Cleanup(func() { ws.Close() })
-		return ws
-	}
-	ann, ben := dial("ann"), dial("ben")
-	time.Sleep(4 * authTTL) // several re-validations with the Hub pass
-	if got := execute(t, ann, false, "1+1"); got != "2" {
-		t.Fatalf("1+1 = %q", got)
-	}
-	hub.RemoveUser(t, "ann")
-	expectPolicyClose(t, ann)
+	s := kernelServer(t, nil, p)
+	ann, ben := dialK1(t, s, "ann", "Authorization", "token "+tokens["ann"]), dialK1(t, s, "ben", "Authorization", "token "+tokens["ben"])
+	checkRevocationClosesOnlyTheirs(t, ann, ben, func() { hub.RemoveUser(t, "ann") })
 	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "token "+tokens["ann"]), http.StatusForbidden)
-	if got := execute(t, ben, false, "2+2"); got != "4" {
-		t.Errorf("ben's connection after ann's removal: 2+2 = %q", got)
-	}
 	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "token "+tokens["ben"]), http.StatusOK)
 }
 

@@ -3,15 +3,12 @@ package apiserver_test
 import (
 	"net/http"
 	"net/http/cookiejar"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -88,31 +85,11 @@ func TestKubernetes_DeletedServiceAccountsChannelsAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := startAgent(t)
-	s := newServer(t, func(o *apiserver.Options) {
-		o.Providers = []identity.Provider{p}
-		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
-		o.Kernels = &oneKernel{id: "k1", ep: ep}
-	})
-	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
-	dial := func(sa string) *websocket.Conn {
-		ws, resp, err := websocket.DefaultDialer.Dial(base+sa, http.Header{"Authorization": {"Bearer " + tokens[sa]}})
-		if err != nil {
-			t.Fatalf("dial: %v %v", err, resp)
+	s := kernelServer(t, nil, p)
+	a, b := dialK1(t, s, "a", "Authorization", "Bearer "+tokens["a"]), dialK1(t, s, "b", "Authorization", "Bearer "+tokens["b"])
+	checkRevocationClosesOnlyTheirs(t, a, b, func() {
+		if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
 		}
-		t.Cleanup(func() { ws.Close() })
-		return ws
-	}
-	a, b := dial("a"), dial("b")
-	time.Sleep(4 * authTTL) // several re-validations pass
-	if got := execute(t, a, false, "1+1"); got != "2" {
-		t.Fatalf("1+1 = %q", got)
-	}
-	if err := cs.CoreV1().ServiceAccounts(ns).Delete(t.Context(), "a", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	expectPolicyClose(t, a)
-	if got := execute(t, b, false, "2+2"); got != "4" {
-		t.Errorf("b's connection after a's deletion: 2+2 = %q", got)
-	}
+	})
 }

@@ -41,7 +41,7 @@ type loginLink struct{ Title, URL string }
 // providerTitles name the browser providers on the login page.
 var providerTitles = map[string]string{
 	identity.KindJupyterHub: "JupyterHub",
-	"oidc":                  "OpenID Connect",
+	identity.KindOIDC:       "OpenID Connect",
 }
 
 // loginFlow is a browser login on its way through its provider.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -92,37 +91,12 @@ func TestOIDC_RevokedLoginsChannelsAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep := startAgent(t)
-	s := newServerOn(t, l, t.TempDir(), func(o *apiserver.Options) {
-		o.Providers = []identity.Provider{p}
-		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
-		o.Kernels = &oneKernel{id: "k1", ep: ep}
-	})
+	s := kernelServer(t, l, p)
 	expect(t, s.do("GET", "/api/kernels", nil, "Authorization", "Bearer not-a-token-of-anyone"), http.StatusForbidden)
-	base := "ws" + strings.TrimPrefix(s.url, "http") + "/api/kernels/k1/channels?session_id="
 	dial := func(user string) *websocket.Conn {
 		as := browserLogin(t, s, identity.KindOIDC, func(loginURL string) *url.URL { return hydra.Login(t, loginURL, user, user+" pw") })
-		header := http.Header{}
-		for i := 0; i+1 < len(as); i += 2 {
-			if as[i+1] != "" {
-				header.Set(as[i], as[i+1])
-			}
-		}
-		ws, resp, err := websocket.DefaultDialer.Dial(base+user, header)
-		if err != nil {
-			t.Fatalf("dial: %v %v", err, resp)
-		}
-		t.Cleanup(func() { ws.Close() })
-		return ws
+		return dialK1(t, s, user, as...)
 	}
 	ann, ben := dial("ann"), dial("ben")
-	time.Sleep(4 * authTTL) // several re-validations with the provider pass
-	if got := execute(t, ann, false, "1+1"); got != "2" {
-		t.Fatalf("1+1 = %q", got)
-	}
-	hydra.Revoke(t, "ann")
-	expectPolicyClose(t, ann)
-	if got := execute(t, ben, false, "2+2"); got != "4" {
-		t.Errorf("ben's connection after ann's revocation: 2+2 = %q", got)
-	}
+	checkRevocationClosesOnlyTheirs(t, ann, ben, func() { hydra.Revoke(t, "ann") })
 }

@@ -88,10 +88,7 @@ func StartHydra(t *testing.T, cfg HydraConfig) *Hydra {
 	t.Helper()
 	bin := HydraBin()
 	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Hydra is missing (run hack/build-hydra.sh): %v", err)
-		}
-		t.Skipf("Hydra is missing at %s: run hack/build-hydra.sh (or set NBKUBE_HYDRA) to run this test", bin)
+		Missing(t, "Hydra is missing at %s: run hack/build-hydra.sh (or set NBKUBE_HYDRA) to run this test", bin)
 	}
 	h := &Hydra{users: cfg.Users}
 	app := httptest.NewServer(h.loginApp(t))

@@ -67,10 +67,7 @@ type HubConfig struct {
 func StartJupyterHub(t *testing.T, cfg HubConfig) *Hub {
 	t.Helper()
 	if _, err := os.Stat(JupyterHubBin); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is missing (run hack/install-test-deps.sh): %v", JupyterHubBin, err)
-		}
-		t.Skipf("%s is missing: apt-get install jupyterhub (hack/install-test-deps.sh) to run this test", JupyterHubBin)
+		Missing(t, "%s is missing: apt-get install jupyterhub (hack/install-test-deps.sh) to run this test", JupyterHubBin)
 	}
 	dir := t.TempDir()
 	h := &Hub{ServiceToken: randomHex(t), adminToken: randomHex(t)}
