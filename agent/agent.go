@@ -42,6 +42,8 @@ type Agent struct {
 	restarts   atomic.Int32
 	badSigs    atomic.Int64
 	stderrTail *tail
+	// mem is charged with what the agent holds for clients.
+	mem budget
 
 	// life serializes starting, restarting, interrupting and stopping the kernel.
 	life sync.Mutex
@@ -54,7 +56,10 @@ type Agent struct {
 	state        string
 	lastActivity time.Time
 	hbDead       bool
-	sessions     map[string]*clientSession
+	// unusedSince is when the agent started, until a client first connects to the channels
+	// (then zero): an API server that died before its client came leaves such a kernel.
+	unusedSince time.Time
+	sessions    map[string]*clientSession
 	// route maps the session ids found in client message headers to the client session
 	// that sent them, so that replies find their way back.
 	route   map[string]*clientSession
@@ -73,6 +78,8 @@ type Agent struct {
 type heldMessage struct {
 	channel string
 	frames  [][]byte
+	// size is what the message is charged against the memory budget.
+	size int64
 }
 
 // Run runs the kernel until it exits for good, a client asks for shutdown, or ctx ends
@@ -107,8 +114,10 @@ func Run(ctx context.Context, cfg Config) error {
 		sessions: map[string]*clientSession{}, route: map[string]*clientSession{}, pending: map[string]chan *wire.Message{},
 		ready: make(chan struct{}), done: make(chan error, 1), stderrTail: &tail{max: 2048},
 	}
+	a.mem.limit = cfg.MemoryBudget
 	a.signer = wire.NewSigner(a.key)
 	a.lastActivity = time.Now()
+	a.unusedSince = a.lastActivity
 
 	listener, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -28,6 +28,7 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 	grace := fs.Duration("stop-grace", 5*time.Second, "time the kernel has to exit after a shutdown request, and again after SIGTERM")
 	startTimeout := fs.Duration("start-timeout", 2*time.Minute, "time the kernel has to answer its first kernel_info_request")
 	heartbeat := fs.Duration("heartbeat-interval", 5*time.Second, "how often the kernel's heartbeat is checked; three misses report it dead")
+	memory := fs.Int64("memory-budget", DefaultMemoryBudget, "bytes the agent may hold for clients in the kernel's container (replay buffers, queued output, messages held while the kernel starts); slow clients are cut off beyond it")
 	verbosity := fs.Int("v", 0, "log verbosity (1: client connections and dropped messages)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -56,6 +57,7 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		InterruptMode:     getenv(agentapi.EnvInterruptMode),
 		StartTimeout:      *startTimeout,
 		HeartbeatInterval: *heartbeat,
+		MemoryBudget:      *memory,
 		TerminationLog:    getenv(agentapi.EnvTerminationLog),
 		Cluster:           ClusterConfig{Profile: getenv(agentapi.EnvClusterProfile), File: getenv(agentapi.EnvClusterFile), IPythonDir: ipythonDir},
 		Log:               log,

@@ -34,8 +34,12 @@ type Config struct {
 	MaxRestarts int
 	// Replay bounds the messages kept for a disconnected client session.
 	Replay ReplayLimits
-	// MaxMessageBytes bounds one WebSocket message from a client.
+	// MaxMessageBytes bounds one WebSocket message from a client; MemoryBudget bounds it too.
 	MaxMessageBytes int64
+	// MemoryBudget bounds, in bytes, what the agent holds for clients in the kernel's
+	// container, whose memory limit the kernel shares: replay buffers, frames queued for
+	// connections and client messages held while the kernel starts (see budget).
+	MemoryBudget int64
 	// TerminationLog, when set, receives why the kernel could not start (the container's
 	// terminationMessagePath), so that the pod's status says it without the agent's logs.
 	TerminationLog string
@@ -67,6 +71,9 @@ type ReplayLimits struct {
 	Sessions int
 }
 
+// DefaultMemoryBudget is Config.MemoryBudget when none is given.
+const DefaultMemoryBudget = 256 << 20
+
 func (c *Config) setDefaults() {
 	if c.StopGrace <= 0 {
 		c.StopGrace = 5 * time.Second
@@ -95,7 +102,11 @@ func (c *Config) setDefaults() {
 	if c.Replay.Sessions <= 0 {
 		c.Replay.Sessions = 64
 	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = DefaultMemoryBudget
+	}
 	if c.MaxMessageBytes <= 0 {
 		c.MaxMessageBytes = 256 << 20
 	}
+	c.MaxMessageBytes = min(c.MaxMessageBytes, c.MemoryBudget)
 }

@@ -21,9 +21,9 @@ const (
 	readWait = 3 * pingPeriod
 )
 
-// maxQueuedBytes bounds what waits to be written to one connection: a client that falls
-// this far behind is disconnected and its session collects the rest.
-const maxQueuedBytes = 256 << 20
+// cutOffGrace is how long a connection that is cut off has to write its close frame before
+// its network connection is closed under a writer that the client does not let finish.
+const cutOffGrace = time.Second
 
 // conn is one client WebSocket. Its reader sends client messages to the kernel; its single
 // writer drains the queue the hub fills.
@@ -42,9 +42,11 @@ type conn struct {
 	// sess is set under the agent's mutex.
 	sess *clientSession
 
-	mu          sync.Mutex
-	queue       []outFrame
-	queuedBytes int
+	mu    sync.Mutex
+	queue []outFrame
+	// queuedBytes is what is charged to the agent's budget for this connection: the frames
+	// queued and those being written.
+	queuedBytes int64
 	notify      chan struct{}
 	closing     bool
 	done        chan struct{}
@@ -56,6 +58,8 @@ type conn struct {
 type outFrame struct {
 	typ  int
 	data []byte
+	// charge is what the frame holds of the agent's memory budget until it is written.
+	charge int64
 }
 
 func newConn(a *Agent, ws *websocket.Conn, only string, limits agentapi.RateLimits) *conn {
@@ -63,17 +67,37 @@ func newConn(a *Agent, ws *websocket.Conn, only string, limits agentapi.RateLimi
 		notify: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// enqueue queues a frame for the writer; false when the connection is closing or too far
-// behind. A replayed frame is queued whatever the backlog: the session's buffer that it
-// comes from is bounded already.
-func (c *conn) enqueue(typ int, data []byte, replay bool) bool {
+// enqueue queues a frame for the writer, charged to the agent's memory budget until it is
+// written; false when the connection is closing, holds its share of the budget already, or
+// the budget has no room left. The caller holds c.a.mu.
+func (c *conn) enqueue(typ int, data []byte) bool {
+	n := int64(len(data))
 	c.mu.Lock()
-	if !replay && (c.closing || c.queuedBytes+len(data) > maxQueuedBytes) {
+	full := c.queuedBytes+n > c.a.cfg.MemoryBudget/connShare
+	c.mu.Unlock()
+	if full || c.isClosing() || !c.a.reserveLocked(n) {
+		return false
+	}
+	if !c.enqueueCharged(typ, data, n) {
+		c.a.mem.release(n)
+		return false
+	}
+	return true
+}
+
+// enqueueCharged queues a frame whose charge to the memory budget is reserved already: a
+// replayed message takes its buffer's charge along (not the few bytes more of its encoding,
+// which could leave the newest messages out), and may pass the connection's share, as the
+// buffer it comes from is bounded already. False, the charge still the caller's, when the
+// connection is closing.
+func (c *conn) enqueueCharged(typ int, data []byte, charge int64) bool {
+	c.mu.Lock()
+	if c.closing {
 		c.mu.Unlock()
 		return false
 	}
-	c.queue = append(c.queue, outFrame{typ, data})
-	c.queuedBytes += len(data)
+	c.queue = append(c.queue, outFrame{typ, data, charge})
+	c.queuedBytes += charge
 	c.mu.Unlock()
 	select {
 	case c.notify <- struct{}{}:
@@ -93,19 +117,46 @@ func (c *conn) close(code int, text string) {
 	c.closeOnce.Do(func() { close(c.done) })
 }
 
+func (c *conn) isClosing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closing
+}
+
+// cutOff closes the connection of a client that cannot be given more within the memory
+// budget with 1013 (try again later). A writer stuck on a client that does not read would
+// hold its frames until the write deadline, so after cutOffGrace the network connection is
+// closed under it.
+func (c *conn) cutOff(why string) {
+	c.close(websocket.CloseTryAgainLater, why)
+	time.AfterFunc(cutOffGrace, func() { _ = c.ws.NetConn().Close() })
+}
+
+// releaseQueue gives back the budget of every frame not written yet, for good: the
+// connection is closing and queues nothing more.
+func (c *conn) releaseQueue() {
+	c.mu.Lock()
+	c.closing = true
+	n := c.queuedBytes
+	c.queue, c.queuedBytes = nil, 0
+	c.mu.Unlock()
+	c.a.mem.release(n)
+}
+
 // writeLoop is the connection's only writer.
 func (c *conn) writeLoop() {
 	ping := time.NewTicker(pingPeriod)
 	defer ping.Stop()
 	defer func() { _ = c.ws.Close() }()
+	defer c.releaseQueue()
 	var batch []outFrame
 	for {
 		select {
 		case <-c.notify:
 			c.mu.Lock()
 			batch, c.queue = c.queue, batch[:0]
-			c.queuedBytes = 0
 			c.mu.Unlock()
+			var written int64
 			if c.batch != nil && len(batch) > 1 {
 				c.batch.Hold()
 			}
@@ -115,6 +166,7 @@ func (c *conn) writeLoop() {
 					c.close(websocket.CloseAbnormalClosure, "")
 					return
 				}
+				written += f.charge
 				batch[i] = outFrame{}
 			}
 			if c.batch != nil {
@@ -123,6 +175,10 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
+			c.mu.Lock()
+			c.queuedBytes -= written
+			c.mu.Unlock()
+			c.a.mem.release(written)
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(writeWait)); err != nil {
 				c.close(websocket.CloseAbnormalClosure, "")
@@ -188,7 +244,7 @@ func (c *conn) writeStderr(text string, parent json.RawMessage) {
 	m := c.a.newMessage("stream", parent, string(content))
 	m.Channel = wire.IOPub
 	if typ, data, err := (&encodings{m: m}).get(c.proto); err == nil {
-		c.enqueue(typ, data, false)
+		c.enqueue(typ, data)
 	}
 }
 

@@ -130,8 +130,14 @@ func (a *Agent) Status() agentapi.Status {
 		}
 		replay += int64(s.bufBytes)
 	}
-	return agentapi.Status{ExecutionState: a.state, LastActivity: a.lastActivity.UTC(), Connections: conns,
-		RestartCount: int(a.restarts.Load()), Ready: a.isReady(), ReplayBytes: replay}
+	st := agentapi.Status{ExecutionState: a.state, LastActivity: a.lastActivity.UTC(), Connections: conns,
+		RestartCount: int(a.restarts.Load()), Ready: a.isReady(), ReplayBytes: replay,
+		MemoryBytes: a.mem.used()}
+	if !a.unusedSince.IsZero() {
+		since := a.unusedSince.UTC()
+		st.UnusedSince = &since
+	}
+	return st
 }
 
 var upgrader = websocket.Upgrader{

@@ -118,26 +118,32 @@ func (a *Agent) deliverLocked(s *clientSession, m *wire.Message, h wire.Header, 
 			a.cfg.Log.Error(err, "Encode a message for a client")
 			return
 		}
-		if c.enqueue(typ, data, false) {
+		if c.enqueue(typ, data) {
 			return
 		}
-		// Too far behind: the connection goes, the session keeps what follows.
-		a.detachLocked(c, "the client does not keep up with the kernel's output")
-		if !s.keep {
-			return
-		}
+		// Too far behind, or the budget is spent: the connection goes, the session keeps
+		// what follows.
+		a.cutOffLocked(c, "the client does not keep up with the kernel's output")
 	}
 	if !s.keep {
 		return
 	}
-	s.buf = append(s.buf, m)
-	s.bufBytes += messageSize(m)
-	for len(s.buf) > 0 && (len(s.buf) > a.cfg.Replay.Messages || s.bufBytes > a.cfg.Replay.Bytes) {
-		s.bufBytes -= messageSize(s.buf[0])
-		s.buf[0] = nil
-		s.buf = s.buf[1:]
+	size := messageSize(m)
+	if size > a.cfg.Replay.Bytes {
 		s.dropped++
+		return
 	}
+	for len(s.buf) > 0 && (len(s.buf)+1 > a.cfg.Replay.Messages || s.bufBytes+size > a.cfg.Replay.Bytes) {
+		a.dropFirstLocked(s)
+	}
+	// Past the budget, the oldest messages of whichever away session holds the most go
+	// first, this one's included; a message that does not fit even so is dropped.
+	if !a.reserveLocked(int64(size)) {
+		s.dropped++
+		return
+	}
+	s.buf = append(s.buf, m)
+	s.bufBytes += size
 }
 
 func messageSize(m *wire.Message) int {
@@ -165,21 +171,26 @@ func (a *Agent) attach(c *conn, sessionID string) {
 	if old := s.conn; old != nil {
 		// The same session connecting again replaces a connection that has not noticed
 		// it is gone, as Jupyter Server replaces a stale one.
-		a.detachLocked(old, "replaced by a new connection of the same session")
-		old.close(websocket.CloseNormalClosure, "replaced by a new connection of the same session")
+		a.detachLocked(old)
+		old.close(websocket.ClosePolicyViolation, "replaced by a new connection of the same session")
 	}
 	s.conn = c
 	c.sess = s
+	a.unusedSince = time.Time{}
 	if len(s.buf) > 0 || s.dropped > 0 {
 		a.cfg.Log.V(1).Info("Replaying messages to a returning session", "session", s.id, "messages", len(s.buf), "dropped", s.dropped)
 	}
-	for _, m := range s.buf {
+	// Each message's charge passes from the buffer to the connection's queue.
+	for i, m := range s.buf {
+		size := int64(messageSize(m))
+		s.buf[i] = nil
 		if c.only != "" && c.only != m.Channel {
+			a.mem.release(size)
 			continue
 		}
 		typ, data, err := (&encodings{m: m}).get(c.proto)
-		if err == nil {
-			c.enqueue(typ, data, true)
+		if err != nil || !c.enqueueCharged(typ, data, size) {
+			a.mem.release(size)
 		}
 	}
 	s.buf, s.bufBytes, s.dropped = nil, 0, 0
@@ -189,19 +200,16 @@ func (a *Agent) attach(c *conn, sessionID string) {
 func (a *Agent) detach(c *conn) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.detachLocked(c, "")
+	a.detachLocked(c)
 }
 
-func (a *Agent) detachLocked(c *conn, why string) {
+func (a *Agent) detachLocked(c *conn) {
 	s := c.sess
 	if s == nil || s.conn != c {
 		return
 	}
 	s.conn = nil
 	s.since = time.Now()
-	if why != "" {
-		c.close(websocket.ClosePolicyViolation, why)
-	}
 	if !s.keep {
 		a.dropSessionLocked(s)
 		return
@@ -209,7 +217,21 @@ func (a *Agent) detachLocked(c *conn, why string) {
 	a.evictLocked()
 }
 
+// cutOffLocked ends c, whose client cannot be given or held more within the memory budget;
+// its session, if kept, collects what follows and may come back for it.
+func (a *Agent) cutOffLocked(c *conn, why string) {
+	session := ""
+	if c.sess != nil {
+		session = c.sess.id
+	}
+	a.cfg.Log.Info("Cut off a client beyond the memory budget", "session", session, "reason", why,
+		"memoryBytes", a.mem.used(), "budget", a.cfg.MemoryBudget)
+	a.detachLocked(c)
+	c.cutOff(why)
+}
+
 func (a *Agent) dropSessionLocked(s *clientSession) {
+	a.releaseReplayLocked(s)
 	delete(a.sessions, s.id)
 	for _, r := range s.aliases {
 		if a.route[r] == s {
@@ -300,8 +322,15 @@ func (a *Agent) toKernel(c *conn, m *wire.Message) {
 	}
 	inc := a.inc
 	if inc == nil {
-		if len(a.held) < 1024 {
-			a.held = append(a.held, heldMessage{channel: channel, frames: frames})
+		size := framesSize(frames)
+		switch {
+		case c.isClosing():
+			// Cut off already: what it sends after is not held either.
+		case len(a.held) >= maxHeld || !a.reserveLocked(size):
+			// Holding more would take the kernel's memory; the client may send it again.
+			a.cutOffLocked(c, "the kernel is starting and the agent holds all it can of what clients sent")
+		default:
+			a.held = append(a.held, heldMessage{channel: channel, frames: frames, size: size})
 		}
 		a.mu.Unlock()
 		return
@@ -310,6 +339,17 @@ func (a *Agent) toKernel(c *conn, m *wire.Message) {
 	if err := inc.send(channel, frames); err != nil {
 		a.cfg.Log.Error(err, "Send a client message to the kernel", "channel", channel, "msgType", h.MsgType)
 	}
+}
+
+// maxHeld bounds the number of client messages held while the kernel starts.
+const maxHeld = 1024
+
+func framesSize(frames [][]byte) int64 {
+	var n int64
+	for _, f := range frames {
+		n += int64(len(f))
+	}
+	return n
 }
 
 // closeAll ends every client connection (the agent is stopping).

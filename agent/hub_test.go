@@ -214,3 +214,30 @@ func TestAgent_StatusReportsTheBytesHeldForReplay(t *testing.T) {
 		return nil
 	})
 }
+
+// Until a client first connects, the agent reports since when it has been unused, so that the
+// manager can shut down a kernel whose client never came; a client that leaves again does
+// not make it unused.
+func TestAgent_StatusReportsUnusedUntilTheFirstClient(t *testing.T) {
+	before := time.Now()
+	ra := startAgent(t, nil)
+	st := ra.status(t, "")
+	if st.UnusedSince == nil || st.UnusedSince.Before(before.Add(-time.Second)) || st.UnusedSince.After(time.Now()) {
+		t.Fatalf("before any client: unused since %v, want about %v", st.UnusedSince, before)
+	}
+	c := ra.connect(t, "s", false)
+	if st := ra.status(t, ""); st.UnusedSince != nil {
+		t.Fatalf("with a client: unused since %v", st.UnusedSince)
+	}
+	_ = c.ws.Close()
+	testenv.Eventually(t, "the agent to see the client go", 10*time.Second, func() error {
+		st := ra.status(t, "")
+		if st.Connections != 0 {
+			return fmt.Errorf("%d connections", st.Connections)
+		}
+		if st.UnusedSince != nil {
+			return fmt.Errorf("unused since %v after a client came and went", st.UnusedSince)
+		}
+		return nil
+	})
+}

@@ -88,6 +88,7 @@ func (a *Agent) launchOnce() error {
 		if err := inc.send(h.channel, h.frames); err != nil {
 			a.cfg.Log.Error(err, "Send held message", "channel", h.channel)
 		}
+		a.mem.release(h.size)
 	}
 	return nil
 }

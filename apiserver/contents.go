@@ -202,12 +202,19 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 
 func (s *Server) putContents(c *gin.Context, p string) error {
 	ctx := c.Request.Context()
+	pre, err := precondition(c.Request.Header)
+	if err != nil {
+		return err
+	}
 	var body jupyter.SaveModel
 	present, err := readJSON(c, &body)
 	if err != nil {
 		return err
 	}
 	if !present {
+		if !pre.IsZero() {
+			return badRequest("A conditional save needs a model to save")
+		}
 		m, err := s.store(ctx).NewUntitled(ctx, p, "", "")
 		if err != nil {
 			return err
@@ -224,7 +231,16 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.store(ctx).Save(ctx, p, &body)
+	store := s.store(ctx)
+	if body.Chunk != nil && s.opts.Quotas != nil {
+		// A chunk of an upload: the user's uploads in progress are bounded by their allowance.
+		allowance, err := s.opts.Quotas.UploadAllowance(ctx, *userOf(c))
+		if err != nil {
+			return err
+		}
+		store = store.ForUploader(userOf(c).Name, allowance)
+	}
+	m, err := store.SaveIf(ctx, p, &body, pre)
 	if err != nil {
 		return err
 	}
@@ -233,6 +249,66 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		status = http.StatusOK
 	}
 	return s.writeModel(c, status, m, true)
+}
+
+// precondition is the precondition of a conditional save, from HTTP's If-Match and
+// If-Unmodified-Since headers; none without them. Jupyter has neither, and its clients send
+// neither, so their saves stay unconditional. The version a client loaded is named by
+// headers only, not by the last_modified of the model in the body: clients that send back a
+// whole model they loaded long ago (and Jupyter ignores that field) would find their saves
+// refused. Malformed values are refused rather than ignored, as HTTP would ignore them,
+// since ignoring one would save unconditionally what the client meant to save only if the
+// file had not changed.
+func precondition(h http.Header) (contents.Precondition, error) {
+	var pre contents.Precondition
+	if v := h.Values("If-Match"); len(v) > 0 {
+		tags, ok := parseETags(strings.Join(v, ","))
+		if !ok {
+			return pre, badRequest("Invalid If-Match header: %s", quote(strings.Join(v, ", ")))
+		}
+		pre.IfMatch = tags
+	}
+	if v := h.Get("If-Unmodified-Since"); v != "" {
+		t, err := http.ParseTime(v)
+		if err != nil {
+			return pre, badRequest("Invalid If-Unmodified-Since header: %s", quote(v))
+		}
+		pre.IfUnmodifiedSince = t
+	}
+	return pre, nil
+}
+
+// parseETags splits an If-Match value, "*" or a list of entity tags (RFC 9110's
+// #entity-tag: quoted, perhaps W/-prefixed, separated by commas); false when malformed or
+// empty. The tags keep their quotes and W/ prefix, so that a weak tag never matches.
+func parseETags(v string) ([]string, bool) {
+	if strings.TrimSpace(v) == "*" {
+		return []string{"*"}, true
+	}
+	var tags []string
+	for {
+		v = strings.TrimLeft(v, " \t,")
+		if v == "" {
+			return tags, tags != nil
+		}
+		start := 0
+		if strings.HasPrefix(v, "W/") {
+			start = 2
+		}
+		if len(v) < start+2 || v[start] != '"' {
+			return nil, false
+		}
+		end := strings.IndexByte(v[start+1:], '"')
+		if end < 0 {
+			return nil, false
+		}
+		n := start + 1 + end + 1
+		tags = append(tags, v[:n])
+		v = v[n:]
+		if rest := strings.TrimLeft(v, " \t"); rest != "" && rest[0] != ',' {
+			return nil, false
+		}
+	}
 }
 
 func (s *Server) deleteContents(c *gin.Context, p string) error {
@@ -261,6 +337,11 @@ func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel
 		c.Header("Location", s.contentsURL(m.Path))
 	}
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
+	if m.ETag != "" {
+		// The version of a file or notebook the model describes: If-Match names it to save
+		// only over it.
+		c.Header("ETag", m.ETag)
+	}
 	c.Data(status, "application/json", body)
 	return nil
 }

@@ -51,15 +51,15 @@ func (s *Server) store(ctx context.Context) *contents.Store {
 	panic("apiserver: contents used by a route without openContents")
 }
 
-// sweepHomesTrash sweeps the trash of every home, each of which keeps its own (in its
-// .nbkube directory), when homes are on.
-func (s *Server) sweepHomesTrash(ctx context.Context) {
+// sweepHomes sweeps the trash and the uploads of every home, each of which keeps its own (in
+// its .nbkube directory), when homes are on.
+func (s *Server) sweepHomes(ctx context.Context) {
 	if !s.opts.Homes.On() {
 		return
 	}
 	homes, err := s.opts.Contents.Glob(s.opts.Homes.Glob())
 	if err != nil {
-		s.opts.Log.Error(err, "Listing homes for the trash sweep failed")
+		s.opts.Log.Error(err, "Listing homes to sweep failed")
 		return
 	}
 	for _, h := range homes {
@@ -68,12 +68,10 @@ func (s *Server) sweepHomesTrash(ctx context.Context) {
 		}
 		view, err := s.opts.Contents.Sub(h)
 		if err != nil {
-			s.opts.Log.V(1).Info("Cannot open a home to sweep its trash", "home", h, "error", err.Error())
+			s.opts.Log.V(1).Info("Cannot open a home to sweep it", "home", h, "error", err.Error())
 			continue
 		}
-		if err := view.SweepTrash(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Log.Error(err, "Trash sweep failed", "home", h)
-		}
+		s.sweepStore(ctx, view, h)
 		_ = view.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +39,15 @@ func (s *Server) getKernelSpecs(c *gin.Context) error {
 	specs, err := s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context())
 	if err != nil {
 		return err
+	}
+	// A user whose policies allow only some kernel specs is offered those (and a default
+	// among them): a launcher shows what the user may start.
+	q, err := s.quota(c)
+	if err != nil {
+		return err
+	}
+	if q != nil && q.KernelSpecs != nil {
+		specs = slices.DeleteFunc(specs, func(ks jupyter.KernelSpec) bool { return !slices.Contains(q.KernelSpecs, ks.Name) })
 	}
 	model := jupyter.KernelSpecs{Default: s.defaultKernelSpec(specs), KernelSpecs: make(map[string]jupyter.KernelSpec, len(specs))}
 	for _, ks := range specs {

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -29,12 +31,29 @@ func (s *Server) securityHeaders(c *gin.Context) {
 }
 
 // limitBody bounds what a handler can read; reading past it fails with *http.MaxBytesError,
-// which becomes 413.
+// which becomes 413. A body still arriving at Serve's read deadline (Options.ReadTimeout)
+// fails with 408.
 func (s *Server) limitBody(c *gin.Context) {
 	if c.Request.Body != nil {
-		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, s.opts.MaxBodyBytes)
+		c.Request.Body = http.MaxBytesReader(c.Writer, deadlineBody{c.Request.Body, s.opts.ReadTimeout}, s.opts.MaxBodyBytes)
 	}
 	c.Next()
+}
+
+// deadlineBody tells a body read that ran into the connection's read deadline for what it
+// is, the client's fault: without it the handler's error would be the server's, a 500 logged
+// as a failure.
+type deadlineBody struct {
+	io.ReadCloser
+	timeout time.Duration
+}
+
+func (b deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &apiError{status: http.StatusRequestTimeout, message: fmt.Sprintf("the request body did not arrive within %s", b.timeout)}
+	}
+	return n, err
 }
 
 // stripTrailingSlash redirects GET /x/ to /x, as Jupyter Server does, and lets other methods

@@ -23,13 +23,26 @@ func (s *Server) getStatus(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	q, err := s.quota(c)
+	if err != nil {
+		return err
+	}
 	c.JSON(http.StatusOK, jupyter.Status{
 		Started:      jupyter.Time{Time: s.started},
 		LastActivity: jupyter.Time{Time: s.opts.Clock.Now()},
 		Kernels:      kernels,
 		Connections:  connections,
+		Quota:        q,
 	})
 	return nil
+}
+
+// quota is the request's user's usage and limits, nil without quotas.
+func (s *Server) quota(c *gin.Context) (*jupyter.Quota, error) {
+	if s.opts.Quotas == nil {
+		return nil, nil
+	}
+	return s.opts.Quotas.Quota(c.Request.Context(), *userOf(c))
 }
 
 // getMe is Jupyter Server 2's identity endpoint: who the user is and, for the resources and
@@ -68,6 +81,10 @@ func (s *Server) getMe(c *gin.Context) error {
 			}
 		}
 	}
+	q, err := s.quota(c)
+	if err != nil {
+		return err
+	}
 	c.JSON(http.StatusOK, jupyter.Me{
 		Identity: jupyter.Identity{
 			Username:    u.Name,
@@ -76,6 +93,7 @@ func (s *Server) getMe(c *gin.Context) error {
 			Initials:    initials(u.Display()),
 		},
 		Permissions: allowed,
+		Quota:       q,
 	})
 	return nil
 }

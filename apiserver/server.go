@@ -29,6 +29,7 @@ import (
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
@@ -70,6 +71,9 @@ type Options struct {
 	Sessions SessionService
 	// Clusters keeps the users' ipyparallel clusters; without it there are none.
 	Clusters ClusterService
+	// Quotas tells users their usage and limits (in /api/status and /api/me) and bounds their
+	// chunked uploads; no quotas when nil.
+	Quotas QuotaService
 	// RateLimits are the iopub limits of every channels connection; Jupyter's defaults when
 	// nil.
 	RateLimits *agentapi.RateLimits
@@ -82,10 +86,16 @@ type Options struct {
 	DefaultKernelSpec string
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// ReadTimeout bounds how long Serve waits for a request, its body included, counted from
+	// its start: a client that trickles a body gets 408 and loses the connection instead of
+	// holding it, a goroutine and the body read so far. What comes after the body is not
+	// bounded: the handler's work, a WebSocket's life, a long download. DefaultReadTimeout
+	// when zero.
+	ReadTimeout time.Duration
 	// Version is reported by GET /api.
 	Version string
-	// TrashSweepInterval is how often Serve deletes expired trash entries;
-	// DefaultTrashSweepInterval when zero.
+	// TrashSweepInterval is how often Serve deletes expired trash entries and abandoned
+	// chunked uploads; DefaultTrashSweepInterval when zero.
 	TrashSweepInterval time.Duration
 	// Clock stamps /api/status and times requests; the real clock when nil.
 	Clock clock.PassiveClock
@@ -94,6 +104,15 @@ type Options struct {
 	Metrics Registry
 	// Log receives request and error logs; never tokens or cookies.
 	Log logr.Logger
+}
+
+// QuotaService tells users their usage and limits.
+type QuotaService interface {
+	// Quota is the user's usage and limits, nil when the installation has no quotas.
+	Quota(ctx context.Context, u User) (*jupyter.Quota, error)
+	// UploadAllowance is how many bytes the user's chunked uploads in progress may hold; 0
+	// is no limit.
+	UploadAllowance(ctx context.Context, u User) (int64, error)
 }
 
 // KernelCounter tells how many kernels a user has and how many clients are connected to them.
@@ -108,6 +127,12 @@ const APIVersion = "2.14.2"
 // DefaultMaxBodyBytes bounds request bodies unless configured: a large notebook fits, an
 // upload of a large file comes in chunks as Jupyter clients send them.
 const DefaultMaxBodyBytes = 128 << 20
+
+// DefaultReadTimeout bounds the arrival of request bodies unless configured. Bodies are small
+// or come in pieces: JupyterLab uploads a file over 15 MB in chunks of 1 MB, and a notebook is
+// saved whole. Five minutes let a 15 MB body through at 400 kbit/s and one of
+// DefaultMaxBodyBytes at 4 Mbit/s, and keep what a trickling client can hold short.
+const DefaultReadTimeout = 5 * time.Minute
 
 // Server is the Jupyter API server.
 type Server struct {
@@ -132,6 +157,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
 	}
 	if opts.TrashSweepInterval <= 0 {
 		opts.TrashSweepInterval = DefaultTrashSweepInterval
@@ -204,14 +232,14 @@ func NormalizeBaseURL(b string) string {
 // Handler is the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.engine }
 
-// Serve answers requests on l, and sweeps the trash, until ctx ends, then shuts down
-// gracefully.
+// Serve answers requests on l, and sweeps the trash and abandoned uploads, until ctx ends,
+// then shuts down gracefully.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	sweepCtx, stopSweeping := context.WithCancel(ctx)
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		s.sweepTrash(sweepCtx)
+		s.sweep(sweepCtx)
 	}()
 	defer func() {
 		stopSweeping()
@@ -220,7 +248,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// ReadTimeout bounds the request until its body has arrived, and no longer: net/http
+		// lifts the connection's read deadline once the body is read, at once when there is
+		// none, so that neither the handler's work (a kernel start) nor a WebSocket, which
+		// takes the connection over, is cut short. timeouts_test.go holds it to that.
+		ReadTimeout: s.opts.ReadTimeout,
+		IdleTimeout: 2 * time.Minute,
 		// No WriteTimeout: kernel WebSockets and large downloads stream for long.
 	}
 	errc := make(chan error, 1)

@@ -6,14 +6,16 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/nbkube/nbkube/internal/contents"
 )
 
 // The trash routes are nbkube's own: Jupyter's delete_to_trash moves files to the desktop's
 // trash, which a server's clients cannot reach. DELETE /api/contents/<path> moves to the
 // user's trash (see package contents); these list, restore and empty it.
 
-// DefaultTrashSweepInterval is how often a server deletes expired trash entries unless
-// configured.
+// DefaultTrashSweepInterval is how often a server deletes expired trash entries and abandoned
+// uploads unless configured.
 const DefaultTrashSweepInterval = time.Hour
 
 // listTrash is GET /api/trash: the user's trash entries, newest first.
@@ -64,22 +66,35 @@ func (s *Server) emptyTrash(c *gin.Context) error {
 	return nil
 }
 
-// sweepTrash deletes expired trash entries, in the volume's root and in every home, now and
-// every TrashSweepInterval until ctx ends.
-// Every replica sweeps: the store's sweep is safe to run in several at once, and a replica
+// sweep deletes expired trash entries and abandoned chunked uploads, in the volume's root and
+// in every home, now and every TrashSweepInterval until ctx ends.
+// Every replica sweeps: the store's sweeps are safe to run in several at once, and a replica
 // that stops leaves the others sweeping.
-func (s *Server) sweepTrash(ctx context.Context) {
+func (s *Server) sweep(ctx context.Context) {
 	tick := time.NewTicker(s.opts.TrashSweepInterval)
 	defer tick.Stop()
 	for {
-		if err := s.opts.Contents.SweepTrash(ctx); err != nil && ctx.Err() == nil {
-			s.opts.Log.Error(err, "Trash sweep failed")
-		}
-		s.sweepHomesTrash(ctx)
+		s.sweepStore(ctx, s.opts.Contents, "")
+		s.sweepHomes(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// sweepStore sweeps the trash and the uploads of store, the volume's root or the home home,
+// logging what fails.
+func (s *Server) sweepStore(ctx context.Context, store *contents.Store, home string) {
+	var kv []any
+	if home != "" {
+		kv = []any{"home", home}
+	}
+	if err := store.SweepTrash(ctx); err != nil && ctx.Err() == nil {
+		s.opts.Log.Error(err, "Trash sweep failed", kv...)
+	}
+	if err := store.SweepUploads(ctx); err != nil && ctx.Err() == nil {
+		s.opts.Log.Error(err, "Upload sweep failed", kv...)
 	}
 }

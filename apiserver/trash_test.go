@@ -190,18 +190,12 @@ func TestContents_DeletePermanentlyRefusesNonEmptyDirectoriesUnlessAlwaysDeleteD
 	}
 }
 
-// TestTrash_ServingSweepsExpiredEntries runs the server as the binary does, with the store's
-// clock moved past the entries' age.
-func TestTrash_ServingSweepsExpiredEntries(t *testing.T) {
-	root := t.TempDir()
-	clk := clocktesting.NewFakePassiveClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
-	store, err := contents.New(root, contents.Options{Clock: clk, TrashMaxAge: 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	srv, err := apiserver.New(apiserver.Options{Token: testToken, User: apiserver.User{Name: "alice"}, CookieSecret: []byte(strings.Repeat("k", 32)),
-		Contents: store, TrashSweepInterval: 10 * time.Millisecond})
+// serving runs the server of o as the binary does, with Serve (which sweeps), over the tree
+// at root, until the test's cleanups; register closing o.Contents before, so that it runs
+// after the server stops.
+func serving(t *testing.T, root string, o apiserver.Options) *testServer {
+	t.Helper()
+	srv, err := apiserver.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,13 +206,27 @@ func TestTrash_ServingSweepsExpiredEntries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, l) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			t.Error(err)
 		}
-	}()
-	s := &testServer{t: t, url: "http://" + l.Addr().String(), root: root, hc: &http.Client{}}
+	})
+	return &testServer{t: t, url: "http://" + l.Addr().String(), root: root, hc: &http.Client{}}
+}
+
+// TestTrash_ServingSweepsExpiredEntries runs the server as the binary does, with the store's
+// clock moved past the entries' age.
+func TestTrash_ServingSweepsExpiredEntries(t *testing.T) {
+	root := t.TempDir()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2024, 6, 1, 12, 0, 0, 0, time.UTC))
+	store, err := contents.New(root, contents.Options{Clock: clk, TrashMaxAge: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() }) // after the server stops: cleanups run last first
+	s := serving(t, root, apiserver.Options{Token: testToken, User: apiserver.User{Name: "alice"}, CookieSecret: []byte(strings.Repeat("k", 32)),
+		Contents: store, TrashSweepInterval: 10 * time.Millisecond})
 	s.put("old.txt", "o")
 	expect(t, s.do("DELETE", "/api/contents/old.txt", nil), http.StatusNoContent)
 	clk.SetTime(clk.Now().Add(23 * time.Hour))

@@ -25,6 +25,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/ipcluster"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // ClusterHub asks a cluster's ipcontroller which engines are registered and how busy they
@@ -72,6 +73,8 @@ type ClusterReconciler struct {
 	// NetworkPolicies gives each cluster's ipcontroller a NetworkPolicy that lets in only its
 	// engines and its owner's kernels (builder.ClusterNetworkPolicy).
 	NetworkPolicies bool
+	// Quota holds engines to their owners' UserPolicies (see reserveEngines).
+	Quota *quota.Ledger
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch

@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/ipcluster"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // reconcileEngines runs spec.engines engine pods for the current ipcontroller: it replaces
@@ -50,6 +52,13 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		}
 	}
 	obs.engines = current
+	if !running(c) && r.Quota != nil {
+		// A stopped cluster's engines take no room (the API server releases it when it stops
+		// one; this covers a cluster stopped with kubectl).
+		if err := r.Quota.In(c.Namespace).Release(ctx, string(c.Spec.Owner), nbv1.ReservationCluster, c.Name); err != nil {
+			return err
+		}
+	}
 	if !running(c) || obs.controller == nil {
 		return nil
 	}
@@ -60,7 +69,10 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		return nil
 	}
 	want := int(c.Spec.Engines)
-	if pending := want - len(current) - waiting; pending > 0 {
+	if err := r.reserveEngines(ctx, c, want > len(current)+waiting, obs); err != nil {
+		return err
+	}
+	if pending := want - len(current) - waiting; pending > 0 && obs.overQuota == nil {
 		for range pending {
 			p := builder.ClusterEnginePod(c, r.Options, string(obs.controller.UID))
 			if err := r.createPod(ctx, p, obs); err != nil {
@@ -96,6 +108,25 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 	}
 	obs.requeueAfter(r.pollInterval())
 	return nil
+}
+
+// reserveEngines holds the cluster's engines to its owner's limits: the owner's ledger must
+// hold room for them (the API server reserves it when it starts a cluster; a cluster started
+// or scaled with kubectl reserves it here) before more engines start. Engines already
+// running are recorded, never refused.
+func (r *ClusterReconciler) reserveEngines(ctx context.Context, c *nbv1.Cluster, grows bool, obs *clusterObservation) error {
+	if r.Quota == nil {
+		return nil
+	}
+	room := quota.ClusterRoom(c.Name, c.Spec.Engines, c.Spec.EngineResources)
+	_, _, err := r.Quota.In(c.Namespace).Reserve(ctx, quota.Request{Owner: string(c.Spec.Owner), Reservation: room, Record: !grows})
+	var ex *quota.Exceeded
+	if errors.As(err, &ex) {
+		obs.overQuota = ex
+		obs.requeueAfter(quotaRecheck)
+		return nil
+	}
+	return err
 }
 
 // retirementOrder sorts engine pods in the order they should go when there are too many:

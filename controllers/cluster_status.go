@@ -23,6 +23,8 @@ type clusterObservation struct {
 	// refused is a pod creation the API server refused (quota, admission): it does not get
 	// better by retrying at once, and the status says why.
 	refused error
+	// overQuota: more engines would take the owner past a limit; none was started.
+	overQuota error
 	// stepErr is the error of the step that failed; the steps after it did not run.
 	stepErr error
 	requeue time.Duration
@@ -105,6 +107,9 @@ func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv
 func clusterFailure(obs clusterObservation) (nbv1.ConditionReason, string, bool) {
 	if obs.refused != nil {
 		return nbv1.ReasonFailedCreate, "creating a pod: " + obs.refused.Error(), true
+	}
+	if obs.overQuota != nil {
+		return nbv1.ReasonQuotaExceeded, "starting engines: " + obs.overQuota.Error(), true
 	}
 	if obs.failed != nil {
 		reason, msg := terminatedReason(obs.failed)

@@ -39,7 +39,17 @@ type CullingOptions struct {
 	CullConnected bool
 	// CullBusy culls busy kernels whose last activity is older than IdleTimeout.
 	CullBusy bool
+	// UnusedTimeout shuts down a kernel no client has connected to within this long of its
+	// agent's start, whatever IdleTimeout says (zero: never): what an API server that died
+	// between creating a kernel and its client's first connection leaves behind.
+	UnusedTimeout time.Duration
 }
+
+// DefaultUnusedTimeout is how long a kernel may wait for its first client by default.
+const DefaultUnusedTimeout = time.Hour
+
+// on says whether any culling is on.
+func (o CullingOptions) on() bool { return o.IdleTimeout > 0 || o.UnusedTimeout > 0 }
 
 // forSpec is the culling of the kernels of a spec: the spec's settings where it has them.
 func (o CullingOptions) forSpec(c *nbv1.KernelCulling) CullingOptions {
@@ -108,7 +118,7 @@ func (c *Culler) cullKernels(ctx context.Context) {
 			log.FromContext(ctx).Error(err, "Culling settings of kernel", "kernel", klog.KObj(k))
 			continue
 		}
-		if o.IdleTimeout <= 0 {
+		if !o.on() {
 			continue
 		}
 		slots <- struct{}{}
@@ -176,6 +186,9 @@ type verdict struct {
 // for longer than the idle timeout and is neither busy nor connected to (unless the options
 // cull those too). st is the agent's report just now, nil when the agent was not asked.
 func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time.Time) (verdict, bool) {
+	if v, ok := unusedVerdict(o, st, now); ok {
+		return v, true
+	}
 	if o.IdleTimeout <= 0 {
 		return verdict{}, false
 	}
@@ -200,6 +213,20 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 	}
 	return verdict{nbv1.ReasonIdleTimeout, fmt.Sprintf("the kernel was inactive for %s, longer than its idle timeout of %s (last activity %s; %s, %d connections)",
 		idle.Round(time.Second), o.IdleTimeout, last.UTC().Format(time.RFC3339), state, st.Connections)}, true
+}
+
+// unusedVerdict culls a kernel that no client has connected to within UnusedTimeout of its
+// agent's start, unless it is busy (someone's code runs).
+func unusedVerdict(o CullingOptions, st *agentapi.Status, now time.Time) (verdict, bool) {
+	if o.UnusedTimeout <= 0 || st == nil || st.UnusedSince == nil || nbv1.ExecutionState(st.ExecutionState) == nbv1.ExecutionStateBusy {
+		return verdict{}, false
+	}
+	unused := now.Sub(*st.UnusedSince)
+	if unused <= o.UnusedTimeout {
+		return verdict{}, false
+	}
+	return verdict{nbv1.ReasonUnused, fmt.Sprintf("no client connected to the kernel in the %s since its start (%s), longer than the unused timeout of %s",
+		unused.Round(time.Second), st.UnusedSince.UTC().Format(time.RFC3339), o.UnusedTimeout)}, true
 }
 
 // cull records why on the kernel (a Culled condition and an event) and deletes it; its pod

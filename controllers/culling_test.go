@@ -20,6 +20,10 @@ func TestCullVerdict(t *testing.T) {
 	report := func(state string, idle time.Duration, conns int) *agentapi.Status {
 		return &agentapi.Status{ExecutionState: state, LastActivity: now.Add(-idle), Connections: conns, Ready: true}
 	}
+	unused := CullingOptions{UnusedTimeout: time.Hour}
+	unusedFor := func(state string, d time.Duration) *agentapi.Status {
+		return &agentapi.Status{ExecutionState: state, LastActivity: now.Add(-d), UnusedSince: ptr.To(now.Add(-d)), Ready: true}
+	}
 	failed := []metav1.Condition{{Type: nbv1.ConditionFailed, Status: metav1.ConditionTrue, Reason: "OOMKilled", Message: "container kernel exited with code 137"}}
 	tests := []struct {
 		name       string
@@ -50,6 +54,12 @@ func TestCullVerdict(t *testing.T) {
 			report: &agentapi.Status{ExecutionState: "idle"}},
 		{name: "no last activity, created long ago", opts: on, created: ptr.To(metav1.NewTime(now.Add(-90 * time.Minute))),
 			report: &agentapi.Status{ExecutionState: "idle"}, wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "inactive for 1h30m0s"},
+		{name: "never used past the unused timeout, idle culling off", opts: unused, report: unusedFor("idle", 61*time.Minute),
+			wantReason: nbv1.ReasonUnused, wantInMsg: "no client connected to the kernel in the 1h1m0s since its start (2026-03-04T10:59:00Z), longer than the unused timeout of 1h0m0s"},
+		{name: "never used within the unused timeout stays", opts: unused, report: unusedFor("idle", 59*time.Minute)},
+		{name: "never used but busy stays", opts: unused, report: unusedFor("busy", 3*time.Hour)},
+		{name: "used once stays", opts: unused, report: report("idle", 3*time.Hour, 0)},
+		{name: "unused timeout off", opts: on, report: unusedFor("idle", 50*time.Minute)},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,8 +2,8 @@ package controllers
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -28,7 +28,9 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // KernelReconciler runs each Kernel as a pod with its own Secret and reflects the pod's
@@ -40,12 +42,19 @@ type KernelReconciler struct {
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Clock     clock.PassiveClock
-	Rand      io.Reader
-	Options   builder.Options
+	// Rand makes the kernels' HMAC keys.
+	Rand io.Reader
+	// AgentTokenKey derives the kernels' agent tokens (agenttoken.Kernel), as the API server
+	// does without reading their Secrets.
+	AgentTokenKey []byte
+	Options       builder.Options
 	// Agents asks the agents of running kernels for their status.
 	Agents AgentStatus
 	// StatusInterval is how often a running kernel's agent is asked.
 	StatusInterval time.Duration
+	// Quota holds kernels to their owners' UserPolicies: no pod for a kernel that would take
+	// its owner past a limit, whoever made it (see reconcileQuota).
+	Quota *quota.Ledger
 
 	starts kernelStarts
 	replay replayHeld
@@ -135,6 +144,8 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	case obs.running:
 		// Nothing announces a running kernel's activity: its agent is asked again later.
 		return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+	case obs.recheck > 0:
+		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -177,14 +188,12 @@ func (r *KernelReconciler) reconcileSecret(ctx context.Context, k *nbv1.Kernel, 
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get kernel secret: %w", err)
 	}
-	key, token := make([]byte, 32), make([]byte, 32)
+	key := make([]byte, 32)
 	if _, err := io.ReadFull(r.Rand, key); err != nil {
 		return fmt.Errorf("kernel key: %w", err)
 	}
-	if _, err := io.ReadFull(r.Rand, token); err != nil {
-		return fmt.Errorf("agent token: %w", err)
-	}
-	secret := builder.KernelSecret(k, hex.EncodeToString(key), base64.RawURLEncoding.EncodeToString(token))
+	token := agenttoken.Kernel(r.AgentTokenKey, k.Namespace, k.Name, string(k.UID))
+	secret := builder.KernelSecret(k, hex.EncodeToString(key), token)
 	err = r.Create(ctx, secret)
 	if !apierrors.IsAlreadyExists(err) {
 		if err != nil {
@@ -222,7 +231,8 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 			return nil
 		}
 		obs.pod = pod
-		return nil
+		r.recordRoom(ctx, k, pod)
+		return r.restartPod(ctx, k, obs)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("get kernel pod: %w", err)
 	}
@@ -233,7 +243,11 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 		obs.problem = &problem{reason: nbv1.ReasonHomeInvalid, fatal: true, message: err.Error()}
 		return nil
 	}
-	pod = builder.KernelPod(k, obs.spec, r.Options)
+	spec, err := r.reconcileQuota(ctx, k, obs)
+	if err != nil || obs.problem != nil {
+		return err
+	}
+	pod = builder.KernelPod(k, spec, r.Options)
 	if err := r.Create(ctx, pod); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create kernel pod: %w", err)
@@ -255,6 +269,75 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s", pod.Name)
 	obs.pod = pod
 	return nil
+}
+
+// restartPod acts on a new restart request (AnnotationRestart): a pod that is not ready is
+// deleted at once, without grace (its kernel is dead, or its node gone), so that the next
+// reconcile makes a new one under the same kernel id; a ready pod's agent restarts its
+// kernel itself, so the request only needs recording.
+func (r *KernelReconciler) restartPod(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) error {
+	asked := k.Annotations[nbv1.AnnotationRestart]
+	if asked == "" || asked == k.Status.PodRestart {
+		return nil
+	}
+	obs.podRestart = asked
+	if _, ready := podState(obs.pod); ready || obs.pod.DeletionTimestamp != nil {
+		return nil
+	}
+	err := r.Delete(ctx, obs.pod, client.Preconditions{UID: &obs.pod.UID}, client.GracePeriodSeconds(0))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete the kernel's pod to restart it: %w", err)
+	}
+	log.FromContext(ctx).Info("Deleted the kernel's pod, which could not restart it", "pod", klog.KObj(obs.pod))
+	recordEvent(r.Recorder, k, obs.pod, corev1.EventTypeNormal, nbv1.EventReplacedPod, "Restart", "Replacing pod %s, which could not restart the kernel", obs.pod.Name)
+	obs.pod = nil
+	return nil
+}
+
+// quotaRecheck is how often a kernel refused for its owner's limits is looked at again,
+// besides when its owner's usage changes.
+const quotaRecheck = time.Minute
+
+// reconcileQuota holds a kernel about to get its pod to its owner's limits: the owner's
+// ledger holds its room (the API server reserved it before creating the Kernel; a Kernel
+// made with kubectl reserves it here), or the kernel gets no pod and fails with the limit in
+// its condition. It returns the spec to build the pod from, with the owner's default
+// resources.
+func (r *KernelReconciler) reconcileQuota(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) (*nbv1.KernelSpec, error) {
+	if r.Quota == nil {
+		return obs.spec, nil
+	}
+	res, err := r.Quota.In(k.Namespace).ReserveKernel(ctx, string(k.Spec.Owner), nil, k.Name, obs.spec)
+	var ex *quota.Exceeded
+	var na *quota.SpecNotAllowed
+	switch {
+	case errors.As(err, &ex):
+		obs.problem = &problem{reason: nbv1.ReasonQuotaExceeded, fatal: true, message: ex.Error()}
+		obs.recheck = quotaRecheck
+		return nil, nil
+	case errors.As(err, &na):
+		obs.problem = &problem{reason: nbv1.ReasonKernelSpecNotAllowed, fatal: true, message: na.Error()}
+		obs.recheck = quotaRecheck
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	spec := obs.spec.DeepCopy()
+	spec.Spec.Resources = res
+	return spec, nil
+}
+
+// recordRoom makes sure the owner's ledger counts a kernel that has a pod: one made before
+// the first UserPolicy, or whose reservation an admin removed. What runs is recorded, never
+// refused.
+func (r *KernelReconciler) recordRoom(ctx context.Context, k *nbv1.Kernel, pod *corev1.Pod) {
+	if r.Quota == nil || len(pod.Spec.Containers) == 0 || pod.DeletionTimestamp != nil {
+		return
+	}
+	room := quota.KernelRoom(k.Name, k.Spec.KernelSpec, pod.Spec.Containers[0].Resources)
+	if _, _, err := r.Quota.In(k.Namespace).Reserve(ctx, quota.Request{Owner: string(k.Spec.Owner), Reservation: room, Record: true}); err != nil {
+		log.FromContext(ctx).Error(err, "Recording the kernel in its owner's usage failed")
+	}
 }
 
 // reconcileAgent asks a running kernel's agent for the kernel's state. An agent that does
@@ -322,21 +405,50 @@ func (r *KernelReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Pod{}).
 		Owns(&corev1.Secret{}).
 		Watches(&nbv1.KernelSpec{}, handler.EnqueueRequestsFromMapFunc(r.kernelsOfSpec)).
+		Watches(&nbv1.UserUsage{}, handler.EnqueueRequestsFromMapFunc(r.refusedKernelsOf)).
+		Watches(&nbv1.UserPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allKernels)).
 		Named("kernel").
 		Complete(r)
+}
+
+// allKernels maps a UserPolicy to every Kernel of its namespace: a new policy's users have
+// their running kernels recorded at once, and a changed one may admit refused kernels.
+func (r *KernelReconciler) allKernels(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.kernelRequests(ctx, "of a user policy's namespace", nil, client.InNamespace(o.GetNamespace()))
+}
+
+// refusedKernelsOf maps a user's ledger to the user's kernels refused for their limits, so
+// that one waits no longer than the room it needs (a kernel of theirs deleted, say).
+func (r *KernelReconciler) refusedKernelsOf(ctx context.Context, o client.Object) []reconcile.Request {
+	u := o.(*nbv1.UserUsage)
+	refused := func(k *nbv1.Kernel) bool {
+		c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
+		return c != nil && (c.Reason == string(nbv1.ReasonQuotaExceeded) || c.Reason == string(nbv1.ReasonKernelSpecNotAllowed))
+	}
+	return r.kernelRequests(ctx, "of user "+string(u.Spec.User), refused,
+		client.InNamespace(u.Namespace), client.MatchingFields{kernelOwnerIndex: string(u.Spec.User)})
 }
 
 // kernelsOfSpec maps a KernelSpec to the Kernels that run it, so that a kernel waiting for
 // its spec (or failed on an invalid one) is looked at again when the spec changes.
 func (r *KernelReconciler) kernelsOfSpec(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.kernelRequests(ctx, "of kernel spec "+o.GetName(), nil,
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{kernelSpecIndex: o.GetName()})
+}
+
+// kernelRequests are the requests of the Kernels the list options select and keep accepts
+// (all when nil); which names them in a failure's log.
+func (r *KernelReconciler) kernelRequests(ctx context.Context, which string, keep func(*nbv1.Kernel) bool, opts ...client.ListOption) []reconcile.Request {
 	var kernels nbv1.KernelList
-	if err := r.List(ctx, &kernels, client.InNamespace(o.GetNamespace()), client.MatchingFields{kernelSpecIndex: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "List kernels of kernel spec", "kernelSpec", o.GetName())
+	if err := r.List(ctx, &kernels, opts...); err != nil {
+		log.FromContext(ctx).Error(err, "List kernels "+which)
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(kernels.Items))
-	for _, k := range kernels.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&k)})
+	for i := range kernels.Items {
+		if keep == nil || keep(&kernels.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&kernels.Items[i])})
+		}
 	}
 	return reqs
 }

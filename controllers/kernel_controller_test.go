@@ -21,6 +21,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -88,7 +89,11 @@ func TestKernel_CreatesSecretAndPodAndReportsReadiness(t *testing.T) {
 	if key, err := hex.DecodeString(string(secret.Data[agentapi.SecretKeyHMAC])); err != nil || len(key) != 32 {
 		t.Errorf("HMAC key %q is not 32 random bytes in hex", secret.Data[agentapi.SecretKeyHMAC])
 	}
-	if len(secret.Data[agentapi.SecretKeyToken]) < 40 || !*secret.Immutable || !metav1.IsControlledBy(secret, k) {
+	// The API server, which reads no Secrets, derives the same token from the Kernel.
+	if got, want := string(secret.Data[agentapi.SecretKeyToken]), agenttoken.Kernel(agentTokenKey, ns, "k1", string(k.UID)); got != want {
+		t.Errorf("agent token %q, want %q derived from the key and the kernel", got, want)
+	}
+	if !*secret.Immutable || !metav1.IsControlledBy(secret, k) {
 		t.Errorf("secret %+v", secret)
 	}
 

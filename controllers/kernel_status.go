@@ -26,6 +26,11 @@ type kernelObservation struct {
 	agent *agentapi.Status
 	// stepErr is the error of the step that failed; the steps after it did not run.
 	stepErr error
+	// recheck asks for the kernel to be looked at again after it: a refusal that a change
+	// elsewhere (the owner's usage, a policy) may lift.
+	recheck time.Duration
+	// podRestart is the restart request acted on (see restartPod).
+	podRestart string
 }
 
 // kernelStatus computes the status for what was observed. It is pure so that every pod state
@@ -33,6 +38,9 @@ type kernelObservation struct {
 func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.KernelStatus {
 	st := *k.Status.DeepCopy()
 	st.ObservedGeneration = k.Generation
+	if obs.podRestart != "" {
+		st.PodRestart = obs.podRestart
+	}
 	if obs.stepErr != nil {
 		setReconcileError(&st.Conditions, obs.stepErr, k.Generation, now)
 		return st
@@ -42,8 +50,12 @@ func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.K
 	if p == nil {
 		p, ready = podState(obs.pod)
 	}
-	if obs.pod != nil {
+	switch {
+	case obs.pod != nil:
 		st.PodIP = obs.pod.Status.PodIP
+	case obs.podRestart != "":
+		// The pod was just replaced: its address is no one's.
+		st.PodIP = ""
 	}
 	switch {
 	case ready:

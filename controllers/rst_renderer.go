@@ -2,9 +2,7 @@ package controllers
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -41,7 +41,9 @@ type RSTRendererOptions struct {
 // RSTRendererKeeper makes the reStructuredText renderer's Secret and Deployment exist as the
 // builder says, and restores them when they are deleted or changed. It holds no watch: the
 // objects are few and change seldom, so a periodic uncached read is all it costs. The token
-// is made once and kept while the Secret lives; a new Secret rolls the pods (the builder
+// is derived from the agent token key (agenttoken.RSTRenderer), as the API server derives it
+// without reading the Secret; a Secret with another token (the key changed, or it was made
+// before tokens were derived) is made again, and a new Secret rolls the pods (the builder
 // names its UID in the pod template).
 type RSTRendererKeeper struct {
 	// Client writes the objects.
@@ -49,8 +51,8 @@ type RSTRendererKeeper struct {
 	// Reader reads them, uncached (the manager's API reader), so that the manager keeps no
 	// cache of Deployments and Secrets beyond its own.
 	Reader client.Reader
-	// Rand makes the token.
-	Rand io.Reader
+	// AgentTokenKey is the installation's agent token key.
+	AgentTokenKey []byte
 	// Builder shapes the renderer's pods.
 	Builder builder.Options
 	// Options say whether and where.
@@ -131,19 +133,24 @@ func (k *RSTRendererKeeper) owner(ctx context.Context) (*metav1.OwnerReference, 
 
 func (k *RSTRendererKeeper) ensureSecret(ctx context.Context, owner *metav1.OwnerReference) (*corev1.Secret, error) {
 	key := client.ObjectKey{Namespace: k.Options.Namespace, Name: builder.RSTRendererName}
+	token := agenttoken.RSTRenderer(k.AgentTokenKey, k.Options.Namespace)
 	secret := &corev1.Secret{}
 	err := k.Reader.Get(ctx, key, secret)
-	if err == nil {
+	switch {
+	case err == nil && string(secret.Data[agentapi.SecretKeyToken]) == token:
 		return secret, nil
-	}
-	if !apierrors.IsNotFound(err) {
+	case err == nil && secret.Labels[nbv1.LabelComponent] != builder.ComponentRSTRenderer:
+		return nil, fmt.Errorf("secret %s/%s exists and is not the renderer's", key.Namespace, key.Name)
+	case err == nil:
+		// Immutable: made again, under a new UID that rolls the pods.
+		if err := k.Client.Delete(ctx, secret, client.Preconditions{UID: &secret.UID}); client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("delete the renderer's secret of another token: %w", err)
+		}
+		log.FromContext(ctx).Info("Replacing the reStructuredText renderer's secret: its token is not derived from the agent token key", "namespace", key.Namespace)
+	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get the renderer's secret: %w", err)
 	}
-	token := make([]byte, 32)
-	if _, err := io.ReadFull(k.Rand, token); err != nil {
-		return nil, err
-	}
-	secret = builder.RSTRendererSecret(k.Options.Namespace, base64.RawURLEncoding.EncodeToString(token), owner)
+	secret = builder.RSTRendererSecret(k.Options.Namespace, token, owner)
 	if err := k.Client.Create(ctx, secret); err != nil {
 		return nil, fmt.Errorf("create the renderer's secret: %w", err)
 	}

@@ -2,7 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"crypto/rand"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -31,8 +31,9 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 		},
 	}
 	create(t, manager)
+	key := agentTokenKey
 	keeper := func(o builder.Options) *controllers.RSTRendererKeeper {
-		return &controllers.RSTRendererKeeper{Client: k8sClient, Reader: k8sClient, Rand: rand.Reader, Builder: o,
+		return &controllers.RSTRendererKeeper{Client: k8sClient, Reader: k8sClient, AgentTokenKey: key, Builder: o,
 			Options: controllers.RSTRendererOptions{Namespace: ns, OwnerDeployment: manager.Name, Interval: 100 * time.Millisecond}}
 	}
 	// run starts a keeper; what it returns stops it.
@@ -57,9 +58,10 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 		}
 		return get(deploy)
 	})
+	// The API server, which reads no Secrets, derives the same token.
 	token := string(secret.Data[agentapi.SecretKeyToken])
-	if len(token) < 40 {
-		t.Errorf("token %q is too short", token)
+	if want := agenttoken.RSTRenderer(agentTokenKey, ns); token != want {
+		t.Errorf("token %q, want %q derived from the key", token, want)
 	}
 	for _, o := range []metav1.Object{secret, deploy} {
 		refs := o.GetOwnerReferences()
@@ -107,6 +109,28 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 		t.Errorf("the token changed or the secret went: %v", err)
 	}
 
+	stop()
+
+	// A manager with another key (rotated, or the Secret made before tokens were derived)
+	// makes the Secret again, which rolls the renderer's pods onto the new token.
+	key = []byte("another agent token key, 32 byte")
+	oldSecret := secret.UID
+	stop = run(o)
+	eventually(t, "the secret made again with the new token", func() error {
+		if err := get(secret); err != nil {
+			return err
+		}
+		if secret.UID == oldSecret || string(secret.Data[agentapi.SecretKeyToken]) != agenttoken.RSTRenderer(key, ns) {
+			return context.DeadlineExceeded
+		}
+		if err := get(deploy); err != nil {
+			return err
+		}
+		if deploy.Spec.Template.Annotations[builder.AnnotationRSTSecret] != string(secret.UID) {
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
 	stop()
 
 	// Disabled, the renderer goes.

@@ -27,8 +27,10 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/ipcluster"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // Options configure the reconcilers.
@@ -39,6 +41,10 @@ type Options struct {
 	Clock clock.Clock
 	// Rand makes kernel and cluster keys; crypto/rand when nil.
 	Rand io.Reader
+	// AgentTokenKey is the installation's agent token key (at least agenttoken.KeySize
+	// bytes), from which the agent tokens of kernels and of the reStructuredText renderer
+	// are derived: the API server must hold the same one.
+	AgentTokenKey []byte
 	// Agents asks kernel agents for their status; an agentclient.Client when nil.
 	Agents AgentStatus
 	// StatusInterval is how often a running kernel's agent is asked for its status
@@ -66,6 +72,8 @@ const (
 	kernelSpecIndex = "spec.kernelSpec"
 	// ownerUIDIndex indexes Kernels by the UIDs of their owners (the sessions using them).
 	ownerUIDIndex = "metadata.ownerReferences.uid"
+	// kernelOwnerIndex indexes Kernels by the user they belong to.
+	kernelOwnerIndex = "spec.owner"
 )
 
 // CacheOptions keep the manager's caches to the objects nbkube makes: without them every Pod,
@@ -83,6 +91,9 @@ func CacheOptions() cache.Options {
 
 // SetupWithManager registers every reconciler and the indexes they use.
 func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := agenttoken.CheckKey(opts.AgentTokenKey); err != nil {
+		return err
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}
@@ -106,6 +117,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}); err != nil {
 		return fmt.Errorf("index kernels by kernel spec: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, kernelOwnerIndex, func(o client.Object) []string {
+		return []string{string(o.(*nbv1.Kernel).Spec.Owner)}
+	}); err != nil {
+		return fmt.Errorf("index kernels by user: %w", err)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, ownerUIDIndex, func(o client.Object) []string {
 		uids := make([]string, 0, len(o.GetOwnerReferences()))
 		for _, ref := range o.GetOwnerReferences() {
@@ -116,19 +132,21 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("index kernels by owner: %w", err)
 	}
 	c := mgr.GetClient()
+	ledger := &quota.Ledger{Client: c, Reader: c, APIReader: mgr.GetAPIReader(), Clock: opts.Clock}
 	setups := []struct {
 		name string
 		err  error
 	}{
 		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
-			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval, Quota: ledger}).SetupWithManager(mgr)},
 		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
 			Agents: opts.Agents, Options: opts.Culling})},
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),
 			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, PollInterval: opts.ClusterPollInterval,
-			NetworkPolicies: opts.ClusterNetworkPolicies}).SetupWithManager(mgr)},
+			NetworkPolicies: opts.ClusterNetworkPolicies, Quota: ledger}).SetupWithManager(mgr)},
+		{"usage", (&UsageReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Ledger: ledger}).SetupWithManager(mgr)},
 		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,
 			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
 		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).
@@ -138,7 +156,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		setups = append(setups, struct {
 			name string
 			err  error
-		}{"rst-renderer", mgr.Add(&RSTRendererKeeper{Client: c, Reader: mgr.GetAPIReader(), Rand: opts.Rand,
+		}{"rst-renderer", mgr.Add(&RSTRendererKeeper{Client: c, Reader: mgr.GetAPIReader(), AgentTokenKey: opts.AgentTokenKey,
 			Builder: opts.Builder, Options: opts.RSTRenderer})})
 	}
 	for _, s := range setups {

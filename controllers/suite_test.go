@@ -45,6 +45,8 @@ var (
 	clk        = clocktesting.NewFakeClock(time.Now())
 	agents     = &agentDouble{}
 	hub        = &hubDouble{}
+	// agentTokenKey is the installation's agent token key.
+	agentTokenKey = []byte("suite agent token key, 32 bytes.")
 )
 
 const (
@@ -96,7 +98,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents,
+	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents, AgentTokenKey: agentTokenKey,
 		Hub: hub, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -7,6 +7,7 @@
 #   hack/cluster.sh load IMAGE.tar...   import docker-archive tarballs into the node's containerd
 #   hack/cluster.sh status              show the processes, the node and the pods
 #   hack/cluster.sh down                stop everything and remove every trace (safe to repeat)
+#   hack/cluster.sh fenced              check that the cluster's addresses now fail at once, locally
 #
 # Runs as root. All state lives in $NBKUBE_CLUSTER_DIR (default /tmp/nbkube-cluster): certificates,
 # etcd data, configs, pid files, logs/<component>.log and kubeconfig (admin). Binaries and the
@@ -490,6 +491,47 @@ setup_network() {
   sysctl -qw net.ipv4.ip_forward=1
 }
 
+# The cluster's ranges (node, pods, services) must never reach the network, before, during or
+# after a run: a late client (a kubectl or test still holding the kubeconfig while `down` runs, or
+# after) would otherwise send them out of the default route to whatever answers there. Routes of
+# type unreachable with a high metric cover the ranges from the first `up` or `down` until the
+# machine reboots; they are never removed. While the cluster runs, its bridges' own routes (metric
+# 0) win; without them a connection fails at once, here, with "No route to host".
+NODE_RANGE=10.241.0.0/16
+FENCE_METRIC=4000
+fence_ranges() {
+  local r
+  for r in "$NODE_RANGE" "$POD_CIDR" "$SERVICE_CIDR"; do
+    ip route replace unreachable "$r" metric "$FENCE_METRIC"
+  done
+}
+
+# fenced: with no cluster up, connections to the node IP and to a service IP fail at once on this
+# machine with "no route to host" (in well under a second), and never wait on the network.
+cmd_fenced() {
+  ! ip link show "$NODE_BRIDGE" >/dev/null 2>&1 || die "the cluster is up: fenced checks the addresses after down"
+  python3 - "$NODE_IP" 6443 "$API_SERVICE_IP" 443 "$POD_CIDR" <<'PY'
+import errno, ipaddress, socket, sys, time
+args = sys.argv[1:]
+pod = str(next(ipaddress.ip_network(args[4]).hosts()))
+bad = 0
+for host, port in ((args[0], int(args[1])), (args[2], int(args[3])), (pod, 8888)):
+    start = time.monotonic()
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        print(f"fenced: {host}:{port}: connected", file=sys.stderr)
+        bad += 1
+    except OSError as e:
+        took = time.monotonic() - start
+        if e.errno not in (errno.EHOSTUNREACH, errno.ENETUNREACH) or took > 0.5:
+            print(f"fenced: {host}:{port}: {e} after {took:.2f} s; want an immediate local 'no route to host'", file=sys.stderr)
+            bad += 1
+        else:
+            print(f"fenced: {host}:{port}: refused here in {took * 1000:.1f} ms ({e.strerror})", file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+}
+
 # --- CoreDNS ---------------------------------------------------------------------------------
 
 # Serves cluster.local (and reverse lookups) from the API; no forward plugin: names outside the
@@ -683,6 +725,7 @@ import_image() {
 
 cmd_up() {
   preflight
+  fence_ranges
   ensure_packages
   check_free
   trap 'rc=$?; [ $rc -eq 0 ] || up_failed' EXIT
@@ -826,6 +869,7 @@ cmd_status() {
 cmd_down() {
   [ "$(id -u)" -eq 0 ] || die "must run as root"
   local problems=0 c
+  fence_ranges
   if [ -e "$DIR" ] && [ ! -f "$DIR/$MARKER" ]; then
     die "$DIR was not made by hack/cluster.sh (no $MARKER): not touching it"
   fi
@@ -980,5 +1024,6 @@ case ${1:-} in
   load) shift; cmd_load "$@" ;;
   status) shift; cmd_status ;;
   down) shift; [ $# -eq 0 ] || usage; cmd_down ;;
+  fenced) shift; [ $# -eq 0 ] || usage; cmd_fenced ;;
   *) usage ;;
 esac

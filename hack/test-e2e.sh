@@ -29,4 +29,11 @@ status=0
 go test -tags e2e -run 'TestHelm' -count=1 -timeout 30m -v ./test/e2e/ ${TEST_FLAGS:-} || status=$?
 rm -rf "$contents"
 log "tests done (exit $status)"
+if [ "${NBKUBE_E2E_KEEP:-}" != 1 ]; then
+  # Down, then show that nothing late can reach the network through the cluster's addresses.
+  trap - EXIT
+  log "tearing the cluster down"
+  hack/cluster.sh down >&2 || status=1
+  hack/cluster.sh fenced >&2 || status=1
+fi
 exit $status

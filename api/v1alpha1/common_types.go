@@ -49,6 +49,12 @@ const (
 	// AnnotationStartedBy names the user who started a Kernel for its owner (a gateway acting
 	// for the user); that user keeps seeing the kernel while they may act for others.
 	AnnotationStartedBy = "nbkube.io/started-by"
+	// AnnotationRestart asks for a kernel's restart when its pod cannot do it (the pod is
+	// gone, failed, or its agent does not answer, as after a node's restart): a new value
+	// makes the controller replace a pod that is not ready with a new one, under the same
+	// kernel id, and record the value in status.podRestart. The API server sets it when a
+	// client restarts a dead kernel; an admin may set it with kubectl.
+	AnnotationRestart = "nbkube.io/restart"
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "nbkube"
 )
@@ -61,6 +67,11 @@ func OwnerLabelValue(owner Owner) string {
 	if len(validation.IsValidLabelValue(string(owner))) == 0 && !ownerDigest.MatchString(string(owner)) {
 		return string(owner)
 	}
+	return ownerDigestOf(owner)
+}
+
+// ownerDigestOf is owner's digest form: "u-" and 40 hexadecimal digits of its SHA-256.
+func ownerDigestOf(owner Owner) string {
 	sum := sha256.Sum256([]byte(owner))
 	return "u-" + hex.EncodeToString(sum[:20])
 }

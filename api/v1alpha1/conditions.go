@@ -53,12 +53,20 @@ const (
 	ReasonKernelExited   ConditionReason = "KernelExited"
 	ReasonUnschedulable  ConditionReason = corev1.PodReasonUnschedulable
 	ReasonAgentReady     ConditionReason = "AgentReady"
+	// ReasonQuotaExceeded: starting the kernel (or a cluster's engines) would take its owner
+	// past a limit of their UserPolicies; the message names the limit and the usage. The
+	// controller looks again every minute and when the owner's usage changes.
+	ReasonQuotaExceeded ConditionReason = "QuotaExceeded"
+	// ReasonKernelSpecNotAllowed: the owner's UserPolicies do not allow the kernel's spec.
+	ReasonKernelSpecNotAllowed ConditionReason = "KernelSpecNotAllowed"
 )
 
 // Reasons of a Kernel's Culled condition.
 const (
 	ReasonIdleTimeout ConditionReason = "IdleTimeout"
 	ReasonKernelDead  ConditionReason = "KernelDead"
+	// ReasonUnused: no client connected within the manager's --cull-unused-timeout.
+	ReasonUnused ConditionReason = "Unused"
 )
 
 // Reasons of a Session's Ready and Failed conditions besides those mirrored from its Kernel

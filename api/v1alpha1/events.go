@@ -14,6 +14,9 @@ type EventReason string
 const (
 	// EventCreatedPod: the Kernel's pod was created.
 	EventCreatedPod EventReason = "CreatedPod"
+	// EventReplacedPod: a restart request replaced the Kernel's pod, which could not restart
+	// the kernel.
+	EventReplacedPod EventReason = "ReplacedPod"
 	// EventCulled: the culler deleted the Kernel (Normal when idle, Warning when dead); the
 	// note says why, as the Culled condition does.
 	EventCulled EventReason = "Culled"

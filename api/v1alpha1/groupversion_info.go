@@ -31,6 +31,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&Session{}, &SessionList{},
 		&Cluster{}, &ClusterList{},
 		&KernelSpec{}, &KernelSpecList{},
+		&UserPolicy{}, &UserPolicyList{},
+		&UserUsage{}, &UserUsageList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

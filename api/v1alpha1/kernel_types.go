@@ -93,6 +93,12 @@ type KernelStatus struct {
 	// restartCount is how often the kernel process was restarted.
 	// +optional
 	RestartCount int32 `json:"restartCount,omitempty"`
+
+	// podRestart is the last restart request (the nbkube.io/restart annotation) the
+	// controller acted on: a kernel whose pod could not restart it got a new pod.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	PodRestart string `json:"podRestart,omitempty"`
 }
 
 // Kernel is a running Jupyter kernel: one pod whose nbkube agent runs the kernel process.

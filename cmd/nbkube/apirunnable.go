@@ -19,17 +19,19 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
+	"github.com/nbkube/nbkube/internal/quota"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
 // newAPIRunnable builds the API server over the contents root and the cluster's resources,
-// serving on l; cfg reaches the cluster's API server (for --auth=kubernetes); reader, uncached, finds the reStructuredText renderer. host, when not nil,
+// serving on l; cfg reaches the cluster's API server (for --auth=kubernetes); reader, uncached, finds the reStructuredText renderer;
+// agentKey derives the agents' tokens, as the manager derived them (no Secret is read). host, when not nil,
 // brings this machine's kernel specs into every kernel spec answer. ready receives the URL to
 // open (without the token) once GET /api/status answers.
 // The API server registers its metrics with controller-runtime's registry: the process's
 // metrics port (HTTPS, authorized through the Kubernetes API) serves them, and the API's own
 // /metrics serves the controllers' too when they run in the same process.
-func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader client.Reader, namespace string, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
+func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader client.Reader, namespace string, agentKey []byte, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -54,7 +56,10 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		readyToken = token
 	}
 	specs := &repository.KernelSpecs{Reader: c, Namespace: namespace, Host: host}
-	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), StartTimeout: f.kernelStartTimeout, Specs: specs,
+	// The users' ledgers: each start reserves room in its owner's before it creates anything,
+	// reading around the cache after a write lost to another replica's.
+	ledger := &quota.Ledger{Client: c, Reader: c, APIReader: reader, Namespace: namespace}
+	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: namespace, Agents: agentclient.New(), AgentTokenKey: agentKey, StartTimeout: f.kernelStartTimeout, Specs: specs, Quota: ledger,
 		Homes: f.userHome, MakeHome: func(home string) error {
 			view, err := store.Sub(home)
 			if err != nil {
@@ -72,12 +77,14 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		Homes:             f.userHome,
 		Kernels:           kernels,
 		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
-		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace},
+		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace, Quota: ledger},
+		Quotas:            &repository.Quotas{Ledger: ledger, Specs: specs},
 		KernelSpecs:       specs,
-		RST:               &repository.RSTRenderers{Reader: reader, Namespace: namespace, Agents: agentclient.New()},
+		RST:               &repository.RSTRenderers{Reader: reader, Namespace: namespace, Agents: agentclient.New(), AgentTokenKey: agentKey},
 		DefaultKernelSpec: f.defaultKernel,
 		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,
+		ReadTimeout:       f.readTimeout,
 		Version:           version,
 		Metrics:           ctrlmetrics.Registry,
 		Log:               log,

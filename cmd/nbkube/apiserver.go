@@ -12,11 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/homes"
+	"github.com/nbkube/nbkube/internal/identity"
 )
 
 // apiFlags are the API server's settings, shared by `manager` and `local`.
@@ -26,6 +28,8 @@ type apiFlags struct {
 	trustedProxies                                 []netip.Prefix
 	defaultKernel                                  string
 	maxBody                                        int64
+	readTimeout                                    time.Duration
+	allowWeakToken                                 bool
 	checkpoints                                    int
 	alwaysDeleteDir                                bool
 	deleteToTrash                                  bool
@@ -46,6 +50,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 		f.token = s
 		return nil
 	})
+	fs.BoolVar(&f.allowWeakToken, "allow-weak-token", false, fmt.Sprintf("accept a token shorter than %d characters (for tests only: a short token can be guessed)", minTokenLength))
 	f.auth.bind(fs)
 	fs.StringVar(&f.baseURL, "base-url", "/", "URL prefix of every route")
 	fs.Func("trusted-proxies", "comma-separated addresses or CIDRs of TLS-terminating proxies (an Ingress controller) whose X-Forwarded-Proto is believed: what they forward over HTTPS gets Secure cookies and https addresses (default none)", func(s string) error {
@@ -76,6 +81,8 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
+	f.readTimeout = apiserver.DefaultReadTimeout
+	durationFlag(fs, &f.readTimeout, "read-timeout", false, "how long a request may take to arrive, its body included: a client still sending gets 408 and is disconnected (the work after the body, WebSockets and downloads are not bounded)")
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")
 	fs.BoolVar(&f.deleteToTrash, "delete-to-trash", true, "DELETE moves files and directories to the user's trash (restorable through /api/trash), Jupyter's delete_to_trash; false deletes for good")
 	fs.BoolVar(&f.alwaysDeleteDir, "always-delete-dir", false, "with --delete-to-trash=false, let DELETE remove directories with contents for good, Jupyter's always_delete_dir")
@@ -87,33 +94,58 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	durationFlag(fs, &f.rateLimitWindow, "rate-limit-window", false, "time window of the iopub rate limits, Jupyter's rate_limit_window")
 }
 
+// minTokenLength is the shortest token the API server takes without --allow-weak-token:
+// 32 characters, as many as 128 random bits in hex, beyond guessing; the generated ones are
+// 48.
+const minTokenLength = 32
+
 // resolveToken takes the flag, then $NBKUBE_TOKEN (so that a Secret can provide it without
 // putting it on the command line), then Jupyter Server's $JUPYTER_TOKEN and $JUPYTER_TOKEN_FILE
 // in Jupyter's order, then a fresh random token. As in Jupyter, an empty variable counts as
 // unset. Unlike Jupyter, the file's final line break is not part of the token (`echo token >
 // file` makes such files), and a file without a token is refused, where Jupyter would run
-// without authentication.
+// without authentication. Unlike Jupyter too, a token shorter than minTokenLength is refused
+// unless --allow-weak-token, when the token provider is on: it guards the API, and
+// everything a kernel can do.
 func (f *apiFlags) resolveToken() (string, error) {
+	t, source, err := f.givenToken()
+	switch {
+	case err != nil:
+		return "", err
+	case t == "":
+		return randomHex(24)
+	}
+	if n := utf8.RuneCountInString(t); n < minTokenLength && !f.allowWeakToken && f.auth.has(identity.KindToken) {
+		return "", fmt.Errorf("the token of %s has %d characters, and one that guards the API needs at least %d characters: "+
+			"give a longer one (openssl rand -hex 24 makes one), leave it out to have one generated, "+
+			"or, for tests, pass --allow-weak-token", source, n, minTokenLength)
+	}
+	return t, nil
+}
+
+// givenToken is the token given by the flag or the environment and where it comes from;
+// empty when none is.
+func (f *apiFlags) givenToken() (token, source string, err error) {
 	if f.token != "" {
-		return f.token, nil
+		return f.token, "--token", nil
 	}
 	for _, name := range []string{"NBKUBE_TOKEN", "JUPYTER_TOKEN"} {
 		if t := os.Getenv(name); t != "" {
-			return t, nil
+			return t, "$" + name, nil
 		}
 	}
 	if path := os.Getenv("JUPYTER_TOKEN_FILE"); path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return "", fmt.Errorf("JUPYTER_TOKEN_FILE: %w", err)
+			return "", "", fmt.Errorf("JUPYTER_TOKEN_FILE: %w", err)
 		}
 		t := strings.TrimRight(string(data), "\r\n")
 		if t == "" {
-			return "", fmt.Errorf("JUPYTER_TOKEN_FILE %s holds no token, and nbkube never runs without one", path)
+			return "", "", fmt.Errorf("JUPYTER_TOKEN_FILE %s holds no token, and nbkube never runs without one", path)
 		}
-		return t, nil
+		return t, "$JUPYTER_TOKEN_FILE (" + path + ")", nil
 	}
-	return randomHex(24)
+	return "", "", nil
 }
 
 func randomHex(n int) (string, error) {
@@ -126,18 +158,30 @@ func randomHex(n int) (string, error) {
 
 // cookieSecret reads the secret, creating it when the file does not exist yet.
 func cookieSecret(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
-	if err == nil {
-		if len(data) < 32 {
+	read := func() ([]byte, error) {
+		data, err := os.ReadFile(path)
+		if err == nil && len(data) < 32 {
 			return nil, fmt.Errorf("cookie secret %s is shorter than 32 bytes", path)
 		}
-		return data, nil
+		return data, err
 	}
+	return readOrMakeSecret(path, read, func() ([]byte, error) {
+		secret := make([]byte, 64)
+		_, err := rand.Read(secret)
+		return secret, err
+	})
+}
+
+// readOrMakeSecret reads a secret with read, or, when there is no file at path, writes one
+// that generate makes there, readable by this user only. A file made at the same moment by
+// another process (a replica, a second start) wins, and is read.
+func readOrMakeSecret(path string, read, generate func() ([]byte, error)) ([]byte, error) {
+	data, err := read()
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+		return data, err
 	}
-	secret := make([]byte, 64)
-	if _, err := rand.Read(secret); err != nil {
+	secret, err := generate()
+	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
@@ -145,8 +189,7 @@ func cookieSecret(path string) ([]byte, error) {
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		// Another replica made it first: use theirs.
-		return cookieSecret(path)
+		return read()
 	}
 	if err != nil {
 		return nil, err

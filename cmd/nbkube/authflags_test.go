@@ -29,6 +29,21 @@ func parseAuth(t *testing.T, args ...string) (*apiFlags, error) {
 	return &f, fs.Parse(args)
 }
 
+// annUsersFile writes a users file of one user, ann, and returns her token and its path.
+func annUsersFile(t *testing.T) (token, path string) {
+	t.Helper()
+	token = "nbk_ann_" + strings.Repeat("A", 40)
+	h, err := identity.HashSecret(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path = filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(path, []byte("users:\n- name: ann\n  token_hash: '"+h+"'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return token, path
+}
+
 func TestAuthFlag_TokenByDefaultAndProvidersInOrder(t *testing.T) {
 	f, err := parseAuth(t)
 	if err != nil {
@@ -39,15 +54,7 @@ func TestAuthFlag_TokenByDefaultAndProvidersInOrder(t *testing.T) {
 		t.Fatalf("default providers: %v, %v", ps, err)
 	}
 
-	tok := "nbk_ann_" + strings.Repeat("A", 40)
-	h, err := identity.HashSecret(tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "users.yaml")
-	if err := os.WriteFile(path, []byte("users:\n- name: ann\n  token_hash: '"+h+"'\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	tok, path := annUsersFile(t)
 	f, err = parseAuth(t, "--auth=users,token", "--users-file="+path)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +133,7 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	urls := make(chan string, 1)
-	r, err := newAPIRunnable(f, cfg, c, c, ns, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
+	r, err := newAPIRunnable(f, cfg, c, c, ns, nil, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
 	if err != nil {
 		t.Fatal(err)
 	}

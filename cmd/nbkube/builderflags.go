@@ -25,6 +25,7 @@ func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	fs.Int64Var(&o.RunAsUser, "run-as-user", o.RunAsUser, "user id of kernel and cluster processes")
 	fs.Int64Var(&o.RunAsGroup, "run-as-group", o.RunAsGroup, "group id of kernel and cluster processes and their volumes")
 	quantityFlag(fs, &o.ScratchSize, "scratch-size", "size limit of each scratch volume (home, /tmp) of kernel and cluster pods; the kubelet evicts a pod that writes more (0: unbounded)")
+	quantityFlag(fs, &o.AgentMemoryBudget, "agent-memory-budget", "memory each kernel's agent may hold for clients inside the kernel's container, beyond which slow clients are cut off (0: the agent's default, 256Mi)")
 	quantityFlag(fs, &o.ScratchRequest, "scratch-request", "ephemeral storage requested by kernel and cluster containers whose resources name none (0: none)")
 }
 

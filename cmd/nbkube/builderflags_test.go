@@ -30,3 +30,20 @@ func TestBuilderFlags_ScratchQuantities(t *testing.T) {
 		}
 	}
 }
+
+// The agents' memory budget is a quantity, unset (the agent's default) unless given.
+func TestBuilderFlags_AgentMemoryBudget(t *testing.T) {
+	for args, want := range map[string]int64{"": 0, "--agent-memory-budget=128Mi": 128 << 20} {
+		o := builder.DefaultOptions()
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		bindBuilderFlags(fs, &o)
+		var argv []string
+		if args != "" {
+			argv = []string{args}
+		}
+		if err := fs.Parse(argv); err != nil || o.AgentMemoryBudget.Value() != want {
+			t.Errorf("%q: budget %s, want %d (%v)", args, o.AgentMemoryBudget.String(), want, err)
+		}
+	}
+}

@@ -36,12 +36,14 @@ func runCleanup(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&nbv1.Session{}, &nbv1.Kernel{}, &nbv1.Cluster{}, &nbv1.KernelSpec{}} {
+	// The users' ledgers (UserUsages) go with what they count; the admins' UserPolicies stay,
+	// like the CRDs.
+	for _, obj := range []client.Object{&nbv1.Session{}, &nbv1.Kernel{}, &nbv1.Cluster{}, &nbv1.KernelSpec{}, &nbv1.UserUsage{}} {
 		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(*namespace), client.PropagationPolicy("Background")); err != nil {
 			return fmt.Errorf("delete %T: %w", obj, err)
 		}
 	}
-	log.Info("Deleted sessions, kernels, clusters and kernel specs; waiting for the pods", "namespace", *namespace)
+	log.Info("Deleted sessions, kernels, clusters, kernel specs and user usages; waiting for the pods", "namespace", *namespace)
 	// The reStructuredText renderer's pods are not the users': they go with the manager's
 	// Deployment, their owner, which Helm deletes after this.
 	ours, err := labels.Parse(nbv1.LabelManagedBy + "=" + nbv1.ManagedByValue + "," + nbv1.LabelComponent + "!=" + builder.ComponentRSTRenderer)

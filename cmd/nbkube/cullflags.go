@@ -10,6 +10,7 @@ import (
 // (in seconds there, as they may be here), and how often running kernels report their state.
 func bindCullFlags(fs *flag.FlagSet, o *controllers.Options) {
 	o.Culling.Interval, o.StatusInterval = controllers.DefaultCullInterval, controllers.DefaultStatusInterval
+	o.Culling.UnusedTimeout = controllers.DefaultUnusedTimeout
 	durationFlag(fs, &o.Culling.IdleTimeout, "cull-idle-timeout", true,
 		"shut kernels down after this long without activity, Jupyter's cull_idle_timeout (0 turns culling off); a KernelSpec's culling.idleTimeout overrides it")
 	durationFlag(fs, &o.Culling.Interval, "cull-interval", false, "how often kernels are checked for culling, Jupyter's cull_interval")
@@ -17,6 +18,8 @@ func bindCullFlags(fs *flag.FlagSet, o *controllers.Options) {
 		"also cull idle kernels that have clients connected, Jupyter's cull_connected; a KernelSpec's culling.cullConnected overrides it")
 	fs.BoolVar(&o.Culling.CullBusy, "cull-busy", false,
 		"also cull busy kernels whose last activity is older than the idle timeout, Jupyter's cull_busy; a KernelSpec's culling.cullBusy overrides it")
+	durationFlag(fs, &o.Culling.UnusedTimeout, "cull-unused-timeout", true,
+		"shut down kernels that no client has connected to this long after their start, even with idle culling off (0 never): what an API server that died before its client came leaves")
 	durationFlag(fs, &o.StatusInterval, "kernel-status-interval", false,
 		"how often a running kernel's agent is asked for its state, activity and connections")
 }

@@ -38,6 +38,7 @@ func runLocal(ctx context.Context, args []string) error {
 	}
 	var api apiFlags
 	api.bind(fs, listenDefault)
+	agentKey := bindAgentKeyFlag(fs)
 	portRetries := fs.Int("port-retries", retriesDefault, "how many ports after the default one to try when it is taken, Jupyter's port_retries (with --listen: none unless given)")
 	root := &api.root
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
@@ -68,6 +69,16 @@ func runLocal(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 		return err
 	}
+	// The controllers and the API server share the process, and the key: kept in the data
+	// directory unless given, so that kernels outlive a restart.
+	if agentKey.file == "" {
+		agentKey.file = filepath.Join(*dataDir, agentKeyFileName)
+	}
+	key, err := readOrMakeAgentKey(agentKey.file)
+	if err != nil {
+		return err
+	}
+	ctrlOpts.AgentTokenKey = key
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -165,7 +176,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, cfg, mgr.GetClient(), mgr.GetAPIReader(), *namespace, localUser(), host, listener, func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, cfg, mgr.GetClient(), mgr.GetAPIReader(), *namespace, key, localUser(), host, listener, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}

@@ -71,6 +71,9 @@ func main() {
 	// The first SIGINT or SIGTERM cancels the context for a clean shutdown; a second one exits
 	// at once (children still die with us: they are started with a parent-death signal).
 	ctx := ctrl.SetupSignalHandler()
+	if cmd == "manager" || cmd == "apiserver" {
+		applyMemoryLimit(os.Getenv)
+	}
 	err := run(ctx, args)
 	var exit *agent.ExitError
 	switch {

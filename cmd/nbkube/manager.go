@@ -31,6 +31,7 @@ func runManager(ctx context.Context, args []string) error {
 	leaderNamespace := fs.String("leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own namespace)")
 	var api apiFlags
 	api.bind(fs, "")
+	agentKey := bindAgentKeyFlag(fs)
 	opts := builder.DefaultOptions()
 	bindBuilderFlags(fs, &opts)
 	var ctrlOpts controllers.Options
@@ -43,6 +44,11 @@ func runManager(ctx context.Context, args []string) error {
 	}
 	ctrlOpts.RSTRenderer = controllers.RSTRendererOptions{Namespace: common.namespace, Disabled: !rst.enabled, OwnerDeployment: rst.owner}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
+	key, err := agentKey.managerKey(api.listen != "")
+	if err != nil {
+		return err
+	}
+	ctrlOpts.AgentTokenKey = key
 	mgr, err := common.newManager(func(o *ctrl.Options) {
 		o.LeaderElection = *leaderElect
 		o.LeaderElectionID = "nbkube-manager.nbkube.io"
@@ -60,7 +66,7 @@ func runManager(ctx context.Context, args []string) error {
 		return err
 	}
 	if api.listen != "" {
-		if err := addAPIServer(mgr, &api, common.namespace); err != nil {
+		if err := addAPIServer(mgr, &api, common.namespace, key); err != nil {
 			return err
 		}
 	}
@@ -75,18 +81,23 @@ func runAPIServer(ctx context.Context, args []string) error {
 	common := bindOperatorFlags(fs)
 	var api apiFlags
 	api.bind(fs, ":8888")
+	agentKey := bindAgentKeyFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if api.listen == "" {
 		return fmt.Errorf("--listen must not be empty")
 	}
+	key, err := agentKey.read()
+	if err != nil {
+		return err
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(logOpts)))
 	mgr, err := common.newManager(nil)
 	if err != nil {
 		return err
 	}
-	if err := addAPIServer(mgr, &api, common.namespace); err != nil {
+	if err := addAPIServer(mgr, &api, common.namespace, key); err != nil {
 		return err
 	}
 	ctrl.Log.WithName("apiserver").Info("Starting API server", "version", version)
@@ -141,8 +152,8 @@ func (f *operatorFlags) newManager(tune func(*ctrl.Options)) (manager.Manager, e
 }
 
 // addAPIServer adds the Jupyter API server to the manager; it runs on every replica, leader
-// or not.
-func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
+// or not. agentKey is the installation's agent token key.
+func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string, agentKey []byte) error {
 	if api.cookieSecretFile == "" {
 		return fmt.Errorf("--cookie-secret-file is required with --listen: every replica must sign cookies alike")
 	}
@@ -151,7 +162,7 @@ func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string) error {
 		return err
 	}
 	log := ctrl.Log.WithName("apiserver")
-	runnable, err := newAPIRunnable(api, mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), namespace, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
+	runnable, err := newAPIRunnable(api, mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), namespace, agentKey, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
 		log.Info("Jupyter API server ready", "listen", api.listen)
 	})
 	if err != nil {

@@ -120,6 +120,13 @@ type Status struct {
 	// they come back: the sizes of the kept messages' headers, metadata, content and buffers.
 	// Connected sessions hold nothing; a session's bytes go when it returns or expires.
 	ReplayBytes int64 `json:"replay_bytes"`
+	// MemoryBytes is what the agent holds against its memory budget: ReplayBytes, the
+	// frames queued for connected clients and the client messages held while the kernel
+	// starts. Absent from agents older than this field.
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
+	// UnusedSince is when the agent started, while no client has connected to the channels
+	// since; absent once one has (and from agents older than this field).
+	UnusedSince *time.Time `json:"unused_since,omitempty"`
 }
 
 // Jupyter's execution states, as a kernel's status messages and the kernel model say them.

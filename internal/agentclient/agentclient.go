@@ -80,7 +80,7 @@ func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out an
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The URL holds no secret; the token is in a header.
-		return fmt.Errorf("agent %s %s: %w", method, path, err)
+		return fmt.Errorf("agent %s %s: %w: %w", method, path, ErrUnreachable, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

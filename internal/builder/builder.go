@@ -56,6 +56,10 @@ type Options struct {
 	// ScratchRequest is the ephemeral storage that kernel and cluster containers request when
 	// their resources name none, so that the scheduler counts their scratch space.
 	ScratchRequest resource.Quantity
+	// AgentMemoryBudget bounds what each kernel pod's agent holds for clients (replay
+	// buffers, queued output, messages held while the kernel starts) in the kernel's
+	// container, whose memory limit the kernel shares. Zero leaves the agent's default.
+	AgentMemoryBudget resource.Quantity
 }
 
 // DefaultOptions are the settings used when a flag is not given.

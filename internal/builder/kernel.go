@@ -99,7 +99,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Name:            KernelContainer,
 				Image:           image,
 				ImagePullPolicy: o.ImagePullPolicy,
-				Command:         []string{AgentBinary, "--"},
+				Command:         agentCommand(o),
 				Args:            slices.Clone(spec.Spec.Argv),
 				WorkingDir:      workDir,
 				Env:             kernelEnv(k, spec, interrupt),
@@ -212,4 +212,14 @@ func attachCluster(pod *corev1.Pod, cluster string) {
 		DefaultMode: ptr.To[int32](0o440),
 		Optional:    ptr.To(true),
 	}}})
+}
+
+// agentCommand is the kernel container's command up to the kernel's argv: the agent and its
+// flags.
+func agentCommand(o Options) []string {
+	cmd := []string{AgentBinary}
+	if budget := o.AgentMemoryBudget.Value(); budget > 0 {
+		cmd = append(cmd, "--memory-budget="+strconv.FormatInt(budget, 10))
+	}
+	return append(cmd, "--")
 }

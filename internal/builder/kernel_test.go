@@ -298,3 +298,18 @@ func TestScratchVolumes_AreBoundedAndRequested(t *testing.T) {
 		t.Error("zero ScratchRequest requested storage")
 	}
 }
+
+// The manager's agent memory budget reaches the agent as a flag; without one the agent keeps
+// its own default.
+func TestKernelPod_AgentMemoryBudget(t *testing.T) {
+	opts := DefaultOptions()
+	opts.AgentMemoryBudget = resource.MustParse("64Mi")
+	pod := KernelPod(testKernel(nil), testSpec(nil), opts)
+	if d := cmp.Diff([]string{AgentBinary, "--memory-budget=67108864", "--"}, pod.Spec.Containers[0].Command); d != "" {
+		t.Errorf("command (-want +got):\n%s", d)
+	}
+	pod = KernelPod(testKernel(nil), testSpec(nil), DefaultOptions())
+	if d := cmp.Diff([]string{AgentBinary, "--"}, pod.Spec.Containers[0].Command); d != "" {
+		t.Errorf("command without a budget (-want +got):\n%s", d)
+	}
+}

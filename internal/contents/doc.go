@@ -23,7 +23,13 @@
 // synced, renamed over the target and the directory synced, so a crash leaves the old file or
 // the new one, never a truncated one. An overwritten file keeps its permissions. Names chosen
 // by the store (untitled files, copies) are claimed with renames that cannot replace, so
-// replicas cannot overwrite each other's new files.
+// replicas cannot overwrite each other's new files. A save may be conditional (SaveIf): it
+// replaces the file only if it is still the version the client loaded, named by its ETag or
+// modification time. Writes that replace a served file (saves, restores, uploads) rename
+// holding an flock on .nbkube/save.lock, and conditional saves check under it too, so of
+// conditional saves from one version, through any replicas, exactly one succeeds. The first
+// conditional save makes the file; before it, writes take no lock. What never takes it (a
+// kernel writing in place, a deletion) can still slip in between a check and its rename.
 //
 // State. Everything lives in the tree, so replicas sharing a volume see the same store:
 // checkpoints in .ipynb_checkpoints/ next to each file (Jupyter's layout, several per file;

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -182,25 +183,41 @@ func (s *Store) realPath(p string) (string, error) {
 // permissions (and owner, where the process may set it). With exclusive, p must not exist
 // (domainerr.ErrConflict) and the rename cannot replace a file created meanwhile by another replica.
 func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error) error {
-	if !exclusive {
+	_, err := s.write(p, writeOptions{exclusive: exclusive}, fill)
+	return err
+}
+
+// writeOptions are how write writes: exclusive as writeFile says, or replacing p only if pre
+// holds of it at the moment it is replaced.
+type writeOptions struct {
+	exclusive bool
+	pre       Precondition
+}
+
+// write is writeFile with a precondition, returning the stat of the file written, taken from
+// the file itself after the rename, so that it describes this save's version (its ETag)
+// even when another save has replaced it since.
+func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (statInfo, error) {
+	if !o.exclusive {
 		var err error
 		if p, err = s.realPath(p); err != nil {
-			return err
+			return statInfo{}, err
 		}
 	}
 	dir, name := splitPath(p)
 	if name == "" {
-		return invalid("%s is a directory", p)
+		return statInfo{}, invalid("%s is a directory", p)
 	}
 	d, err := s.openDir(dir)
 	if err != nil {
-		return parentError(dir, err)
+		return statInfo{}, parentError(dir, err)
 	}
 	defer d.Close()
-	return withFD(d, func(dfd int) error {
+	var written statInfo
+	err = withFD(d, func(dfd int) error {
 		var old *statInfo
 		if st, err := fstatat(dfd, name); err == nil {
-			if exclusive {
+			if o.exclusive {
 				return domainerr.New(domainerr.ErrConflict, "File already exists: %s", p)
 			}
 			if st.isDir() {
@@ -211,14 +228,16 @@ func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error)
 			return fsError(p, err)
 		}
 		tmp := tempPrefix + randomHex(8) + ".tmp"
-		if err := writeTemp(dfd, tmp, old, fill); err != nil {
+		f, err := writeTemp(dfd, tmp, old, fill)
+		if err != nil {
 			_ = unix.Unlinkat(dfd, tmp, 0)
 			return fsError(p, err)
 		}
-		if exclusive {
+		defer f.Close()
+		if o.exclusive {
 			err = renameNoReplace(dfd, tmp, dfd, name)
 		} else {
-			err = unix.Renameat(dfd, tmp, dfd, name)
+			err = s.replace(dfd, tmp, name, p, o.pre)
 		}
 		if err != nil {
 			_ = unix.Unlinkat(dfd, tmp, 0)
@@ -227,19 +246,138 @@ func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error)
 			}
 			return fsError(p, err)
 		}
+		fi, err := f.Stat()
+		if err != nil {
+			return fsError(p, err)
+		}
+		written = infoOf(fi)
 		return fsError(p, unix.Fsync(dfd))
 	})
+	return written, err
 }
 
-// writeTemp creates name in dfd (never following a link), lets fill write it and syncs it.
-// It takes old's permissions and, best effort, its owner.
-func writeTemp(dfd int, name string, old *statInfo, fill func(w *os.File) error) error {
+// replace renames tmp over name in the directory dfd, the API path p, if pre holds of what
+// name is at that moment (domainerr.ErrConflict otherwise). The check and the rename of a
+// file the API serves are made holding the save lock (see withSaveLock), so that no other
+// write through a store of this tree replaces the file in between: of conditional saves
+// from one version, through any number of replicas, exactly one succeeds.
+func (s *Store) replace(dfd int, tmp, name, p string, pre Precondition) error {
+	rename := func() error {
+		if !pre.IsZero() {
+			st, err := currentStat(dfd, name)
+			if err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+			if err := pre.check(p, st, err == nil); err != nil {
+				return err
+			}
+		}
+		return unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if isMetaPath(p) {
+		// The store's own files are no one's loaded version; their writers need no lock.
+		return rename()
+	}
+	return s.withSaveLock(!pre.IsZero(), rename)
+}
+
+// currentStat stats name in dfd as it is now, for a precondition: through a descriptor it
+// opens, because opening is what an NFS client revalidates its caches of a name and its
+// attributes for (close-to-open consistency), where a stat may be answered from them and
+// miss another machine's save. Only a regular file is opened (opening a device can do
+// things); one it may not open is stat'ed by name.
+func currentStat(dfd int, name string) (statInfo, error) {
+	byName, err := fstatat(dfd, name)
+	if err != nil || !byName.isRegular() {
+		return byName, err
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) {
+		return statInfo{}, err
+	}
+	if err != nil {
+		return byName, nil
+	}
+	defer func() { _ = unix.Close(fd) }() // opened to read its stat only
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return statInfo{}, err
+	}
+	return infoOfUnix(&st), nil
+}
+
+// saveLock is the file whose lock (flock(2)) the writes that replace served files hold while
+// they check and rename.
+const saveLock = metaDir + "/save.lock"
+
+// withSaveLock runs fn holding the tree's save lock, an exclusive flock on saveLock, which
+// excludes other goroutines (each opens the file anew: flock locks belong to an open file)
+// and other processes, on other machines too where the file system shares flock locks (NFS
+// does, as byte-range locks, hence the file opened for writing).
+//
+// Only a conditional save (create) makes the lock file: a tree whose clients never save
+// conditionally gets no file and no locking, and an unconditional write runs unlocked until
+// the first conditional save in the tree, which leaves that one save the window of a check
+// and a rename a few system calls apart. So does a root where the file cannot be made
+// (read-only, or not writable by the server), where fn runs without the lock, as writes did
+// before there was one.
+func (s *Store) withSaveLock(create bool, fn func() error) error {
+	flags := os.O_RDWR | syscall.O_NOFOLLOW
+	if create {
+		flags |= os.O_CREATE
+	}
+	f, err := s.root.OpenFile(saveLock, flags, 0o600)
+	if create && errors.Is(err, fs.ErrNotExist) {
+		if err := s.root.MkdirAll(metaDir, 0o700); err != nil && !unwritable(err) {
+			return fmt.Errorf("create %s: %w", metaDir, err)
+		}
+		f, err = s.root.OpenFile(saveLock, flags, 0o600)
+	}
+	if errors.Is(err, fs.ErrNotExist) || unwritable(err) {
+		return fn()
+	}
+	if err != nil {
+		return fmt.Errorf("open save lock: %w", err)
+	}
+	// Closing releases the lock.
+	defer f.Close()
+	err = withFD(f, func(fd int) error {
+		for {
+			// A blocked flock returns EINTR when a signal arrives, such as the runtime's
+			// preemption signal.
+			if err := unix.Flock(fd, unix.LOCK_EX); !errors.Is(err, unix.EINTR) {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("lock %s: %w", saveLock, err)
+	}
+	return fn()
+}
+
+// unwritable reports an error of a file system or directory the server may not write.
+func unwritable(err error) bool {
+	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)
+}
+
+// writeTemp creates name in dfd (never following a link), lets fill write it and syncs it,
+// and returns it open: its stat after the rename is the version written. It takes old's
+// permissions and, best effort, its owner.
+func writeTemp(dfd int, name string, old *statInfo, fill func(w *os.File) error) (*os.File, error) {
 	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
+	if err := fillTemp(fd, f, old, fill); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func fillTemp(fd int, f *os.File, old *statInfo, fill func(w *os.File) error) error {
 	if old != nil {
 		if err := unix.Fchmod(fd, old.perm()); err != nil {
 			return err
@@ -251,10 +389,7 @@ func writeTemp(dfd int, name string, old *statInfo, fill func(w *os.File) error)
 	if err := fill(f); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	return f.Close()
+	return f.Sync()
 }
 
 // renameNoReplace renames without replacing an existing target (EEXIST). File systems

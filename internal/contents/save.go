@@ -25,6 +25,14 @@ const maxUntitled = 10000
 // or by the name's extension), as Jupyter's new does, but an existing file needs content.
 // A notebook that fails validation is saved all the same, with the failure in Message.
 func (s *Store) Save(ctx context.Context, path string, m *jupyter.SaveModel) (*jupyter.ContentsModel, error) {
+	return s.SaveIf(ctx, path, m, Precondition{})
+}
+
+// SaveIf is Save of a file or notebook with content, replacing it only if pre holds of it
+// when it is replaced (see Precondition); otherwise it writes nothing and refuses with
+// domainerr.ErrConflict. With the zero Precondition it is Save. A precondition on a
+// directory or a chunk of an upload is invalid: neither replaces a version of a file.
+func (s *Store) SaveIf(ctx context.Context, path string, m *jupyter.SaveModel, pre Precondition) (*jupyter.ContentsModel, error) {
 	if m == nil {
 		return nil, invalid("JSON body missing")
 	}
@@ -32,14 +40,20 @@ func (s *Store) Save(ctx context.Context, path string, m *jupyter.SaveModel) (*j
 	if err != nil {
 		return nil, err
 	}
+	if !pre.IsZero() && (m.Chunk != nil || m.Type == jupyter.TypeDirectory) {
+		return nil, invalid("Conditional saves apply to files and notebooks, not to directories or chunked uploads: %s", p)
+	}
 	if m.Chunk != nil {
 		return s.saveChunk(ctx, p, m)
 	}
 	if len(m.Content) == 0 || string(m.Content) == "null" {
-		if isFile, _, err := s.Exists(ctx, p); err != nil {
+		if isFile, isDir, err := s.Exists(ctx, p); err != nil {
 			return nil, err
 		} else if isFile && m.Type != jupyter.TypeDirectory {
 			return nil, invalid("No file content provided")
+		} else if !pre.IsZero() && !isDir {
+			// What would be created is not the version the client loaded: that is gone.
+			return nil, pre.check(p, statInfo{}, false)
 		}
 		return s.create(p, newType(p, m.Type), false)
 	}
@@ -47,16 +61,17 @@ func (s *Store) Save(ctx context.Context, path string, m *jupyter.SaveModel) (*j
 	case "":
 		return nil, invalid("No file type provided")
 	case jupyter.TypeNotebook:
-		return s.saveNotebook(p, m.Content)
+		return s.saveNotebook(p, m.Content, pre)
 	case jupyter.TypeFile:
 		data, err := fileBytes(p, m)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.writeFile(p, false, writeBytes(data)); err != nil {
+		st, err := s.write(p, writeOptions{pre: pre}, writeBytes(data))
+		if err != nil {
 			return nil, err
 		}
-		return s.modelOf(p)
+		return s.modelFrom(p, st)
 	case jupyter.TypeDirectory:
 		return s.create(p, jupyter.TypeDirectory, false)
 	}
@@ -102,7 +117,7 @@ func writeBytes(data []byte) func(*os.File) error {
 
 // saveNotebook writes a notebook in nbformat's layout. As in Jupyter, a notebook always has
 // a checkpoint: the first save makes one.
-func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.ContentsModel, error) {
+func (s *Store) saveNotebook(p string, content json.RawMessage, pre Precondition) (*jupyter.ContentsModel, error) {
 	s.cpu <- struct{}{}
 	data, validate, err := prepareNotebook(content)
 	if err != nil {
@@ -120,7 +135,7 @@ func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.Conten
 		msg, err := validate()
 		done <- verdict{msg, err}
 	}()
-	werr := s.writeFile(p, false, writeBytes(data))
+	st, werr := s.write(p, writeOptions{pre: pre}, writeBytes(data))
 	v := <-done
 	if werr != nil {
 		return nil, werr
@@ -128,16 +143,17 @@ func (s *Store) saveNotebook(p string, content json.RawMessage) (*jupyter.Conten
 	if v.err != nil {
 		return nil, v.err
 	}
-	return s.afterNotebookWrite(p, v.msg)
+	return s.afterNotebookWrite(p, st, v.msg)
 }
 
 // afterNotebookWrite makes the first checkpoint of a notebook, remembers its validation
-// result for the next read, and returns its model with the validation message.
-func (s *Store) afterNotebookWrite(p, msg string) (*jupyter.ContentsModel, error) {
+// result for the next read, and returns its model with the validation message; st is the
+// stat of the version written.
+func (s *Store) afterNotebookWrite(p string, st statInfo, msg string) (*jupyter.ContentsModel, error) {
 	if err := s.ensureCheckpoint(p); err != nil {
 		return nil, err
 	}
-	m, st, err := s.statModel(p)
+	m, err := s.modelFrom(p, st)
 	if err != nil {
 		return nil, err
 	}
@@ -171,36 +187,40 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 		if err != nil {
 			return nil, err
 		}
-		if err := s.writeFile(p, exclusive, writeBytes(data)); err != nil {
+		st, err := s.write(p, writeOptions{exclusive: exclusive}, writeBytes(data))
+		if err != nil {
 			return nil, err
 		}
-		return s.afterNotebookWrite(p, "")
+		return s.afterNotebookWrite(p, st, "")
 	}
-	if err := s.writeFile(p, exclusive, writeBytes(nil)); err != nil {
+	st, err := s.write(p, writeOptions{exclusive: exclusive}, writeBytes(nil))
+	if err != nil {
 		return nil, err
 	}
-	return s.modelOf(p)
+	return s.modelFrom(p, st)
 }
 
 // modelOf is the model without content of an existing p.
 func (s *Store) modelOf(p string) (*jupyter.ContentsModel, error) {
-	m, _, err := s.statModel(p)
-	return m, err
-}
-
-// statModel is modelOf with the stat it was made from, which also keys the validation cache
-// after a save.
-func (s *Store) statModel(p string) (*jupyter.ContentsModel, statInfo, error) {
 	fi, err := s.root.Stat(osName(p))
 	if err != nil {
-		return nil, statInfo{}, fsError(p, err)
+		return nil, fsError(p, err)
 	}
-	st := infoOf(fi)
+	return s.modelFrom(p, infoOf(fi))
+}
+
+// modelFrom is the model without content, with its ETag, of the version of p that st
+// describes: after a save, the version written, which another save may have replaced since.
+func (s *Store) modelFrom(p string, st statInfo) (*jupyter.ContentsModel, error) {
 	typ, err := modelType(p, st, "")
 	if err != nil {
-		return nil, statInfo{}, err
+		return nil, err
 	}
-	return s.model(p, st, typ, s.writable(p)), st, nil
+	m := s.model(p, st, typ, s.writable(p))
+	if typ != jupyter.TypeDirectory {
+		m.ETag = etagOf(st)
+	}
+	return m, nil
 }
 
 // NewUntitled is POST /api/contents/<dir>: a new empty notebook ("Untitled.ipynb",

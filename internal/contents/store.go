@@ -76,8 +76,13 @@ type GetOptions struct {
 
 // Store serves Jupyter's contents API from a directory tree. All its state is in the tree, so
 // several stores (API replicas) may share one tree; see the package documentation.
+//
+// ForUploader copies a Store: what views share must be held by pointer, never a lock by value
+// (go vet's copylocks check catches one).
 type Store struct {
 	root *os.Root
+	// borrowed says root is the store's this view was copied from, which closes it.
+	borrowed bool
 	// real is where the system resolves root to, for refusing links into .nbkube directories
 	// by what they resolve to (see refuseMetaTarget).
 	real    string
@@ -89,6 +94,10 @@ type Store struct {
 	// first in, first out). Without it, 64 concurrent saves share two cores at random and the
 	// unlucky ones wait many times the average; with it, waiting is a fair queue.
 	cpu chan struct{}
+	// uploader and allowance are whose chunked uploads this view receives and how many bytes
+	// their uploads in progress may hold (see ForUploader).
+	uploader  string
+	allowance int64
 }
 
 // New opens the tree at root. Close releases it.
@@ -122,8 +131,14 @@ func New(root string, opts Options) (*Store, error) {
 		cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}, nil
 }
 
-// Close releases the root directory.
-func (s *Store) Close() error { return s.root.Close() }
+// Close releases the root directory, unless the store is a view sharing another's (see
+// ForUploader).
+func (s *Store) Close() error {
+	if s.borrowed {
+		return nil
+	}
+	return s.root.Close()
+}
 
 // IsHidden reports whether path is hidden the way Jupyter's is_hidden decides it: one of its
 // components starts with a dot. A path that is not a valid API path is not reported hidden;
@@ -191,13 +206,21 @@ func (s *Store) Get(_ context.Context, path string, o GetOptions) (*jupyter.Cont
 		return s.dirModel(p, st, o.Content)
 	}
 	if !o.Content && !o.Hash {
-		return s.model(p, st, typ, s.writable(p)), nil
+		m := s.model(p, st, typ, s.writable(p))
+		m.ETag = etagOf(st)
+		return m, nil
 	}
 	data, st, err := s.read(p)
 	if err != nil {
 		return nil, err
 	}
-	return s.contentModel(p, st, typ, data, o, s.writable(p))
+	m, err := s.contentModel(p, st, typ, data, o, s.writable(p))
+	if err != nil {
+		return nil, err
+	}
+	// The stat of the file read: the tag names the version of the content served.
+	m.ETag = etagOf(st)
+	return m, nil
 }
 
 // modelType decides the type of the model of p as Jupyter's get does: directories are
@@ -367,7 +390,11 @@ func (s *Store) dirModel(p string, st statInfo, content bool) (*jupyter.Contents
 // be stat'ed, and (our addition) links leading out of the root and names that are not UTF-8,
 // which no client could address.
 func (s *Store) entry(dir string, dfd int, name string, w writability) (*jupyter.ContentsModel, bool) {
-	if !utf8.ValidString(name) || hiddenByGlob(name) || strings.HasPrefix(name, tempPrefix) {
+	if strings.HasPrefix(name, tempPrefix) {
+		s.dropLeftover(dfd, name)
+		return nil, false
+	}
+	if !utf8.ValidString(name) || hiddenByGlob(name) {
 		return nil, false
 	}
 	p := joinPath(dir, name)

@@ -50,8 +50,11 @@ func TestGet_ModelsCarryJupyterFields(t *testing.T) {
 			if m.LastModified.IsZero() || m.Created.IsZero() {
 				t.Errorf("times not set: %+v", m)
 			}
+			if (m.ETag == "") != (m.Type == jupyter.TypeDirectory) {
+				t.Errorf("ETag = %q for a %s, want one for files and notebooks only", m.ETag, m.Type)
+			}
 			got := *m
-			got.Created, got.LastModified, got.Content = jupyter.Time{}, jupyter.Time{}, nil
+			got.Created, got.LastModified, got.Content, got.ETag = jupyter.Time{}, jupyter.Time{}, nil, ""
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("model (-want +got):\n%s", d)
 			}

@@ -150,6 +150,15 @@ func (s *Store) putTrashInfoBack(t trashPaths, id, taken string) {
 // leftover reports whether a temporary file left by an interrupted operation (of the trash,
 // or a save) is old enough to go: its last change (a rename changes it) is more than
 // trashGrace ago, far longer than any operation takes.
+// dropLeftover removes name, a temporary file in the directory open as dfd, when it is a
+// leftover of an operation a crash interrupted long ago (kill -9 mid-write): listings sweep
+// them as they pass, so that none stays on the volume for good. Best effort.
+func (s *Store) dropLeftover(dfd int, name string) {
+	if st, err := fstatat(dfd, name); err == nil && st.isRegular() && leftover(st, s.clock.Now()) {
+		_ = unix.Unlinkat(dfd, name, 0)
+	}
+}
+
 func leftover(st statInfo, now time.Time) bool {
 	changed := st.ctime
 	if st.mtime.After(changed) {

@@ -69,11 +69,12 @@ func newTestStoreAt(t *testing.T, dir string, opts Options) *Store {
 }
 
 func TestTrash_ReplicasSweepingAndDeletingAtOnceLoseNothing(t *testing.T) {
-	// The real time, so that the files' change times are recent to the sweeps and they judge
-	// every entry without an info file a leftover: none must be one.
-	start := time.Now()
-	clk := clocktesting.NewFakePassiveClock(start)
-	opts := Options{Clock: clk, TrashMaxAge: time.Hour}
+	// The old entries are dated ten minutes back, so that they have expired when the sweeps
+	// run at the real time; the files the deletes make meanwhile are recent to the sweeps (a
+	// clock far ahead would make a delete's temporary files look like a crash's leftovers,
+	// which no real clock does), and an entry without its info file must not be judged one.
+	clk := clocktesting.NewFakePassiveClock(time.Now().Add(-10 * time.Minute))
+	opts := Options{Clock: clk, TrashMaxAge: time.Minute}
 	a, dir := newTestStore(t, opts)
 	b := newTestStoreAt(t, dir, opts)
 	const n = 40
@@ -83,7 +84,7 @@ func TestTrash_ReplicasSweepingAndDeletingAtOnceLoseNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk.SetTime(start.Add(trashGrace + 2*time.Hour))
+	clk.SetTime(time.Now())
 	// Both replicas sweep the expired entries while both trash files of the same name.
 	var wg sync.WaitGroup
 	errs := make(chan error, 4*n)

@@ -25,7 +25,10 @@ import (
 // chunk and the size written after it: a chunk repeated after a lost reply is acknowledged
 // without being written twice, a chunk out of order is refused, and a chunk that a crash cut
 // short is truncated away by the next one. Uploads idle for UploadTTL are abandoned; each new
-// upload removes the abandoned ones.
+// upload removes the abandoned ones, and so does SweepUploads, which the API server runs on a
+// timer. A view made by ForUploader records its user in the state and refuses chunks once
+// that user's uploads in progress in the root would hold more than their allowance: partial
+// files take room on the volume that no quota of the user's files sees until the last chunk.
 const uploadsDir = metaDir + "/uploads"
 
 // uploadState is the state file of an upload in progress.
@@ -34,6 +37,8 @@ type uploadState struct {
 	Chunk   int       `json:"chunk"`
 	Size    int64     `json:"size"`
 	Updated time.Time `json:"updated"`
+	// User sent the last chunk: the upload counts against their allowance (see ForUploader).
+	User string `json:"user,omitempty"`
 }
 
 func uploadKey(p string) string {
@@ -61,7 +66,8 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 	now := s.clock.Now()
 	var st uploadState
 	if chunk == 1 {
-		s.sweepUploads(now)
+		// Best effort: a failed sweep is for the timer's sweep to report.
+		_ = s.SweepUploads(ctx)
 		if err := s.root.MkdirAll(uploadsDir, 0o700); err != nil {
 			return nil, fsError(p, err)
 		}
@@ -90,10 +96,14 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 		s.dropUpload(key)
 		return nil, domainerr.New(domainerr.ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, s.opts.MaxUploadSize)
 	}
+	if err := s.checkAllowance(p, key, st.Size+int64(len(data)), now); err != nil {
+		s.dropUpload(key)
+		return nil, err
+	}
 	if err := s.appendPart(key, st.Size, chunk == 1, data); err != nil {
 		return nil, fsError(p, err)
 	}
-	st.Chunk, st.Size, st.Updated = chunk, st.Size+int64(len(data)), now
+	st.Chunk, st.Size, st.Updated, st.User = chunk, st.Size+int64(len(data)), now, s.uploader
 	if chunk == -1 {
 		if err := s.publishUpload(p, key); err != nil {
 			return nil, err
@@ -184,7 +194,9 @@ func (s *Store) publishUpload(p, key string) error {
 				// As in writeTemp: only a privileged server can keep the owner.
 				_ = unix.Fchownat(ufd, part, int(old.uid), int(old.gid), unix.AT_SYMLINK_NOFOLLOW)
 			}
-			if err := unix.Renameat(ufd, part, tfd, name); err != nil {
+			// Under the save lock, as a save's rename: a conditional save must not check the
+			// target and then replace this upload instead.
+			if err := s.withSaveLock(false, func() error { return unix.Renameat(ufd, part, tfd, name) }); err != nil {
 				return err
 			}
 			return fsError(p, unix.Fsync(tfd))
@@ -216,29 +228,119 @@ func (s *Store) partModel(p, key string) (*jupyter.ContentsModel, error) {
 
 func (s *Store) dropUpload(key string) {
 	// Best effort: the sweep removes whatever remains.
-	_ = s.root.Remove(uploadsDir + "/" + key + ".part")
-	_ = s.root.Remove(uploadsDir + "/" + key + ".json")
+	_ = s.removeUpload(key)
 }
 
-// sweepUploads removes uploads idle for longer than UploadTTL, and leftovers of crashes.
-func (s *Store) sweepUploads(now time.Time) {
+// removeUpload removes the partial and state files of the upload key; either may be gone.
+func (s *Store) removeUpload(key string) error {
+	var errs []error
+	for _, ext := range []string{".part", ".json"} {
+		if err := s.root.Remove(uploadsDir + "/" + key + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fsError("uploads", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ForUploader returns a view of s whose chunked uploads are user's: their state names user,
+// and a chunk is refused (domainerr.ErrTooLarge, the upload dropped) when the uploads of user
+// in progress in this root, stale ones left out, would hold more than allowance bytes with it.
+// An allowance of 0 or less sets no limit beyond MaxUploadSize. Users uploading into the
+// same root (homes off) each have their own allowance. Replicas, and concurrent chunks in
+// one, check without a lock, so concurrent chunks of a user may together exceed it by their
+// sizes. The API server's openContents will give each request such a view of its user's root
+// (the volume's, or their home's), with the allowance their policy sets.
+//
+// The view shares everything with s, its root included: close s (or the Sub view it came
+// from), not the view, whose Close does nothing.
+func (s *Store) ForUploader(user string, allowance int64) *Store {
+	v := *s
+	v.uploader, v.allowance, v.borrowed = user, allowance, true
+	return &v
+}
+
+// checkAllowance refuses the upload to p, named key, if with size bytes it would take the
+// uploader's uploads in progress over their allowance.
+func (s *Store) checkAllowance(p, key string, size int64, now time.Time) error {
+	if s.allowance <= 0 {
+		return nil
+	}
+	held, err := s.uploadsHeld(key, now)
+	if err != nil {
+		return err
+	}
+	if held+size > s.allowance {
+		return domainerr.New(domainerr.ErrTooLarge, "Upload of %s refused: your uploads in progress would hold %d bytes, over your upload allowance of %d bytes",
+			p, held+size, s.allowance)
+	}
+	return nil
+}
+
+// uploadsHeld is the bytes the uploader's uploads in progress in this root hold, but for the
+// upload named except and stale ones.
+func (s *Store) uploadsHeld(except string, now time.Time) (int64, error) {
 	d, err := s.openDir(uploadsDir)
-	if err != nil {
-		return
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
 	}
-	defer d.Close()
+	if err != nil {
+		return 0, fsError("uploads", err)
+	}
 	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
-		return
+		return 0, fsError("uploads", err)
 	}
+	var held int64
 	for _, n := range names {
-		var stale bool
+		key, ok := strings.CutSuffix(n, ".json")
+		if !ok || key == except {
+			continue
+		}
+		st, ok := s.readUploadState(key)
+		if ok && st.User == s.uploader && now.Sub(st.Updated) <= s.opts.UploadTTL {
+			held += st.Size
+		}
+	}
+	return held, nil
+}
+
+// readUploadState reads the state file of the upload key, or false when it is gone or not
+// one of ours.
+func (s *Store) readUploadState(key string) (uploadState, bool) {
+	var st uploadState
+	data, err := s.root.ReadFile(uploadsDir + "/" + key + ".json")
+	return st, err == nil && json.Unmarshal(data, &st) == nil
+}
+
+// SweepUploads removes the chunked uploads of this root (a home's own with Sub) idle for
+// longer than UploadTTL, and the leftovers of crashes. Each new upload sweeps too; a timer
+// is needed as well so that an abandoned upload does not hold room, and its user's
+// allowance, while nobody starts another. Replicas may sweep at the same time.
+func (s *Store) SweepUploads(ctx context.Context) error {
+	now := s.clock.Now()
+	d, err := s.openDir(uploadsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fsError("uploads", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fsError("uploads", err)
+	}
+	var errs []error
+	for _, n := range names {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if key, ok := strings.CutSuffix(n, ".json"); ok {
-			var st uploadState
-			data, err := s.root.ReadFile(uploadsDir + "/" + n)
-			stale = err != nil || json.Unmarshal(data, &st) != nil || now.Sub(st.Updated) > s.opts.UploadTTL
-			if stale {
-				s.dropUpload(key)
+			if st, ok := s.readUploadState(key); !ok || now.Sub(st.Updated) > s.opts.UploadTTL {
+				if err := s.removeUpload(key); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			continue
 		}
@@ -246,8 +348,11 @@ func (s *Store) sweepUploads(now time.Time) {
 		fi, err := s.root.Lstat(uploadsDir + "/" + n)
 		if err == nil && now.Sub(fi.ModTime()) > s.opts.UploadTTL {
 			if _, err := s.root.Stat(uploadsDir + "/" + strings.TrimSuffix(n, ".part") + ".json"); errors.Is(err, fs.ErrNotExist) {
-				_ = s.root.Remove(uploadsDir + "/" + n)
+				if err := s.root.Remove(uploadsDir + "/" + n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, fsError("uploads", err))
+				}
 			}
 		}
 	}
+	return errors.Join(errs...)
 }

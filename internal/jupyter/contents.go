@@ -35,6 +35,10 @@ type ContentsModel struct {
 	HashAlgorithm *string `json:"hash_algorithm,omitempty"`
 	// Message tells of a notebook that failed validation (it is saved or read all the same).
 	Message *string `json:"message,omitempty"`
+	// ETag is the HTTP entity tag of the version of the file or notebook the model describes,
+	// which the API server sends as a header (never in the body) for conditional saves; ""
+	// for directories and listing entries.
+	ETag string `json:"-"`
 }
 
 // SaveModel is the body of PUT and POST on /api/contents.

@@ -10,11 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // MaxClusterEngines is the most engines a start may ask for, the Cluster schema's maximum.
@@ -26,6 +28,9 @@ type Clusters struct {
 	Reader    client.Reader
 	Writer    client.Writer
 	Namespace string
+	// Quota reserves room for a cluster's engines in its owner's ledger before it starts,
+	// and refuses a start past a limit (403); none when nil.
+	Quota *quota.Ledger
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -58,7 +63,8 @@ func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string,
 	if n != nil && (*n < 0 || *n > MaxClusterEngines) {
 		return jupyter.Cluster{}, invalid(fmt.Sprintf("n must be between 0 and %d", MaxClusterEngines))
 	}
-	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
+	var owner string
+	m, err := r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State != nbv1.ClusterStopped {
 			return conflict("Cluster already running with profile: " + id)
 		}
@@ -66,19 +72,45 @@ func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string,
 		if n != nil {
 			c.Spec.Engines = *n
 		}
-		return nil
+		owner = string(c.Spec.Owner)
+		if r.Quota == nil {
+			return nil
+		}
+		room := quota.ClusterRoom(c.Name, c.Spec.Engines, c.Spec.EngineResources)
+		_, _, err := r.Quota.Reserve(ctx, quota.Request{Owner: owner, Groups: groupsOf(u, owner), Reservation: room})
+		return quota.Refusal(err)
 	})
+	if err != nil && owner != "" && !errors.Is(err, domainerr.ErrForbidden) {
+		// Not started after all.
+		r.release(ctx, owner, id)
+	}
+	return m, err
+}
+
+// release gives back the room of a cluster's engines.
+func (r *Clusters) release(ctx context.Context, owner, id string) {
+	if r.Quota == nil {
+		return
+	}
+	if err := r.Quota.Release(context.WithoutCancel(ctx), owner, nbv1.ReservationCluster, id); err != nil {
+		// The usage controller frees it once it sees the cluster stopped.
+		log.FromContext(ctx).Error(err, "Releasing a cluster's room failed", "cluster", id, "owner", owner)
+	}
 }
 
 // StopCluster stops a running cluster; a stopped one is a conflict, as IPython answered.
 func (r *Clusters) StopCluster(ctx context.Context, u identity.User, id string) (jupyter.Cluster, error) {
-	return r.change(ctx, u, id, func(c *nbv1.Cluster) error {
+	m, err := r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State == nbv1.ClusterStopped {
 			return conflict("Cluster not running with profile: " + id)
 		}
 		c.Spec.State = nbv1.ClusterStopped
 		return nil
 	})
+	if err == nil {
+		r.release(ctx, m.Owner, id)
+	}
+	return m, err
 }
 
 // change applies mutate to the cluster, again on a conflict with the controller's writes,
@@ -99,7 +131,7 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 	switch {
 	case apierrors.IsInvalid(err):
 		return jupyter.Cluster{}, invalid(err.Error())
-	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict):
+	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict), errors.Is(err, domainerr.ErrForbidden):
 		return jupyter.Cluster{}, err
 	case err != nil:
 		return jupyter.Cluster{}, fmt.Errorf("update cluster: %w", err)

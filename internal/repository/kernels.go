@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,22 +16,26 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // What the API server does with the cluster's resources (it runs in the manager's binary and
 // shares its role):
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels;sessions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=nbkube.io,resources=userpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=nbkube.io,resources=userusages,verbs=get;list;watch;create;update
 
 // Kernels reads and writes the Kernel resources of one namespace for the API server and
 // talks to their agents. Users see and touch only their own kernels; admins all.
 type Kernels struct {
-	// Reader reads Kernels and their Secrets, usually the manager's cached client.
+	// Reader reads Kernels, usually the manager's cached client. Never Secrets: the API
+	// server may read none.
 	Reader client.Reader
 	// Writer creates and deletes Kernels.
 	Writer client.Writer
@@ -40,6 +43,9 @@ type Kernels struct {
 	Namespace string
 	// Agents calls the kernels' agents.
 	Agents *agentclient.Client
+	// AgentTokenKey is the installation's agent token key, from which each kernel's agent
+	// token is derived (agenttoken.Kernel), as the manager derived the one in its Secret.
+	AgentTokenKey []byte
 	// Specs finds the kernel spec a start asks for, and the names kernels are called by:
 	// their specs' Jupyter names.
 	Specs *KernelSpecs
@@ -53,6 +59,31 @@ type Kernels struct {
 	// MakeHome, when set, creates a home before a kernel mounts it, so that it belongs to
 	// the contents' owner (a kubelet would create a missing subPath as root).
 	MakeHome func(home string) error
+	// Quota reserves room for each new kernel in its owner's ledger before it is created,
+	// and refuses a start past a limit (403); none when nil.
+	Quota *quota.Ledger
+}
+
+// reserve makes room for a new kernel named name of spec, for owner, started by u.
+func (k *Kernels) reserve(ctx context.Context, u identity.User, owner, name string, spec *nbv1.KernelSpec) error {
+	if k.Quota == nil {
+		return nil
+	}
+	if _, err := k.Quota.ReserveKernel(ctx, owner, groupsOf(u, owner), name, spec); err != nil {
+		return quota.Refusal(err)
+	}
+	return nil
+}
+
+// release gives back the room of a kernel that was not made, or is gone.
+func (k *Kernels) release(ctx context.Context, owner, name string) {
+	if k.Quota == nil {
+		return
+	}
+	if err := k.Quota.Release(context.WithoutCancel(ctx), owner, nbv1.ReservationKernel, name); err != nil {
+		// The usage controller frees it once it sees the kernel gone.
+		log.FromContext(ctx).Error(err, "Releasing a kernel's room failed", "kernel", name, "owner", owner)
+	}
 }
 
 // homeOf is the home a new kernel of owner, started by u, mounts: Kernel.spec.home.
@@ -214,13 +245,18 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	if startedBy != "" {
 		kn.Annotations = map[string]string{nbv1.AnnotationStartedBy: startedBy}
 	}
+	if err := k.reserve(ctx, u, owner, kn.Name, spec); err != nil {
+		return jupyter.Kernel{}, err
+	}
 	if err := k.Writer.Create(ctx, kn); err != nil {
+		k.release(ctx, owner, kn.Name)
 		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
 	}
 	ready, err := k.WaitReady(ctx, kn.Name)
 	if err != nil {
 		// A kernel that failed to start is no use to anyone; its client got the reason.
 		k.deleteQuietly(ctx, kn.Name)
+		k.release(ctx, owner, kn.Name)
 		return jupyter.Kernel{}, err
 	}
 	return kernelModel(ready, spec.JupyterName()), nil
@@ -252,6 +288,9 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 		switch {
 		case apierrors.IsNotFound(err):
 			// Not in the cache yet, or made by a session that has not made it yet.
+		case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// The start's time ran out during the read: a timeout, not a failed read.
+			return nil, startTimeout(k.StartTimeout)
 		case err != nil:
 			return nil, fmt.Errorf("get kernel: %w", err)
 		case kn.DeletionTimestamp != nil:
@@ -288,23 +327,26 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 		case <-tick.C:
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return nil, startFailed("StartTimeout", fmt.Sprintf("the kernel did not start within %s", k.StartTimeout))
+				return nil, startTimeout(k.StartTimeout)
 			}
 			return nil, ctx.Err()
 		}
 	}
 }
 
-// endpoint is where the kernel's agent listens, with its token from the kernel's Secret.
-func (k *Kernels) endpoint(ctx context.Context, kn *nbv1.Kernel) (agentclient.Endpoint, error) {
+// startTimeout is the failure of a start that took longer than d.
+func startTimeout(d time.Duration) error {
+	return startFailed("StartTimeout", fmt.Sprintf("the kernel did not start within %s", d))
+}
+
+// endpoint is where the kernel's agent listens, with its token derived from the kernel's
+// identity.
+func (k *Kernels) endpoint(_ context.Context, kn *nbv1.Kernel) (agentclient.Endpoint, error) {
 	if kn.Status.PodIP == "" {
 		return agentclient.Endpoint{}, startFailed("NotReady", "the kernel is not running")
 	}
-	secret := &corev1.Secret{}
-	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: kn.Name}, secret); err != nil {
-		return agentclient.Endpoint{}, fmt.Errorf("get kernel secret: %w", err)
-	}
-	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: agentapi.Port, Token: string(secret.Data[agentapi.SecretKeyToken])}, nil
+	token := agenttoken.Kernel(k.AgentTokenKey, kn.Namespace, kn.Name, string(kn.UID))
+	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: agentapi.Port, Token: token}, nil
 }
 
 // Endpoint is where the user's kernel's agent listens.
@@ -334,6 +376,7 @@ func (k *Kernels) DeleteKernel(ctx context.Context, u identity.User, id string) 
 		return fmt.Errorf("delete kernel: %w", err)
 	}
 	waitGone(ctx, k.Reader, kn)
+	k.release(ctx, string(kn.Spec.Owner), kn.Name)
 	return nil
 }
 
@@ -396,12 +439,71 @@ func (k *Kernels) RestartKernel(ctx context.Context, u identity.User, id string)
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}
-	ep, err := k.endpoint(ctx, kn)
+	failed := meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionFailed)
+	starting := conflict("The kernel is still starting: restart it once it has started")
+	switch {
+	case !failed && kn.Status.PodIP != "":
+		// The agent restarts its kernel; the Ready condition may lag behind a start that the
+		// agent has answered already, so it is asked whatever the condition says.
+		ep, err := k.endpoint(ctx, kn)
+		if err != nil {
+			return jupyter.Kernel{}, err
+		}
+		err = k.Agents.Restart(ctx, ep)
+		if err == nil {
+			return k.liveModel(ctx, kn), nil
+		}
+		if !errors.Is(err, agentclient.ErrUnreachable) {
+			return jupyter.Kernel{}, err
+		}
+		if !meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionReady) {
+			return jupyter.Kernel{}, starting
+		}
+		// A ready kernel whose agent cannot be reached: its pod is gone from under it (a
+		// node's restart), as if it were dead.
+	case !failed:
+		return jupyter.Kernel{}, starting
+	}
+	return k.restartPod(ctx, kn)
+}
+
+// restartPod restarts a dead kernel, as Jupyter's restart starts a new process for a kernel
+// that died: the controller gives it a new pod under the same id (nbv1.AnnotationRestart),
+// and the answer comes once the new kernel answers.
+func (k *Kernels) restartPod(ctx context.Context, kn *nbv1.Kernel) (jupyter.Kernel, error) {
+	request := newUUID()
+	patched := kn.DeepCopy()
+	if patched.Annotations == nil {
+		patched.Annotations = map[string]string{}
+	}
+	patched.Annotations[nbv1.AnnotationRestart] = request
+	if err := k.Writer.Patch(ctx, patched, client.MergeFrom(kn)); err != nil {
+		return jupyter.Kernel{}, fmt.Errorf("ask for the kernel's restart: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, k.StartTimeout)
+	defer cancel()
+	// Until the controller has acted on the request, the status is the dead kernel's.
+	for {
+		cur := &nbv1.Kernel{}
+		err := k.Reader.Get(wctx, client.ObjectKeyFromObject(kn), cur)
+		if err == nil && cur.Status.PodRestart == request {
+			break
+		}
+		if err != nil && !apierrors.IsNotFound(err) && wctx.Err() == nil {
+			return jupyter.Kernel{}, fmt.Errorf("get kernel: %w", err)
+		}
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return jupyter.Kernel{}, ctx.Err()
+			}
+			return jupyter.Kernel{}, startTimeout(k.StartTimeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	ready, err := k.WaitReady(ctx, kn.Name)
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}
-	if err := k.Agents.Restart(ctx, ep); err != nil {
-		return jupyter.Kernel{}, err
-	}
-	return k.liveModel(ctx, kn), nil
+	return k.liveModel(ctx, ready), nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
@@ -118,8 +120,14 @@ func TestStartKernel_NamesKernelsAsJupyterDoes(t *testing.T) {
 			t.Errorf("get the %q kernel: %+v, %v", tc.asked, got, err)
 		}
 	}
+	// The list's order is the store's (names are random): compare the set of names.
 	list, err := k.ListKernels(t.Context(), u)
-	if err != nil || len(list) != 2 || list[0].Name != "python3" || list[1].Name != "sample 2" {
+	names := make([]string, 0, len(list))
+	for _, m := range list {
+		names = append(names, m.Name)
+	}
+	slices.Sort(names)
+	if err != nil || !slices.Equal(names, []string{"python3", "sample 2"}) {
 		t.Errorf("list: %+v, %v", list, err)
 	}
 
@@ -160,7 +168,7 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 			}
 			return
 		}
-		if r.Header.Get("Authorization") != "Bearer agent-token" || r.URL.Query().Get("wait") != "ready" {
+		if r.Header.Get("Authorization") != "Bearer "+testAgentToken || r.URL.Query().Get("wait") != "ready" {
 			http.Error(w, "unexpected request", http.StatusBadRequest)
 			return
 		}
@@ -169,16 +177,9 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	kernel := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"}}
-	kernel.Status.PodIP = host
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1"},
-		Data: map[string][]byte{agentapi.SecretKeyToken: []byte("agent-token")}}
-	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(kernel, secret).WithStatusSubresource(kernel).Build()
-	if err := c.Status().Update(context.Background(), kernel); err != nil {
-		t.Fatal(err)
-	}
-
-	k := &Kernels{Reader: c, Writer: c, Namespace: "ns", Agents: agentclient.New(), StartTimeout: 10 * time.Second}
+	c := runningKernel(t, host)
+	k := &Kernels{Reader: noSecrets{c}, Writer: c, Namespace: "ns", Agents: agentclient.New(), StartTimeout: 10 * time.Second,
+		AgentTokenKey: testAgentTokenKey}
 	start := time.Now()
 	answerAfter.Store(start.Add(300 * time.Millisecond).UnixNano())
 	got, err := k.WaitReady(context.Background(), "k1")
@@ -195,6 +196,57 @@ func TestWaitReady_PacesAsksOfAnAgentNotYetAnswering(t *testing.T) {
 	}
 	if took > 800*time.Millisecond {
 		t.Errorf("WaitReady took %s after an agent that answers from 300 ms on", took)
+	}
+}
+
+// testAgentTokenKey is the agent token key of the tests' installation, and testAgentToken the
+// token of the kernel runningKernel makes.
+var (
+	testAgentTokenKey = []byte("0123456789abcdef0123456789abcdef")
+	testAgentToken    = agenttoken.Kernel(testAgentTokenKey, "ns", "k1", "uid-k1")
+)
+
+// runningKernel is a client that holds the kernel ns/k1, running at podIP, and no Secret.
+func runningKernel(t *testing.T, podIP string) client.Client {
+	t.Helper()
+	kernel := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k1", UID: "uid-k1"}}
+	kernel.Status.PodIP = podIP
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(kernel).WithStatusSubresource(kernel).Build()
+	if err := c.Status().Update(t.Context(), kernel); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// noSecrets is a reader that may not read Secrets, as the API server's role does not.
+type noSecrets struct{ client.Reader }
+
+func (r noSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return apierrors.NewForbidden(corev1.Resource("secrets"), key.Name, errors.New("the API server reads no secrets"))
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r noSecrets) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		return apierrors.NewForbidden(corev1.Resource("secrets"), "", errors.New("the API server reads no secrets"))
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// A kernel's endpoint carries the token derived from the installation's key and the kernel's
+// identity, the one the manager wrote into the kernel's Secret, without reading the Secret.
+func TestEndpoint_DerivesTheAgentTokenWithoutReadingSecrets(t *testing.T) {
+	c := runningKernel(t, "10.0.0.7")
+	k := &Kernels{Reader: noSecrets{c}, Writer: c, Namespace: "ns", AgentTokenKey: testAgentTokenKey}
+	e, err := k.Endpoint(t.Context(), identity.User{Name: "admin", Admin: true}, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := agentclient.Endpoint{Host: "10.0.0.7", Port: agentapi.Port, Token: testAgentToken}
+	if e != want {
+		t.Errorf("Endpoint = %+v, want %+v", e, want)
 	}
 }
 

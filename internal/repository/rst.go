@@ -13,6 +13,7 @@ import (
 
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
 )
 
@@ -25,15 +26,18 @@ var ErrRSTUnavailable = errors.New("no reStructuredText renderer is ready")
 
 // RSTRenderers has the reStructuredText renderer's ready pods render, for the older
 // interface's /rstservice/render. The renderer runs where kernels run (see builder): the
-// API server only forwards the text, with the renderer's token from its Secret.
+// API server only forwards the text, with the renderer's token, derived as the manager derived
+// the one in the renderer's Secret.
 type RSTRenderers struct {
-	// Reader lists the renderer's pods and reads its Secret; best uncached (the manager's API
-	// reader), so that the API server holds no cache of every kernel pod for it.
+	// Reader lists the renderer's pods; best uncached (the manager's API reader), so that the
+	// API server holds no cache of every kernel pod for it.
 	Reader client.Reader
 	// Namespace holds the renderer.
 	Namespace string
 	// Agents calls the renderer.
 	Agents *agentclient.Client
+	// AgentTokenKey is the installation's agent token key (agenttoken.RSTRenderer).
+	AgentTokenKey []byte
 
 	// next spreads renderings over the ready pods.
 	next atomic.Uint32
@@ -57,11 +61,7 @@ func (r *RSTRenderers) RenderRST(ctx context.Context, src []byte) ([]byte, error
 		return nil, ErrRSTUnavailable
 	}
 	slices.SortFunc(ips, strings.Compare)
-	secret := &corev1.Secret{}
-	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: builder.RSTRendererName}, secret); err != nil {
-		return nil, fmt.Errorf("get the renderer's secret: %w", err)
-	}
-	token := string(secret.Data[agentapi.SecretKeyToken])
+	token := agenttoken.RSTRenderer(r.AgentTokenKey, r.Namespace)
 	start := int(r.next.Add(1))
 	for i := range ips {
 		e := agentclient.Endpoint{Host: ips[(start+i)%len(ips)], Port: agentapi.Port, Token: token}

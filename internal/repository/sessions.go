@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -169,6 +170,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 		return jupyter.Session{}, false, err
 	}
 	if err := r.Writer.Create(ctx, s); err != nil {
+		r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
 		if apierrors.IsInvalid(err) {
 			return jupyter.Session{}, false, invalid(err.Error())
 		}
@@ -177,6 +179,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	m, err := r.waitKernel(ctx, s)
 	if err != nil {
 		_ = r.Writer.Delete(context.WithoutCancel(ctx), s, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
 		return jupyter.Session{}, false, err
 	}
 	return m, true, nil
@@ -212,14 +215,14 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	if err != nil {
 		return err
 	}
-	return r.newKernel(ctx, u, s, spec.Name, ch.Cluster)
+	return r.newKernel(ctx, u, s, spec, ch.Cluster)
 }
 
 // newKernel has the session start a new kernel of the KernelSpec named spec, attached to
 // cluster when it is set (else to the session's cluster). A new session's kernel takes the
 // session's id (the controller's default); a changed one a new id, so that the old kernel
 // is let go.
-func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec string, cluster *string) error {
+func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec *nbv1.KernelSpec, cluster *string) error {
 	name := ""
 	if !s.CreationTimestamp.IsZero() {
 		name = newUUID()
@@ -237,7 +240,12 @@ func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	if err != nil {
 		return err
 	}
-	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec, Cluster: c, Home: home}
+	// The session's controller creates the kernel; its room is reserved now, so that a start
+	// past a limit is refused before anything is made.
+	if err := r.Kernels.reserve(ctx, u, string(s.Spec.Owner), cmp.Or(name, s.Name), spec); err != nil {
+		return err
+	}
+	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec.Name, Cluster: c, Home: home}
 	return nil
 }
 
@@ -298,9 +306,17 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		case ch.Cluster != nil && *ch.Cluster != s.Spec.Kernel.Cluster:
 			// A kernel's cluster is fixed when it starts: another one needs a new kernel
 			// of the same spec.
-			spec, err := r.kernelSpecOf(ctx, s)
+			name, err := r.kernelSpecOf(ctx, s)
 			if err != nil {
 				return err
+			}
+			spec := &nbv1.KernelSpec{}
+			if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, spec); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("get kernel spec: %w", err)
+				}
+				// Gone since: the new kernel fails with the reason, as a start of it would.
+				spec.Name = name
 			}
 			if err := r.newKernel(ctx, u, s, spec, ch.Cluster); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -269,14 +270,23 @@ func randomHex(t *testing.T) string {
 }
 
 // freePort is a local port free when asked.
+//
+// The port is below Linux's ephemeral range (32768 and up): between this check and the Hub's
+// (or its proxy's) listening, an outgoing connection of another test could otherwise take it,
+// which happened under the parallel load of make test.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 200 {
+		port := 20000 + mathrand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port below the ephemeral range")
+	return 0
 }
 
 // maxHubPage bounds what a login reads of one of the Hub's pages.

@@ -173,7 +173,7 @@ func startNbkube(bin, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	token := "bench-token"
+	token := "bench-token-0123456789abcdef0123456789" // nbkube refuses tokens under 32 characters
 	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
 	// Its Jupyter runtime file stays in the bench's directory, not the user's.
@@ -191,7 +191,7 @@ func startJupyter(python, dir string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	token := "bench-token"
+	token := "bench-token-0123456789abcdef0123456789"
 	cmd := exec.Command(python, "-m", "jupyter_server", "--no-browser", "--ServerApp.token="+token,
 		fmt.Sprintf("--ServerApp.port=%d", port), "--ServerApp.ip=127.0.0.1", "--ServerApp.root_dir="+dir,
 		"--ServerApp.log_level=WARN")

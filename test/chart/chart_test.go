@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -119,8 +120,12 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "kernelImagePullPolicy=Sometimes", want: "/kernelImagePullPolicy"},
 		{set: "apiserver.baseURL=nb", want: "/apiserver/baseURL"},
 		{set: "apiserver.trashMaxAge=30 days", want: "/apiserver/trashMaxAge"},
+		{set: "apiserver.readTimeout=5 minutes", want: "/apiserver/readTimeout"},
 		{set: "apiserver.deleteToTrash=maybe", want: "/apiserver/deleteToTrash"},
 		{set: "kernelSpecs.Bad_Name.displayName=x", want: "/kernelSpecs"},
+		// The validator names the wrong place for a bad property name, but the name itself.
+		{set: "userPolicies.Bad_Name.allUsers=true", want: "invalid propertyName 'Bad_Name'"},
+		{set: "userPolicies.p.limits.kernels=-1", want: "/userPolicies/p/limits/kernels"},
 		{set: "replicas=3", want: "additional properties 'replicas' not allowed"},
 		{set: "auth.type={saml}", want: "/auth/type/0"},
 		{set: "auth.publicURL=nb.example.com", want: "/auth/publicURL"},
@@ -142,6 +147,7 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
+	wantPolicies := []int{0, 0, 0, 2}
 	for i, sets := range [][]string{
 		nil,
 		{"metrics.enabled=true", "ingress.enabled=true", "ingress.className=nginx", "quota.enabled=true",
@@ -150,7 +156,9 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 			"ingress.tls[0].secretName=tls", "ingress.tls[0].hosts[0]=notebooks.example.com"},
 		{"auth.existingSecret=mine", "contents.existingClaim=shared", "networkPolicy.enabled=false", "cleanupOnUninstall=false",
 			"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=24h"},
-		{"auth.type={users,token}", "auth.users.list[0].name=ann", "auth.users.list[0].admin=true", "auth.users.list[0].token_hash=" + bcryptHash},
+		{"auth.type={users,token}", "auth.users.list[0].name=ann", "auth.users.list[0].admin=true", "auth.users.list[0].token_hash=" + bcryptHash,
+			"userPolicies.everyone.allUsers=true", "userPolicies.everyone.limits.kernels=5", "userPolicies.everyone.limits.memory=8Gi",
+			"userPolicies.students.groups={students}", "userPolicies.students.kernelSpecs={python3}", "userPolicies.students.defaultResources.requests.cpu=250m"},
 	} {
 		ns := "chart-" + string(rune('a'+i))
 		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -167,8 +175,8 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 				}
 			}
 		}
-		if kinds["CustomResourceDefinition"] != 4 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 {
-			t.Errorf("%v: rendered kinds %v, want the 4 CRDs, 2 Deployments and a KernelSpec", sets, kinds)
+		if kinds["CustomResourceDefinition"] != 6 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 || kinds["UserPolicy"] != wantPolicies[i] {
+			t.Errorf("%v: rendered kinds %v, want the 6 CRDs, 2 Deployments, a KernelSpec and %d UserPolicies", sets, kinds, wantPolicies[i])
 		}
 		for _, o := range objs {
 			if o.GetKind() == "CustomResourceDefinition" {
@@ -188,15 +196,16 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 	}
 }
 
-// TestChart_APIServerGetsTheTrashSettings: the values reach the API server's flags.
+// TestChart_APIServerGetsTheTrashSettings: the values reach the API server's flags (the read
+// timeout's too).
 func TestChart_APIServerGetsTheTrashSettings(t *testing.T) {
 	for _, tc := range []struct {
 		sets []string
 		want []string
 	}{
-		{want: []string{"--delete-to-trash=true", "--always-delete-dir=false", "--trash-max-age=720h"}},
-		{sets: []string{"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=0"},
-			want: []string{"--delete-to-trash=false", "--always-delete-dir=true", "--trash-max-age=0"}},
+		{want: []string{"--delete-to-trash=true", "--always-delete-dir=false", "--trash-max-age=720h", "--read-timeout=5m"}},
+		{sets: []string{"apiserver.deleteToTrash=false", "apiserver.alwaysDeleteDir=true", "apiserver.trashMaxAge=0", "apiserver.readTimeout=600"},
+			want: []string{"--delete-to-trash=false", "--always-delete-dir=true", "--trash-max-age=0", "--read-timeout=600"}},
 	} {
 		var args []string
 		for _, o := range render(t, "nb", tc.sets...) {
@@ -496,12 +505,17 @@ func TestChart_KubernetesProviderMayReviewTokens(t *testing.T) {
 			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:nb", "system:authenticated"},
 			ResourceAttributes: &authzv1.ResourceAttributes{Verb: "create", Group: tc.group, Resource: tc.resource},
 		}}
-		if err := c.Create(ctx, sar); err != nil {
-			t.Fatal(err)
-		}
-		if sar.Status.Allowed != tc.want {
-			t.Errorf("%s may create %s: %v, want %v", tc.sa, tc.resource, sar.Status.Allowed, tc.want)
-		}
+		// The authorizer learns of new bindings from a watch: the allowed ones are waited for,
+		// and the refused one comes after them, when it has caught up.
+		testenv.Eventually(t, tc.sa+" on "+tc.resource, 30*time.Second, func() error {
+			if err := c.Create(ctx, sar); err != nil {
+				return err
+			}
+			if sar.Status.Allowed != tc.want {
+				return fmt.Errorf("%s may create %s: %v, want %v", tc.sa, tc.resource, sar.Status.Allowed, tc.want)
+			}
+			return nil
+		})
 	}
 }
 

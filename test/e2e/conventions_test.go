@@ -34,7 +34,8 @@ func TestConventions_TakesTheNextFreePortAndJupyterServerListShowsIt(t *testing.
 	next := net.JoinHostPort("127.0.0.1", strconv.Itoa(port+1))
 	runtimeDir := filepath.Join(t.TempDir(), "runtime")
 	dataDir, root := t.TempDir(), t.TempDir()
-	const token = "conventions-token"
+	// At least 32 characters: nbkube refuses shorter tokens.
+	const token = "conventions-token-0123456789abcdef"
 	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir())
 	cmd.Env = append(os.Environ(), "JUPYTER_PORT="+strconv.Itoa(port), "JUPYTER_RUNTIME_DIR="+runtimeDir,
 		"JUPYTER_TOKEN="+token, "JUPYTER_TOKEN_FILE=", "NBKUBE_TOKEN=")
@@ -113,7 +114,8 @@ func TestConventions_ACopiedBinaryRunsKernelsWithTheAgentOnPATH(t *testing.T) {
 		t.Fatal(err)
 	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(tokenFile, []byte("file-token\n"), 0o600); err != nil {
+	const fileToken = "file-token-0123456789abcdef0123456789"
+	if err := os.WriteFile(tokenFile, []byte(fileToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	dataDir, root := t.TempDir(), t.TempDir()
@@ -126,7 +128,7 @@ func TestConventions_ACopiedBinaryRunsKernelsWithTheAgentOnPATH(t *testing.T) {
 		"JUPYTER_TOKEN_FILE="+tokenFile, "JUPYTER_TOKEN=", "NBKUBE_TOKEN=")
 	inst := startLocalCmd(t, cmd, dataDir, root)
 	u, err := url.Parse(inst.apiURL)
-	if err != nil || u.Query().Get("token") != "file-token" {
+	if err != nil || u.Query().Get("token") != fileToken {
 		t.Errorf("printed URL %q (%v), want the token of JUPYTER_TOKEN_FILE", inst.apiURL, err)
 	}
 

@@ -134,6 +134,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	t.Run("image that does not exist", func(t *testing.T) { testHelmMissingImage(t, env, api) })
 	t.Run("kernel pod killed", func(t *testing.T) { testHelmKernelPodKilled(t, env, api, kernelID) })
 	t.Run("ipyparallel cluster", func(t *testing.T) { testHelmCluster(t, env, api) })
+	t.Run("quotas under concurrent starts through both replicas", func(t *testing.T) { testHelmQuotas(t, env, api) })
 	t.Run("upgrade keeps kernels and token", func(t *testing.T) { testHelmUpgrade(t, env, api, kernelID) })
 	t.Run("uninstall leaves nothing", func(t *testing.T) { testHelmUninstall(t, env) })
 }
@@ -475,7 +476,7 @@ func testHelmUninstall(t *testing.T, env *helmEnv) {
 		lists := map[string]client.ObjectList{
 			"pods": &corev1.PodList{}, "secrets": &corev1.SecretList{}, "services": &corev1.ServiceList{},
 			"kernels": &nbv1.KernelList{}, "sessions": &nbv1.SessionList{}, "clusters": &nbv1.ClusterList{},
-			"kernelspecs": &nbv1.KernelSpecList{}, "deployments": &appsv1.DeploymentList{},
+			"kernelspecs": &nbv1.KernelSpecList{}, "userusages": &nbv1.UserUsageList{}, "deployments": &appsv1.DeploymentList{},
 			"roles": &rbacv1.RoleList{}, "rolebindings": &rbacv1.RoleBindingList{},
 			"serviceaccounts": &corev1.ServiceAccountList{}, "configmaps": &corev1.ConfigMapList{},
 		}

@@ -344,6 +344,8 @@ func testAPIServerRestart(t *testing.T, inst *instance) {
 	api := newJupyterAPI("http://"+freeAddr(t)+"/", "e2e-manager-"+randomID(), 2*time.Minute)
 	args := []string{"manager", "--listen", strings.TrimSuffix(strings.TrimPrefix(api.base, "http://"), "/"),
 		"--token", api.token, "--cookie-secret-file", filepath.Join(t.TempDir(), "cookie_secret"),
+		// The local instance's key, from which its controllers derived the kernels' tokens.
+		"--agent-token-key-file", filepath.Join(inst.dataDir, "agent_token_key"),
 		"--root", inst.root, "--namespace", "default",
 		"--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0"}

@@ -319,6 +319,25 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 		}
 		return nil
 	})
+	// A restart brings it back, as Jupyter's restart of a dead kernel starts a new process:
+	// a new pod under the same id, answering once the restart answers.
+	api := inst.api(t)
+	var restarted struct {
+		ID    string `json:"id"`
+		State string `json:"execution_state"`
+	}
+	api.call(t, http.MethodPost, "api/kernels/sample-kernel/restart", nil).want(t, http.StatusOK).decode(t, &restarted)
+	if restarted.ID != "sample-kernel" || restarted.State == string(nbv1.ExecutionStateDead) {
+		t.Errorf("restart of the dead kernel answered %+v", restarted)
+	}
+	ws := dialJupyterWS(t, api, "api/kernels/sample-kernel/channels", "after-death-"+randomID())
+	e := newExecution(ws.execute("print(6*7)"))
+	ws.await(e, cellTimeout, "the restarted kernel's answer", (*execution).finished)
+	if e.status() != "ok" || e.stdout.String() != "42\n" {
+		t.Errorf("the restarted kernel ran print(6*7): %s", e)
+	}
+	ws.close()
+
 	// A new kernel runs on the restarted node.
 	k2 := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "after-restart"},
 		Spec: nbv1.KernelParameters{Owner: "alice", KernelSpec: "python3"}}

@@ -73,6 +73,16 @@ securityContext:
       fieldPath: metadata.namespace
 {{- end -}}
 
+{{/* The container's memory limit (bytes), from which nbkube sets the Go runtime's soft limit
+(GOMEMLIMIT) to a share of it. Call with (dict "container" NAME). */}}
+{{- define "nbkube.memoryLimitEnv" -}}
+- name: NBKUBE_MEMORY_LIMIT
+  valueFrom:
+    resourceFieldRef:
+      containerName: {{ .container }}
+      resource: limits.memory
+{{- end -}}
+
 {{- define "nbkube.ports" -}}
 - name: probes
   containerPort: 8081
