@@ -1,0 +1,55 @@
+// The page's configuration, which the server writes into the page as a JSON data block
+// (<script id="nbkube-config" type="application/json">): data, never code, so the pages'
+// Content-Security-Policy can refuse every inline script.
+
+export type PageKind = 'dashboard' | 'notebook' | 'print';
+
+export interface PageConfig {
+  /** The server's base URL path, ending in "/" (e.g. "/" or "/user/ann/"). */
+  baseUrl: string;
+  /** Which page this is. */
+  page: PageKind;
+  /** The contents path the page shows: a directory (dashboard) or a notebook. */
+  path: string;
+  /** The notebook's id (notebook and print pages). */
+  notebookId?: string;
+  /** The user the server knows the browser as. */
+  user: string;
+  /** Whether the user can log out (a login cookie exists). */
+  canLogout: boolean;
+}
+
+let cached: PageConfig | undefined;
+
+/** config reads the page's configuration once. */
+export function config(): PageConfig {
+  if (cached) {
+    return cached;
+  }
+  const el = document.getElementById('nbkube-config');
+  if (!el || !el.textContent) {
+    throw new Error('nbkube: the page has no configuration');
+  }
+  cached = JSON.parse(el.textContent) as PageConfig;
+  return cached;
+}
+
+/** url is a path under the base URL; parts are joined with "/" and each is URL-encoded. */
+export function url(...parts: string[]): string {
+  const path = parts
+    .flatMap((p) => p.split('/'))
+    .filter((p) => p !== '')
+    .map(encodeURIComponent)
+    .join('/');
+  return config().baseUrl + path;
+}
+
+/** treeURL is the dashboard page of a directory. */
+export function treeURL(dir: string): string {
+  return dir === '' ? config().baseUrl : url('tree', dir);
+}
+
+/** notebookURL is the page of a notebook by its path (the server sends it on to its id). */
+export function notebookURL(path: string): string {
+  return url('tree', path);
+}

@@ -1,0 +1,47 @@
+// The pages talk to the server only through its public API, with JupyterLab's own service
+// client: cookies carry the login, and the client sends the _xsrf cookie back as
+// X-XSRFToken, as JupyterLab does.
+import { ServerConnection, ServiceManager } from '@jupyterlab/services';
+import { config } from './config';
+
+let settings: ServerConnection.ISettings | undefined;
+
+/** serverSettings are the service client's settings for this server. */
+export function serverSettings(): ServerConnection.ISettings {
+  if (!settings) {
+    const base = new URL(config().baseUrl, window.location.href);
+    const ws = new URL(base.href);
+    ws.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:';
+    settings = ServerConnection.makeSettings({
+      baseUrl: base.href,
+      wsUrl: ws.href,
+      appendToken: false,
+      token: '',
+    });
+  }
+  return settings;
+}
+
+let manager: ServiceManager | undefined;
+
+/** services is the page's one service manager (contents, kernels, sessions, kernel specs). */
+export function services(): ServiceManager {
+  if (!manager) {
+    manager = new ServiceManager({ serverSettings: serverSettings() });
+  }
+  return manager;
+}
+
+/** api makes a request of the server's REST API (for what the service client has no call for,
+ * e.g. /api/clusters), and throws an Error with Jupyter's message on a failure. */
+export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const s = serverSettings();
+  const response = await ServerConnection.makeRequest(s.baseUrl + path, init, s);
+  if (!response.ok) {
+    throw await ServerConnection.ResponseError.create(response);
+  }
+  if (response.status === 204) {
+    return undefined as T;
+  }
+  return (await response.json()) as T;
+}
