@@ -65,14 +65,15 @@ lint: golangci-lint ## Run golangci-lint (with its import walls, depguard), also
 	$(GOLANGCI_LINT) run --build-tags e2e ./test/...
 
 .PHONY: verify
-verify: generate manifests fmt vet lint kustomize ## Regenerate code and manifests, lint, and fail if anything changed.
+verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code and manifests, lint, and fail if anything changed.
 	$(KUSTOMIZE) build config/default >/dev/null
 	@if [ -n "$$(git status --porcelain -- api config controllers charts go.mod go.sum '*.go')" ]; then \
 		echo "make verify: generated files or formatting differ from what is committed:"; \
 		git status --porcelain -- api config controllers charts go.mod go.sum '*.go'; git --no-pager diff --stat; exit 1; fi
 
 .PHONY: test
-test: k8s-bins hydra test-deps helm kustomize ## Run all Go tests (unit, envtest, chart, local node and agent with real ipykernel).
+test: k8s-bins hydra test-deps helm kustomize web ## Run all tests (web unit tests; Go: unit, envtest, chart, local node with real ipykernel, pages in Chromium).
+	cd web && node test/run.mjs
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-e2e
@@ -93,8 +94,20 @@ bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server; results
 
 ##@ Build
 
+.PHONY: web
+web: web/node_modules ## Build the web pages (web/src, TypeScript) into web/dist, which go build embeds.
+	cd web && node build.mjs
+
+# npm ci when node_modules is missing or older than the lock file.
+web/node_modules: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund --loglevel=error && touch node_modules
+
+.PHONY: web-check
+web-check: web/node_modules ## Type-check the web pages' TypeScript.
+	cd web && npx --no-install tsc --noEmit -p .
+
 .PHONY: build
-build: ## Build the nbkube and nbkube-agent binaries into bin/ (static).
+build: web ## Build the nbkube and nbkube-agent binaries into bin/ (static), with the web pages.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(LOCALBIN)/nbkube ./cmd/nbkube
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/nbkube-agent ./cmd/nbkube-agent
 

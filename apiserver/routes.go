@@ -36,9 +36,20 @@ func (s *Server) routes() *gin.Engine {
 	auth := base.Group("", s.authenticate)
 	// Routes that reach the contents see the user's home (openContents).
 	home := auth.Group("", s.openContents)
-	// Jupyter sends "/" to its default page; until nbkube has pages, that is the root
-	// listing. The ?token= of the printed URL has logged the browser in on the way.
-	auth.GET("", func(c *gin.Context) { c.Redirect(http.StatusFound, s.opts.BaseURL+"api/contents") })
+	// The web pages (pages.go). A browser that is not logged in goes to the login page first;
+	// the ?token= of the printed URL logs it in on the way. "/" is the dashboard for a browser
+	// and, as before the pages, a redirect to the root listing for an API client; the other
+	// page routes serve only requests that accept HTML.
+	base.GET(assetsPath+"*file", s.getAsset)
+	base.GET("", s.loginFirst, s.authenticate, s.openContents, s.getRoot)
+	pages := base.Group("", s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
+	pages.GET("tree", s.getTree)
+	pages.GET("tree/*path", s.getTree)
+	pages.GET("new", s.sameSiteNavigation, s.getNew)
+	byID := base.Group("", s.notebookIDsOnly, s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
+	byID.GET(":id", s.getNotebookPage)
+	byID.GET(":id/copy", s.sameSiteNavigation, s.getCopyPage)
+	byID.GET(":id/print", s.getPrintPage)
 	auth.GET("api/spec.yaml", s.getSpec)
 	auth.GET("metrics", s.serveMetrics())
 	auth.GET("api/status", h(s.getStatus))

@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -31,6 +33,7 @@ import (
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
+	"github.com/nbkube/nbkube/web"
 )
 
 // Options configure the server.
@@ -86,6 +89,9 @@ type Options struct {
 	DefaultKernelSpec string
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// Assets are the web pages' built scripts and styles; web.Assets(), those built into the
+	// binary, when nil. Without them the pages say how to build them.
+	Assets fs.FS
 	// ReadTimeout bounds how long Serve waits for a request, its body included, counted from
 	// its start: a client that trickles a body gets 408 and loses the connection instead of
 	// holding it, a goroutine and the body read so far. What comes after the body is not
@@ -142,6 +148,8 @@ type Server struct {
 	engine  *gin.Engine
 	started time.Time
 	metrics *serverMetrics
+	// assetTags are the entity tags of the pages' assets, by name, computed on first use.
+	assetTags sync.Map
 	// exports holds a slot per export running: exports are CPU-bound and each holds up to
 	// its notebook and output in memory, so their number is bounded too.
 	exports chan struct{}
@@ -157,6 +165,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Assets == nil {
+		opts.Assets = web.Assets()
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout

@@ -3,9 +3,10 @@
 # docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and
 # gateway mode run it against nbkube), nbconvert with pandoc (internal/nbconvert's exports are
 # compared with theirs), JupyterHub (the jupyterhub identity provider is tested against it),
-# and the npm packages of the real-client tests in test/js. Quiet and quick when present.
+# Chromium (the web pages are tested in it) with matplotlib (their plots), and the npm packages
+# of the real-client tests in test/js. Quiet and quick when present.
 set -euo pipefail
-packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server python3-nbconvert pandoc jupyterhub)
+packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server python3-nbconvert pandoc jupyterhub chromium python3-matplotlib)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -35,6 +35,9 @@ const (
 // notebookIDPattern is a version 4 UUID, which the 1.x interface's URLs expect.
 var notebookIDPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
+// IsNotebookID reports whether id has the form of a notebook id.
+func IsNotebookID(id string) bool { return notebookIDPattern.MatchString(id) }
+
 func newNotebookID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
