@@ -1,0 +1,269 @@
+// Package browser tests nbkube's web pages as a person uses them: in a real browser (Debian's
+// chromium, driven by chromedp) against `nbkube local` with real ipykernel kernels. One
+// instance serves the package's tests, each in a directory of its own and a browser tab of
+// its own. Screenshots are kept in bin/test-artifacts/browser.
+package browser
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/nbkube/nbkube/internal/testenv"
+	"github.com/nbkube/nbkube/web"
+)
+
+var (
+	binDir string
+
+	serverOnce sync.Once
+	server     *instance
+	serverErr  error
+)
+
+// instance is the running `nbkube local`.
+type instance struct {
+	cmd     *exec.Cmd
+	done    chan error
+	url     string // the base URL, without the token
+	token   string
+	root    string
+	logPath string
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "nbkube-browser-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binDir = dir
+	if err := os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(dir, "jupyter-runtime")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if server != nil {
+		server.stop()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// nbkube is the package's instance, started on first use with the binaries of this tree.
+func nbkube(t *testing.T) *instance {
+	t.Helper()
+	if !web.Built() {
+		testenv.Missing(t, "the web pages are not built (make web)")
+	}
+	if _, err := exec.LookPath(chromiumPath()); err != nil {
+		testenv.Missing(t, "no chromium (apt-get install chromium): %v", err)
+	}
+	serverOnce.Do(func() { server, serverErr = start() })
+	if serverErr != nil {
+		t.Fatal(serverErr)
+	}
+	return server
+}
+
+func start() (*instance, error) {
+	for _, cmd := range []string{"nbkube", "nbkube-agent"} {
+		build := exec.Command("go", "build", "-o", filepath.Join(binDir, cmd), "../../cmd/"+cmd)
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("build %s: %w", cmd, err)
+		}
+	}
+	root := filepath.Join(binDir, "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(filepath.Join(binDir, "nbkube"), "local", "--data-dir", filepath.Join(binDir, "data"), "--root", root,
+		"--kube-bin-dir", testenv.KubeBinDir(), "--listen", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(binDir, "nbkube-local.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = logFile
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	inst := &instance{cmd: cmd, done: make(chan error, 1), root: root, logPath: logPath}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		closed := false
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if u, ok := strings.CutPrefix(line, "Jupyter API: "); ok {
+				parsed, err := url.Parse(u)
+				if err == nil {
+					inst.token = parsed.Query().Get("token")
+					parsed.RawQuery = ""
+					inst.url = parsed.String()
+				}
+			}
+			if strings.HasPrefix(line, "kubectl ") && !closed {
+				closed = true
+				close(ready)
+			}
+		}
+		inst.done <- cmd.Wait()
+		logFile.Close()
+	}()
+	select {
+	case <-ready:
+	case err := <-inst.done:
+		log, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("nbkube local exited (%v) before it was ready:\n%s", err, log)
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("nbkube local not ready after 3 minutes")
+	}
+	if inst.url == "" || inst.token == "" {
+		return nil, fmt.Errorf("nbkube local printed no URL with a token")
+	}
+	if !strings.HasSuffix(inst.url, "/") {
+		inst.url += "/"
+	}
+	return inst, nil
+}
+
+func (i *instance) stop() {
+	_ = i.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-i.done:
+	case <-time.After(time.Minute):
+		_ = i.cmd.Process.Kill()
+	}
+}
+
+// dir makes a directory of the contents root for one test, and returns its name.
+func (i *instance) dir(t *testing.T) string {
+	t.Helper()
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	if err := os.MkdirAll(filepath.Join(i.root, name), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func chromiumPath() string {
+	if p := os.Getenv("NBKUBE_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// browser is a fresh browser (its own profile: no cookies) for one test; it ends with the
+// test.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath()),
+		chromedp.NoSandbox, // root in CI
+		chromedp.Flag("disable-gpu", true),
+		chromedp.WindowSize(1280, 900),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	// The first action starts the browser, with no deadline: a deadline would end it.
+	if err := chromedp.Do(ctx); err != nil {
+		cancel()
+		cancelAlloc()
+		t.Fatalf("start chromium: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// Act is a step of a test in the browser.
+type Act = chromedp.Action[chromedp.Void]
+
+// run runs steps with a deadline, failing the test with what the page shows on an error.
+func run(t *testing.T, ctx context.Context, what string, timeout time.Duration, steps ...Act) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		loc, _ := chromedp.Run(lctx, chromedp.Location())
+		shown, _ := chromedp.Run(lctx, chromedp.Evaluate[string](`document.body ? document.body.innerText.slice(0, 3000) : ""`))
+		screenshot(t, ctx, "failed-"+strings.NewReplacer(" ", "-", "/", "-").Replace(t.Name()+"-"+what))
+		t.Fatalf("%s: %v\nat %s, the page shows:\n%s", what, err, loc, shown)
+	}
+}
+
+// into is a step that keeps the value of a into out.
+func into[T any](a chromedp.Action[T], out *T) Act {
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		v, err := a(ctx, tg)
+		*out = v
+		return chromedp.Void{}, err
+	}
+}
+
+// screenshot keeps a picture of the page as a test artifact, and returns its file.
+func screenshot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	dir := filepath.Join("..", "..", "bin", "test-artifacts", "browser")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+		return ""
+	}
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Logf("screenshot %s: %v", name, err)
+	}
+	return p
+}
+
+// ready waits until the page says it is ready as kind (document.body.dataset.ready).
+func ready(kind string) Act {
+	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.body && document.body.dataset.ready === %q`, kind),
+		chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+// until waits until the JavaScript expression is true.
+func until(expr string) Act {
+	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))
+}
+
+// eval evaluates a JavaScript expression now.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	ectx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ectx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
