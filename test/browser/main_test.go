@@ -36,8 +36,9 @@ var (
 type instance struct {
 	cmd     *exec.Cmd
 	done    chan error
-	url     string // the base URL, without the token
+	url     string // the base URL (through proxy), without the token
 	token   string
+	proxy   *proxy
 	root    string
 	logPath string
 }
@@ -139,13 +140,23 @@ func start() (*instance, error) {
 	if inst.url == "" || inst.token == "" {
 		return nil, fmt.Errorf("nbkube local printed no URL with a token")
 	}
-	if !strings.HasSuffix(inst.url, "/") {
-		inst.url += "/"
+	// The browser reaches nbkube through a proxy that a test can cut.
+	u, err := url.Parse(inst.url)
+	if err != nil {
+		return nil, err
 	}
+	if inst.proxy, err = newProxy(u.Host); err != nil {
+		return nil, err
+	}
+	u.Host = inst.proxy.addr()
+	inst.url = strings.TrimSuffix(u.String(), "/") + "/"
 	return inst, nil
 }
 
 func (i *instance) stop() {
+	if i.proxy != nil {
+		i.proxy.close()
+	}
 	_ = i.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-i.done:
