@@ -1,5 +1,6 @@
 // Output renderers: pure functions from a Jupyter output (nbformat 4) to DOM, shared by the
-// notebook page and the print view. This file is the contract.
+// notebook page and the print view. This file is the contract; the work is in the modules
+// beside it (mime, stream, ansi, markdown, math, highlight, sanitize) and render.css.
 //
 // Contract (the notebook page and the print view rely on exactly this):
 //   renderOutput(output, opts)   one output (stream, display_data, execute_result, error) → element
@@ -8,63 +9,90 @@
 //   renderMarkdown(source, opts) a markdown cell's source → element (math via KaTeX, sanitised)
 //   highlightCode(source, lang)  a code cell's source → <pre> with static highlighting
 //   MIME_PRIORITY                the bundle types in the order they are chosen
+//
+// Every output element has the class nb-output, and nb-output-scrolled, which caps its height
+// with a scroll bar (render.css; remove the class to show an output in full; print ignores it).
+// HTML and SVG are always sanitised and never run scripts (see sanitize.ts).
+import './render.css';
 import type * as nbformat from '@jupyterlab/nbformat';
 import { h } from '../shell/dom';
+import { ansiToFragment } from './ansi';
+import { markdownToHTML } from './markdown';
+import { pickMime, renderMime, text } from './mime';
+import { sanitizeHTML } from './sanitize';
+import { writeStream } from './stream';
+
+export { MIME_PRIORITY, pickMime } from './mime';
+export { highlightCode, isPython } from './highlight';
 
 export interface RenderOptions {
-  /** Whether the notebook is trusted (the user wrote it). Untrusted HTML and SVG are sanitised. */
+  /** Whether the notebook is trusted (the user wrote it). HTML and SVG are sanitised either
+   * way; a trusted notebook's HTML may keep its <style>. */
   trusted: boolean;
 }
 
-export const MIME_PRIORITY = [
-  'text/html',
-  'image/png',
-  'image/jpeg',
-  'image/svg+xml',
-  'text/markdown',
-  'text/latex',
-  'application/json',
-  'text/plain',
-];
-
-function joined(v: nbformat.MultilineString | undefined): string {
-  return Array.isArray(v) ? v.join('') : (v ?? '');
-}
-
 /** renderOutput makes the element of one output. */
-export function renderOutput(output: nbformat.IOutput, _opts: RenderOptions): HTMLElement {
+export function renderOutput(output: nbformat.IOutput, opts: RenderOptions): HTMLElement {
   switch (output.output_type) {
     case 'stream': {
       const s = output as nbformat.IStream;
-      const el = h('pre', { class: `nb-output nb-stream nb-${s.name}` });
-      appendStream(el, joined(s.text));
+      const name = s.name === 'stderr' ? 'stderr' : 'stdout';
+      const el = h('pre', { class: `nb-output nb-output-scrolled nb-stream nb-${name}` });
+      writeStream(el, text(s.text));
       return el;
     }
-    case 'error': {
-      const e = output as nbformat.IError;
-      return h('pre', { class: 'nb-output nb-error' }, e.traceback.join('\n'));
-    }
+    case 'error':
+      return renderError(output as nbformat.IError);
     case 'execute_result':
-    case 'display_data': {
+    case 'display_data':
+    case 'update_display_data': {
       const d = output as nbformat.IDisplayData;
-      return h('pre', { class: 'nb-output' }, joined(d.data['text/plain'] as nbformat.MultilineString));
+      const data = d.data ?? {};
+      const mime = pickMime(data);
+      const el = h('div', {
+        class: `nb-output nb-output-scrolled nb-${output.output_type.replace(/_/g, '-')}`,
+        'data-mime-type': mime,
+      });
+      if (mime === undefined) {
+        const types = Object.keys(data);
+        el.append(h('p', { class: 'nb-unsupported' }, types.length ? `No view for ${types.join(', ')}` : ''));
+      } else {
+        el.append(renderMime(mime, data, d.metadata as nbformat.OutputMetadata | undefined, opts.trusted));
+      }
+      return el;
     }
     default:
-      return h('div', { class: 'nb-output' });
+      return h('div', { class: 'nb-output nb-unsupported' });
   }
 }
 
-/** appendStream adds text to a stream's element. */
+/** renderError is a traceback with its ANSI colours; the exception's name and value are in its
+ * text (the last line of IPython's traceback) and in data attributes. */
+function renderError(e: nbformat.IError): HTMLElement {
+  const el = h('pre', {
+    class: 'nb-output nb-output-scrolled nb-error',
+    'data-ename': e.ename,
+    'data-evalue': e.evalue,
+  });
+  const tb = Array.isArray(e.traceback) ? e.traceback.join('\n') : '';
+  if (tb.trim() === '') {
+    el.append(h('span', { class: 'nb-ename' }, e.ename), ': ', h('span', { class: 'nb-evalue' }, e.evalue));
+  } else {
+    el.append(ansiToFragment(tb));
+  }
+  return el;
+}
+
+/** appendStream adds text to the element renderOutput made for a stream (or a text/plain
+ * output): carriage returns overwrite the line as in a terminal, ANSI colours carry on, and
+ * each call costs only its own text. */
 export function appendStream(el: HTMLElement, text: string): void {
-  el.append(text);
+  writeStream(el, text);
 }
 
-/** renderMarkdown renders a markdown cell's source. */
-export function renderMarkdown(source: string, _opts: RenderOptions): HTMLElement {
-  return h('div', { class: 'nb-markdown' }, source);
-}
-
-/** highlightCode is a code cell's source, highlighted statically. */
-export function highlightCode(source: string, _language: string): HTMLElement {
-  return h('pre', { class: 'nb-code' }, source);
+/** renderMarkdown renders a markdown cell's source (or a text/markdown output), with math. */
+export function renderMarkdown(source: string, opts: RenderOptions): HTMLElement {
+  const el = h('div', { class: 'nb-markdown' });
+  el.append(sanitizeHTML(markdownToHTML(source), opts.trusted));
+  return el;
 }

@@ -1,0 +1,56 @@
+// Sanitising: every piece of markup from a notebook (HTML and SVG outputs, rendered markdown,
+// ansi_up's spans) reaches the page only through DOMPurify, trusted notebook or not.
+//
+// Scripts never run in the page: DOMPurify drops <script>, on* handlers and javascript: URLs,
+// and the pages' Content-Security-Policy (script-src 'self') refuses inline scripts anyway. So
+// outputs that need JavaScript in the page (ipywidgets, Bokeh/Plotly's JS, application/javascript)
+// are not supported; their static fallbacks (text/html, image/png, text/plain) are shown instead.
+// The one difference trust makes: a trusted notebook's HTML may carry <style> (pandas' tables),
+// an untrusted one's may not, nor forms.
+import DOMPurify, { type Config, type DOMPurify as Purifier } from 'dompurify';
+
+let purifier: Purifier | undefined;
+
+/** purify is DOMPurify bound to the page's window (made lazily: modules load before a test's DOM). */
+function purify(): Purifier {
+  if (!purifier) {
+    purifier = DOMPurify(window as unknown as Parameters<typeof DOMPurify>[0]);
+    purifier.addHook('afterSanitizeAttributes', (node) => {
+      // Links from outputs open in a new tab and never get a handle on this page.
+      if (node.tagName === 'A' && node.hasAttribute('href')) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer');
+      }
+    });
+  }
+  return purifier;
+}
+
+function fragment(html: string, cfg: Config): DocumentFragment {
+  return purify().sanitize(html, { ...cfg, RETURN_DOM_FRAGMENT: true }) as DocumentFragment;
+}
+
+const UNTRUSTED_FORBID = ['style', 'form', 'input', 'button', 'textarea', 'select'];
+
+/** sanitizeHTML is an HTML output as a safe fragment. */
+export function sanitizeHTML(html: string, trusted: boolean): DocumentFragment {
+  return fragment(html, {
+    FORBID_TAGS: trusted ? ['form'] : UNTRUSTED_FORBID,
+    // Without it a leading <style> would be parsed into <head> and lost.
+    FORCE_BODY: true,
+    // KaTeX's MathML (in markdown) keeps its TeX in <annotation>; harmless text.
+    ADD_TAGS: ['semantics', 'annotation'],
+    ADD_ATTR: ['encoding'],
+  });
+}
+
+/** sanitizeSVG is an SVG image as a safe fragment (SVG and its filters only). */
+export function sanitizeSVG(svg: string): DocumentFragment {
+  return fragment(svg, { USE_PROFILES: { svg: true, svgFilters: true } });
+}
+
+/** sanitizeAnsi is ansi_up's output (escaped text in <span>s, and <a> for OSC 8 links) as a
+ * fragment: ansi_up escapes the text itself; this is belt and braces. */
+export function sanitizeAnsi(html: string): DocumentFragment {
+  return fragment(html, { ALLOWED_TAGS: ['span', 'a'], ALLOWED_ATTR: ['class', 'style', 'href'] });
+}
