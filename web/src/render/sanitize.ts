@@ -1,5 +1,6 @@
-// Sanitising: every piece of markup from a notebook (HTML and SVG outputs, rendered markdown,
-// ansi_up's spans) reaches the page only through DOMPurify, trusted notebook or not.
+// Sanitising: every piece of markup from a notebook (HTML and SVG outputs, rendered markdown
+// and math) reaches the page only through DOMPurify, trusted notebook or not. (ansi_up's output
+// is read back into nodes in ansi.ts, never parsed as HTML.)
 //
 // Scripts never run in the page: DOMPurify drops <script>, on* handlers and javascript: URLs,
 // and the pages' Content-Security-Policy (script-src 'self') refuses inline scripts anyway. So
@@ -47,10 +48,4 @@ export function sanitizeHTML(html: string, trusted: boolean): DocumentFragment {
 /** sanitizeSVG is an SVG image as a safe fragment (SVG and its filters only). */
 export function sanitizeSVG(svg: string): DocumentFragment {
   return fragment(svg, { USE_PROFILES: { svg: true, svgFilters: true } });
-}
-
-/** sanitizeAnsi is ansi_up's output (escaped text in <span>s, and <a> for OSC 8 links) as a
- * fragment: ansi_up escapes the text itself; this is belt and braces. */
-export function sanitizeAnsi(html: string): DocumentFragment {
-  return fragment(html, { ALLOWED_TAGS: ['span', 'a'], ALLOWED_ATTR: ['class', 'style', 'href'] });
 }
