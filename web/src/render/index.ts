@@ -29,6 +29,8 @@ export interface RenderOptions {
   /** Whether the notebook is trusted (the user wrote it). HTML and SVG are sanitised either
    * way; a trusted notebook's HTML may keep its <style>. */
   trusted: boolean;
+  /** A markdown cell's attachments: its images written as attachment:name. */
+  attachments?: nbformat.IAttachments;
 }
 
 /** renderOutput makes the element of one output. */
@@ -94,5 +96,30 @@ export function appendStream(el: HTMLElement, text: string): void {
 export function renderMarkdown(source: string, opts: RenderOptions): HTMLElement {
   const el = h('div', { class: 'nb-markdown' });
   el.append(sanitizeHTML(markdownToHTML(source), opts.trusted));
+  resolveAttachments(el, opts.attachments);
   return el;
+}
+
+/** resolveAttachments points attachment:name images at the cell's attachment (or removes a
+ * source that names none). */
+function resolveAttachments(el: HTMLElement, attachments: nbformat.IAttachments | undefined): void {
+  for (const img of el.querySelectorAll('img')) {
+    const src = img.getAttribute('src') ?? '';
+    if (!src.startsWith('attachment:')) {
+      continue;
+    }
+    let name = src.slice('attachment:'.length);
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      // Not %-encoded: the name as written.
+    }
+    const bundle = attachments?.[name];
+    const mime = bundle && ['image/png', 'image/jpeg', 'image/gif', 'image/webp'].find((m) => bundle[m] !== undefined);
+    if (bundle && mime) {
+      img.setAttribute('src', `data:${mime};base64,${text(bundle[mime]).replace(/\s+/g, '')}`);
+    } else {
+      img.removeAttribute('src');
+    }
+  }
 }

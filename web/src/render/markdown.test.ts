@@ -60,3 +60,13 @@ test('removeMath leaves placeholders and the math', () => {
   assert.equal(text, 'a \uE0000\uE001 c \uE0001\uE001');
   assert.deepEqual(math, [{ tex: 'b', display: false }, { tex: 'd', display: true }]);
 });
+
+test('attached images are shown from the cell attachments; unknown ones lose their source', () => {
+  const el = renderMarkdown('![a](attachment:pic%201.png) ![b](attachment:none.png)', {
+    trusted: false,
+    attachments: { 'pic 1.png': { 'image/png': 'iVBO\nRw0KGgo=' } },
+  });
+  const imgs = el.querySelectorAll('img');
+  assert.equal(imgs[0].getAttribute('src'), 'data:image/png;base64,iVBORw0KGgo=');
+  assert.equal(imgs[1].hasAttribute('src'), false);
+});

@@ -31,6 +31,10 @@ function fragment(html: string, cfg: Config): DocumentFragment {
   return purify().sanitize(html, { ...cfg, RETURN_DOM_FRAGMENT: true }) as DocumentFragment;
 }
 
+// DOMPurify's own list of URL schemes, and attachment: (a markdown cell's attached image,
+// which renderMarkdown then points at the attachment's data).
+const ALLOWED_URI = /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|attachment):|[^a-z]|[a-z+.\-]+(?:[^a-z+.\-:]|$))/i;
+
 const UNTRUSTED_FORBID = ['style', 'form', 'input', 'button', 'textarea', 'select'];
 
 /** sanitizeHTML is an HTML output as a safe fragment. */
@@ -42,6 +46,7 @@ export function sanitizeHTML(html: string, trusted: boolean): DocumentFragment {
     // KaTeX's MathML (in markdown) keeps its TeX in <annotation>; harmless text.
     ADD_TAGS: ['semantics', 'annotation'],
     ADD_ATTR: ['encoding'],
+    ALLOWED_URI_REGEXP: ALLOWED_URI,
   });
 }
 
