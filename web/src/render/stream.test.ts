@@ -120,3 +120,13 @@ test('text/plain outputs are ANSI-aware too', () => {
   assert.equal(el.textContent, 'magenta <x>');
   assert.equal(el.querySelector('.ansi-magenta-fg')?.textContent, 'magenta');
 });
+
+test('a backspace steps back one character, as a terminal does', () => {
+  const el = stream('working |');
+  for (const c of ['/', '-', '\\']) {
+    appendStream(el, `\b${c}`);
+  }
+  assert.equal(el.textContent, 'working \\');
+  appendStream(el, '\b\b\bX\n');
+  assert.equal(el.textContent, 'workinX \\\n');
+});

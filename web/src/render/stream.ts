@@ -1,8 +1,9 @@
 // Stream text as a terminal shows it: '\n' ends a line, '\r' returns to the start of the
 // line and later text overwrites it character by character ("\r\n" is therefore a newline),
-// ANSI SGR codes colour it. Text arrives in chunks; each chunk is converted once and appended,
-// so a stream of many thousands of lines stays cheap. Only the last, unfinished line is kept
-// apart (a <span class="nb-line">), because a '\r' may rewrite it.
+// '\b' steps back one character (spinners: "|\b/\b-"), ANSI SGR codes colour it. Text arrives
+// in chunks; each chunk is converted once and appended, so a stream of many thousands of lines
+// stays cheap. Only the last, unfinished line is kept apart (a <span class="nb-line">), because
+// a '\r' may rewrite it.
 //
 // The ansi_up converter lives with the element: colours, and an escape split between two
 // chunks, carry on from one chunk to the next.
@@ -44,7 +45,7 @@ export function writeStream(el: HTMLElement, text: string): void {
   // The common case: no carriage return, writing at the end of the line. One conversion for
   // the whole chunk; the finished lines go into the current line's element, which is then
   // left behind, and the rest starts a new one.
-  if (s.cursor === null && text.indexOf('\r') < 0) {
+  if (s.cursor === null && text.indexOf('\r') < 0 && text.indexOf('\b') < 0) {
     const nl = text.lastIndexOf('\n');
     if (nl < 0) {
       s.line.append(ansiFragment(s.ansi, text));
@@ -57,13 +58,15 @@ export function writeStream(el: HTMLElement, text: string): void {
     }
     return;
   }
-  for (const part of text.split(/(\r|\n)/)) {
+  for (const part of text.split(/(\r|\n|\x08)/)) {
     if (part === '\n') {
       s.line.append('\n');
       s.line = newLine(el);
       s.cursor = null;
     } else if (part === '\r') {
       s.cursor = 0;
+    } else if (part === '\b') {
+      s.cursor = Math.max(0, (s.cursor ?? s.line.textContent?.length ?? 0) - 1);
     } else if (part !== '') {
       write(s, ansiFragment(s.ansi, part));
     }
