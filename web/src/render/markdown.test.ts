@@ -43,6 +43,12 @@ test('a $ inside code spans and fenced code stays a dollar', () => {
   assert.deepEqual(tex(el), ['y']);
 });
 
+test('an unclosed backtick does not hide the math of later paragraphs', () => {
+  const el = renderMarkdown('a lone ` here\n\nthen $z$ and `$x$`', opts);
+  assert.deepEqual(tex(el), ['z']);
+  assert.equal(el.querySelector('code')?.textContent, '$x$');
+});
+
 test('an escaped \\$ is a dollar, and a lone $ is text', () => {
   const el = renderMarkdown('Price \\$5 and \\$6; one $ alone.', opts);
   assert.equal(el.textContent?.trim(), 'Price $5 and $6; one $ alone.');

@@ -69,10 +69,18 @@ export function removeMath(src: string): { text: string; math: MathSpan[] } {
       let j = i;
       while (j < n && src[j] === '`') j++;
       const run = src.slice(i, j);
-      const close = new RegExp('(?<!`)' + run + '(?!`)', 'g');
-      close.lastIndex = j;
-      const m = close.exec(src);
-      if (m) {
+      // The closing run: the next run of backticks of exactly the same length, in the same
+      // paragraph (a code span never crosses a blank line).
+      const blank = /\n[ \t]*\n/g;
+      blank.lastIndex = j;
+      const paragraphEnd = blank.exec(src)?.index ?? n;
+      const runs = /`+/g;
+      runs.lastIndex = j;
+      let m: RegExpExecArray | null;
+      while ((m = runs.exec(src)) && m[0].length !== run.length) {
+        // A longer or shorter run is part of the span.
+      }
+      if (m && m.index < paragraphEnd) {
         out += src.slice(i, m.index + run.length);
         i = m.index + run.length;
       } else {
