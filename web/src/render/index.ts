@@ -13,6 +13,9 @@
 // Every output element has the class nb-output, and nb-output-scrolled, which caps its height
 // with a scroll bar (render.css; remove the class to show an output in full; print ignores it).
 // HTML and SVG are always sanitised and never run scripts (see sanitize.ts).
+// render.css @imports katex/dist/katex.min.css, so every page using the renderers gets KaTeX's
+// styles and fonts (imported from CSS rather than here: the unit tests' bundle keeps packages
+// external, and Node cannot load a package's .css).
 import './render.css';
 import type * as nbformat from '@jupyterlab/nbformat';
 import { h } from '../shell/dom';
