@@ -1,7 +1,17 @@
 // The pages talk to the server only through its public API, with JupyterLab's own service
 // client: cookies carry the login, and the client sends the _xsrf cookie back as
 // X-XSRFToken, as JupyterLab does.
-import { ServerConnection, ServiceManager } from '@jupyterlab/services';
+import {
+  ContentsManager,
+  KernelManager,
+  KernelSpecManager,
+  ServerConnection,
+  SessionManager,
+  type Contents,
+  type Kernel,
+  type KernelSpec,
+  type Session,
+} from '@jupyterlab/services';
 import { config } from './config';
 
 let settings: ServerConnection.ISettings | undefined;
@@ -22,15 +32,33 @@ export function serverSettings(): ServerConnection.ISettings {
   return settings;
 }
 
-let manager: ServiceManager | undefined;
+/** Services are the managers of the services the pages use. */
+export interface Services {
+  readonly contents: Contents.IManager;
+  readonly kernels: Kernel.IManager;
+  readonly sessions: Session.IManager;
+  readonly kernelspecs: KernelSpec.IManager;
+}
 
-/** services is the page's one service manager (contents, kernels, sessions, kernel specs). */
-export function services(): ServiceManager {
+let manager: Services | undefined;
+
+/** services are the page's managers of contents, kernels, sessions and kernel specs: those
+ * of JupyterLab's ServiceManager that the pages use, without the others (terminals, events,
+ * settings, workspaces...), which would poll routes nbkube does not serve. */
+export function services(): Services {
   if (!manager) {
-    manager = new ServiceManager({ serverSettings: serverSettings() });
+    const conn = serverSettings();
+    const kernels = new KernelManager({ serverSettings: conn });
+    manager = {
+      contents: new ContentsManager({ serverSettings: conn }),
+      kernels,
+      sessions: new SessionManager({ serverSettings: conn, kernelManager: kernels }),
+      kernelspecs: new KernelSpecManager({ serverSettings: conn }),
+    };
   }
   return manager;
 }
+
 
 /** api makes a request of the server's REST API (for what the service client has no call for,
  * e.g. /api/clusters), and throws an Error with Jupyter's message on a failure. */
