@@ -371,18 +371,31 @@ func (s *Server) getAsset(c *gin.Context) {
 		s.abortErr(c, errNotFound)
 		return
 	}
-	data, err := fs.ReadFile(s.opts.Assets, name)
+	if strings.HasSuffix(name, ".gz") {
+		s.abortErr(c, errNotFound)
+		return
+	}
+	h := c.Writer.Header()
+	// The build stores scripts and styles gzipped beside them too.
+	file := name
+	if _, err := fs.Stat(s.opts.Assets, name+".gz"); err == nil {
+		h.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(c.Request) {
+			file = name + ".gz"
+			h.Set("Content-Encoding", "gzip")
+		}
+	}
+	data, err := fs.ReadFile(s.opts.Assets, file)
 	if err != nil {
 		s.abortErr(c, errNotFound)
 		return
 	}
-	tag, ok := s.assetTags.Load(name)
+	tag, ok := s.assetTags.Load(file)
 	if !ok {
 		sum := sha256.Sum256(data)
 		tag = `"` + hex.EncodeToString(sum[:12]) + `"`
-		s.assetTags.Store(name, tag)
+		s.assetTags.Store(file, tag)
 	}
-	h := c.Writer.Header()
 	h.Set("ETag", tag.(string))
 	if strings.HasPrefix(name, "chunk-") || strings.HasPrefix(name, "asset-") {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
@@ -390,4 +403,17 @@ func (s *Server) getAsset(c *gin.Context) {
 		h.Set("Cache-Control", "no-cache")
 	}
 	http.ServeContent(c.Writer, c.Request, name, time.Time{}, bytes.NewReader(data))
+}
+
+// acceptsGzip reports whether the client takes gzip-encoded answers.
+func acceptsGzip(r *http.Request) bool {
+	for _, a := range r.Header.Values("Accept-Encoding") {
+		for part := range strings.SplitSeq(a, ",") {
+			enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+			if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
+				return true
+			}
+		}
+	}
+	return false
 }

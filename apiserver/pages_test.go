@@ -1,6 +1,8 @@
 package apiserver_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -23,10 +25,19 @@ import (
 var builtAssets = fstest.MapFS{
 	"dashboard.js":     {Data: []byte("export {};")},
 	"dashboard.css":    {Data: []byte("body{}")},
+	"dashboard.js.gz":  {Data: gzipped("export {};")},
 	"notebook.js":      {Data: []byte("export {};")},
 	"chunk-ABCDEF.js":  {Data: []byte("export const x = 1;")},
 	".gitkeep":         {Data: []byte("#")},
 	"asset-KaTeX.woff": {Data: []byte("font")},
+}
+
+func gzipped(s string) []byte {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	_, _ = w.Write([]byte(s))
+	_ = w.Close()
+	return b.Bytes()
 }
 
 func withAssets(assets fstest.MapFS) serverOption {
@@ -250,17 +261,26 @@ func TestPages_BrowsersLogInFirstAndAssetsAreServed(t *testing.T) {
 	}
 
 	// Assets need no login; hashed names are cached for good, entry points revalidated.
-	r = s.do("GET", "/static/nbkube/dashboard.js", nil, "Authorization", "")
+	r = s.do("GET", "/static/nbkube/dashboard.js", nil, "Authorization", "", "Accept-Encoding", "identity")
 	expect(t, r, http.StatusOK)
 	tag := r.header.Get("ETag")
 	if string(r.body) != "export {};" || !strings.Contains(r.header.Get("Content-Type"), "javascript") || r.header.Get("Cache-Control") != "no-cache" || tag == "" {
 		t.Errorf("dashboard.js: %v %q", r.header, r.body)
 	}
-	expect(t, s.do("GET", "/static/nbkube/dashboard.js", nil, "If-None-Match", tag), http.StatusNotModified)
+	expect(t, s.do("GET", "/static/nbkube/dashboard.js", nil, "If-None-Match", tag, "Accept-Encoding", "identity"), http.StatusNotModified)
+	// ... sent gzipped, as the build stored them, to a browser that takes it.
+	r = s.do("GET", "/static/nbkube/dashboard.js", nil, "Accept-Encoding", "gzip, deflate, br")
+	if r.header.Get("Content-Encoding") != "gzip" || !bytes.Equal(r.body, gzipped("export {};")) || !strings.Contains(r.header.Get("Content-Type"), "javascript") ||
+		r.header.Get("Vary") != "Accept-Encoding" || r.header.Get("ETag") == tag {
+		t.Errorf("gzipped dashboard.js: %v", r.header)
+	}
+	if r := s.do("GET", "/static/nbkube/dashboard.js", nil, "Accept-Encoding", "gzip;q=0"); r.header.Get("Content-Encoding") != "" {
+		t.Errorf("gzip refused, yet: %v", r.header)
+	}
 	if r := s.do("GET", "/static/nbkube/chunk-ABCDEF.js", nil); !strings.Contains(r.header.Get("Cache-Control"), "immutable") {
 		t.Errorf("chunk: %v", r.header)
 	}
-	for _, p := range []string{"/static/nbkube/.gitkeep", "/static/nbkube/missing.js", "/static/nbkube/..%2Fembed.go"} {
+	for _, p := range []string{"/static/nbkube/.gitkeep", "/static/nbkube/missing.js", "/static/nbkube/dashboard.js.gz", "/static/nbkube/..%2Fembed.go"} {
 		if r := s.do("GET", p, nil); r.status != http.StatusNotFound {
 			t.Errorf("GET %s: %d", p, r.status)
 		}

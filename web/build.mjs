@@ -1,7 +1,8 @@
 // Builds the pages' scripts and styles into dist/, which the Go package web embeds.
 // `node build.mjs` for the minified build; `--watch` rebuilds on change during development.
 import * as esbuild from 'esbuild';
-import { rm, mkdir, writeFile } from 'node:fs/promises';
+import { rm, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { gzipSync } from 'node:zlib';
 
 const watch = process.argv.includes('--watch');
 const outdir = new URL('./dist/', import.meta.url).pathname;
@@ -37,6 +38,17 @@ if (watch) {
   console.log('web: watching src/');
 } else {
   const result = await esbuild.build(options);
+  // Scripts and styles are also stored gzipped, which the server sends to browsers that
+  // accept it: no compression per request.
+  let gzipped = 0;
+  for (const out of Object.keys(result.metafile.outputs)) {
+    if (/\.(js|css)$/.test(out)) {
+      const gz = gzipSync(await readFile(out), { level: 9 });
+      await writeFile(out + '.gz', gz);
+      gzipped += out.endsWith('.js') ? gz.length : 0;
+    }
+  }
   const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-  console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB, into dist/`);
+  console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB, ` +
+    `into dist/ (scripts ${(gzipped / 1024).toFixed(0)} KiB gzipped)`);
 }
