@@ -132,7 +132,7 @@ func start() (*instance, error) {
 	case <-ready:
 	case err := <-inst.done:
 		log, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("nbkube local exited (%v) before it was ready:\n%s", err, log)
+		return nil, fmt.Errorf("nbkube local exited before it was ready (%w):\n%s", err, log)
 	case <-time.After(3 * time.Minute):
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("nbkube local not ready after 3 minutes")
@@ -234,26 +234,25 @@ func into[T any](a chromedp.Action[T], out *T) Act {
 	}
 }
 
-// screenshot keeps a picture of the page as a test artifact, and returns its file.
-func screenshot(t *testing.T, ctx context.Context, name string) string {
+// screenshot keeps a picture of the page as a test artifact.
+func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
-		return ""
+		return
 	}
 	dir := filepath.Join("..", "..", "bin", "test-artifacts", "browser")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Logf("screenshot %s: %v", name, err)
-		return ""
+		return
 	}
 	p := filepath.Join(dir, name+".png")
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 	}
-	return p
 }
 
 // ready waits until the page says it is ready as kind (document.body.dataset.ready).
