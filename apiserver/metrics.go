@@ -41,6 +41,8 @@ type serverMetrics struct {
 	requests *prometheus.HistogramVec
 	contents *prometheus.CounterVec
 	channels prometheus.Gauge
+	// refusedBusy counts requests refused for want of room in the body budget.
+	refusedBusy prometheus.Counter
 	// lastRequest is the Unix time in nanoseconds of the last request that counts as activity
 	// (Jupyter's api_last_activity); 0 before the first.
 	lastRequest atomic.Int64
@@ -61,8 +63,12 @@ func newServerMetrics(s *Server) (*serverMetrics, error) {
 			Name: "nbkube_channels_connections",
 			Help: "Kernel channels WebSocket connections open on this API server.",
 		}),
+		refusedBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nbkube_requests_refused_busy_total",
+			Help: "Requests with bodies refused (503) because the bytes of the requests being handled left no room in time.",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.contents, m.channels, &stateCollector{s: s, m: m}} {
+	for _, c := range []prometheus.Collector{m.requests, m.contents, m.channels, m.refusedBusy, &stateCollector{s: s, m: m}} {
 		if err := s.opts.Metrics.Register(c); err != nil {
 			return nil, fmt.Errorf("apiserver: register metrics: %w", err)
 		}

@@ -33,7 +33,9 @@ func (s *Server) routes() *gin.Engine {
 	base.GET("logout", s.getLogout)
 	base.GET("oauth_callback", s.finishBrowserLogin)
 
-	auth := base.Group("", s.authenticate)
+	// Bodies are admitted by bytes once their sender is known (admission.go): an
+	// unauthenticated client cannot hold the budget.
+	auth := base.Group("", s.authenticate, s.admitBodies)
 	// Routes that reach the contents see the user's home (openContents).
 	home := auth.Group("", s.openContents)
 	// The web pages (pages.go). A browser that is not logged in goes to the login page first;

@@ -24,6 +24,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"k8s.io/utils/clock"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -89,6 +90,12 @@ type Options struct {
 	DefaultKernelSpec string
 	// MaxBodyBytes bounds request bodies; larger ones get 413.
 	MaxBodyBytes int64
+	// BodyMemory is the budget, in bytes, of the request bodies handled at once: a request
+	// with a body waits for room before it is read (admission.go). DefaultBodyMemory when 0.
+	BodyMemory int64
+	// AdmissionWait is how long a request waits for room in BodyMemory before it gets 503;
+	// DefaultAdmissionWait when 0.
+	AdmissionWait time.Duration
 	// Assets are the web pages' built scripts and styles; web.Assets(), those built into the
 	// binary, when nil. Without them the pages say how to build them.
 	Assets fs.FS
@@ -148,6 +155,8 @@ type Server struct {
 	engine  *gin.Engine
 	started time.Time
 	metrics *serverMetrics
+	// bodies is the budget of request bodies (Options.BodyMemory).
+	bodies *semaphore.Weighted
 	// assetTags are the entity tags of the pages' assets, by name, computed on first use.
 	assetTags sync.Map
 	// exports holds a slot per export running: exports are CPU-bound and each holds up to
@@ -168,6 +177,12 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Assets == nil {
 		opts.Assets = web.Assets()
+	}
+	if opts.BodyMemory <= 0 {
+		opts.BodyMemory = DefaultBodyMemory
+	}
+	if opts.AdmissionWait <= 0 {
+		opts.AdmissionWait = DefaultAdmissionWait
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
@@ -223,7 +238,7 @@ func New(opts Options) (*Server, error) {
 		opts.Metrics = prometheus.NewRegistry()
 	}
 	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New(),
-		exports: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+		exports: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), bodies: semaphore.NewWeighted(opts.BodyMemory)}
 	if s.metrics, err = newServerMetrics(s); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,8 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		DefaultKernelSpec: f.defaultKernel,
 		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
 		MaxBodyBytes:      f.maxBody,
+		BodyMemory:        f.bodyMemory,
+		AdmissionWait:     f.admissionWait,
 		ReadTimeout:       f.readTimeout,
 		Version:           version,
 		Metrics:           ctrlmetrics.Registry,

@@ -27,7 +27,8 @@ type apiFlags struct {
 	publicURL                                      string
 	trustedProxies                                 []netip.Prefix
 	defaultKernel                                  string
-	maxBody                                        int64
+	maxBody, bodyMemory                            int64
+	admissionWait                                  time.Duration
 	readTimeout                                    time.Duration
 	allowWeakToken                                 bool
 	checkpoints                                    int
@@ -81,6 +82,9 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
+	fs.Int64Var(&f.bodyMemory, "body-memory", defaultBodyMemory(os.Getenv), "bytes the request bodies being handled at once may hold, each counted as 4 times its length: a request with a body waits for room before it is read (default: a quarter of the container's memory limit, else 512 MiB)")
+	f.admissionWait = apiserver.DefaultAdmissionWait
+	durationFlag(fs, &f.admissionWait, "admission-wait", false, "how long a request with a body waits for room in --body-memory before it gets 503 with Retry-After")
 	f.readTimeout = apiserver.DefaultReadTimeout
 	durationFlag(fs, &f.readTimeout, "read-timeout", false, "how long a request may take to arrive, its body included: a client still sending gets 408 and is disconnected (the work after the body, WebSockets and downloads are not bounded)")
 	fs.IntVar(&f.checkpoints, "max-checkpoints", 5, "checkpoints kept per file (oldest dropped)")

@@ -3,6 +3,8 @@ package main
 import (
 	"runtime/debug"
 	"strconv"
+
+	"github.com/nbkube/nbkube/apiserver"
 )
 
 // memoryLimitShare is the part of the container's memory limit the Go runtime is told to keep
@@ -36,4 +38,19 @@ func applyMemoryLimit(getenv func(string) string) int64 {
 	}
 	debug.SetMemoryLimit(limit)
 	return limit
+}
+
+// bodyMemoryShare is the part of the container's memory limit that the request bodies being
+// handled at once may take (apiserver.Options.BodyMemory): the rest is for WebSockets, caches
+// and the runtime.
+const bodyMemoryShare = 0.25
+
+// defaultBodyMemory is the API server's budget for request bodies: a share of the container's
+// memory limit (NBKUBE_MEMORY_LIMIT) when there is one, apiserver.DefaultBodyMemory otherwise.
+func defaultBodyMemory(getenv func(string) string) int64 {
+	limit, err := strconv.ParseInt(getenv("NBKUBE_MEMORY_LIMIT"), 10, 64)
+	if err != nil || limit <= 0 {
+		return apiserver.DefaultBodyMemory
+	}
+	return int64(float64(limit) * bodyMemoryShare)
 }

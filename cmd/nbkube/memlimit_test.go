@@ -20,3 +20,19 @@ func TestSoftMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultBodyMemory(t *testing.T) {
+	for _, tc := range []struct {
+		limit string
+		want  int64
+	}{
+		{"1073741824", 268435456},
+		{"", 512 << 20},
+		{"0", 512 << 20},
+		{"1Gi", 512 << 20},
+	} {
+		if got := defaultBodyMemory(func(string) string { return tc.limit }); got != tc.want {
+			t.Errorf("limit %q: %d, want %d", tc.limit, got, tc.want)
+		}
+	}
+}
