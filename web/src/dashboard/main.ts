@@ -1,6 +1,270 @@
-// The dashboard page (being built).
+// The dashboard: a directory's files (with breadcrumbs, new notebook and folder, uploads,
+// rename, copy, delete), the running notebooks and the clusters, kept up to date by polling.
 import '../shell/base.css';
-import { config } from '../shell/config';
+import './dashboard.css';
+import type { Contents, Session } from '@jupyterlab/services';
+import { config, notebookURL, treeURL, url } from '../shell/config';
+import { h } from '../shell/dom';
 import { header } from '../shell/header';
+import { api, services } from '../shell/server';
+import { UploadProgress, Toolbar } from './actions';
+import { Alerts, errorText } from './alerts';
+import { Clusters, type Cluster } from './clusters';
+import { confirmDialog } from './dialogs';
+import { Listing, type Entry } from './listing';
+import { breadcrumbs, badName, baseName, joinPath, parentDir } from './paths';
+import { Poller } from './poll';
+import { Running } from './running';
+import { uploadFile } from './upload';
 
-document.body.append(header(config().path || '/'));
+const POLL_MS = 5000;
+
+const cfg = config();
+const dir = cfg.path.replace(/^\/+|\/+$/g, '');
+const manager = services();
+const alerts = new Alerts();
+
+document.title = `${dir === '' ? 'Home' : baseName(dir)} – nbkube`;
+
+// Results of a listing asked for before the last action finished are stale: the action may
+// have renamed or deleted what they show.
+let requestSeq = 0;
+let freshFrom = 0;
+function actionDone(): Promise<void> {
+  freshFrom = requestSeq + 1;
+  return poller.refresh();
+}
+
+async function act<T>(what: string, f: () => Promise<T>): Promise<T | undefined> {
+  try {
+    const r = await f();
+    alerts.clear();
+    return r;
+  } catch (err) {
+    alerts.show(err, what);
+    return undefined;
+  } finally {
+    void actionDone();
+  }
+}
+
+// ----- the listing
+
+const listing = new Listing(
+  dir,
+  { dir: treeURL, notebook: notebookURL, file: (p) => url('files', p) },
+  {
+    async rename(path, newName) {
+      const why = badName(newName);
+      if (why) {
+        alerts.show(why, `Cannot rename ${baseName(path)}`);
+        return undefined;
+      }
+      const target = joinPath(parentDir(path), newName);
+      const model = await act(`Cannot rename ${baseName(path)}`, () => manager.contents.rename(path, target));
+      return model?.path;
+    },
+    copy(path) {
+      void act(`Cannot copy ${baseName(path)}`, () => manager.contents.copy(path, dir)).then((m) => {
+        if (m) {
+          // The copy is a new row after the next refresh: put the focus on it.
+          void poller.refresh().then(() => listing.focusRow(m.path));
+        }
+      });
+    },
+    delete(path, type) {
+      const name = baseName(path);
+      void confirmDialog({
+        title: `Delete ${name}?`,
+        message: type === 'directory' ? `The folder ${name} will be deleted. This cannot be undone.` : `${name} will be deleted. This cannot be undone.`,
+        confirm: 'Delete',
+        danger: true,
+      }).then(async (ok) => {
+        if (!ok) {
+          return;
+        }
+        // The focus goes to the next row (or the one before) rather than to the page.
+        const paths = listing.paths();
+        const i = paths.indexOf(path);
+        const next = paths[i + 1] ?? paths[i - 1];
+        await act(`Cannot delete ${name}`, () => manager.contents.delete(path));
+        await poller.refresh();
+        if (next && listing.row(next)) {
+          listing.focusRow(next);
+        }
+      });
+    },
+  },
+);
+
+let runningPaths = new Set<string>();
+
+async function loadListing(): Promise<void> {
+  const seq = ++requestSeq;
+  try {
+    const model = await manager.contents.get(dir, { content: true });
+    if (seq < freshFrom) {
+      return;
+    }
+    if (model.type !== 'directory') {
+      alerts.show(`${dir} is not a folder.`, '', 'listing');
+      return;
+    }
+    listing.update(model.content as Entry[], runningPaths);
+    alerts.ok('listing');
+  } catch (err) {
+    alerts.show(err, dir === '' ? 'Cannot list your files' : `Cannot list ${dir}`, 'listing');
+  }
+}
+
+// ----- running notebooks
+
+const running = new Running(notebookURL, {
+  shutdown(id, path) {
+    void act(`Cannot shut down ${path}`, () => manager.sessions.shutdown(id));
+  },
+});
+
+async function loadSessions(): Promise<void> {
+  try {
+    await manager.sessions.refreshRunning();
+    const sessions: Session.IModel[] = Array.from(manager.sessions.running());
+    running.update(sessions);
+    runningPaths = new Set(sessions.map((s) => s.path));
+    listing.setRunning(runningPaths);
+    alerts.ok('sessions');
+  } catch (err) {
+    alerts.show(err, 'Cannot list the running notebooks', 'sessions');
+  }
+}
+
+// ----- clusters
+
+const clusters = new Clusters({
+  start(profile, n) {
+    void act(`Cannot start ${profile}`, () =>
+      api<Cluster>(`api/clusters/${encodeURIComponent(profile)}/start`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ n }),
+      }),
+    );
+  },
+  stop(profile) {
+    void act(`Cannot stop ${profile}`, () => api<Cluster>(`api/clusters/${encodeURIComponent(profile)}/stop`, { method: 'POST' }));
+  },
+});
+const clustersSection = h(
+  'section',
+  { class: 'nb-section nb-clusters', 'aria-labelledby': 'nb-clusters-title' },
+  h('h2', { id: 'nb-clusters-title' }, 'Clusters'),
+  clusters.element,
+);
+
+async function loadClusters(): Promise<void> {
+  try {
+    clusters.update(await api<Cluster[]>('api/clusters'));
+    alerts.ok('clusters');
+  } catch (err) {
+    alerts.show(err, 'Cannot list the clusters', 'clusters');
+  }
+}
+
+// ----- the toolbar and uploads
+
+const uploads = h('ul', { class: 'nb-uploads', 'aria-label': 'Uploads' });
+uploads.hidden = true;
+
+async function upload(files: File[]): Promise<void> {
+  const names = listing.names();
+  for (const file of files) {
+    if (names.has(file.name)) {
+      const replace = await confirmDialog({
+        title: `Replace ${file.name}?`,
+        message: `${file.name} already exists in this folder. Uploading will replace it.`,
+        confirm: 'Replace',
+        danger: true,
+      });
+      if (!replace) {
+        continue;
+      }
+    }
+    const line = new UploadProgress(file.name, file.size);
+    uploads.hidden = false;
+    uploads.append(line.element);
+    try {
+      await uploadFile(manager.contents, file, dir, (sent) => line.progress(sent));
+      line.done();
+      setTimeout(() => {
+        line.element.remove();
+        uploads.hidden = uploads.childElementCount === 0;
+      }, 4000);
+    } catch (err) {
+      line.failed(errorText(err));
+      alerts.show(err, `Cannot upload ${file.name}`);
+    }
+    void actionDone();
+  }
+}
+
+const toolbar = new Toolbar({
+  newNotebook(kernel) {
+    window.location.assign(`${url('new')}?dir=${encodeURIComponent(dir)}&kernel=${encodeURIComponent(kernel)}`);
+  },
+  newFolder() {
+    void act('Cannot make a folder', () => manager.contents.newUntitled({ path: dir, type: 'directory' })).then(async (m) => {
+      if (!m) {
+        return;
+      }
+      await poller.refresh();
+      listing.startRename(m.path);
+    });
+  },
+  upload(files) {
+    void upload(files);
+  },
+});
+
+void manager.kernelspecs.ready
+  .then(() => toolbar.setKernelSpecs(manager.kernelspecs.specs))
+  .catch((err) => alerts.show(err, 'Cannot list the kernels'));
+manager.kernelspecs.specsChanged.connect((_, specs) => toolbar.setKernelSpecs(specs));
+
+// ----- the page
+
+function crumbs(): HTMLElement {
+  const list = h('ol');
+  const all = breadcrumbs(dir);
+  all.forEach((c, i) => {
+    const last = i === all.length - 1;
+    list.append(h('li', {}, h('a', { href: treeURL(c.path), 'aria-current': last ? 'page' : undefined }, c.name)));
+  });
+  return h('nav', { class: 'nb-breadcrumbs', 'aria-label': 'Breadcrumbs' }, list);
+}
+
+const main = h(
+  'main',
+  { class: 'nb-dashboard', id: 'nb-main' },
+  crumbs(),
+  alerts.element,
+  toolbar.element,
+  uploads,
+  h('section', { class: 'nb-section nb-files', 'aria-labelledby': 'nb-files-title' }, h('h2', { id: 'nb-files-title', class: 'nb-sr-only' }, 'Files'), listing.element),
+  h(
+    'section',
+    { class: 'nb-section nb-running-section', 'aria-labelledby': 'nb-running-title' },
+    h('h2', { id: 'nb-running-title' }, 'Running'),
+    running.element,
+  ),
+  clustersSection,
+);
+
+document.body.append(header(dir === '' ? 'Home' : dir), main);
+
+const poller = new Poller(async () => {
+  await Promise.all([loadListing(), loadSessions(), loadClusters()]);
+}, POLL_MS);
+
+void poller.start().then(() => {
+  document.body.dataset.ready = 'dashboard';
+});

@@ -1,0 +1,212 @@
+// ipyparallel clusters: profile, status, engines, and a form per cluster to start it with a
+// number of engines or stop it. Rows are keyed by profile and updated in place; a number the
+// user is typing is never overwritten by polling.
+import { h } from '../shell/dom';
+
+/** Cluster is the API's cluster model (IPython's plus nbkube's fields). */
+export interface Cluster {
+  profile: string;
+  profile_dir?: string;
+  status: 'running' | 'stopped' | string;
+  n: number;
+  cluster_id?: string;
+  engines_ready: number;
+  engines_busy?: number;
+  controller_ready?: boolean;
+  ready?: boolean;
+  last_activity?: string | null;
+  reason?: string;
+  message?: string;
+}
+
+export interface ClusterActions {
+  start(profile: string, n: number): void;
+  stop(profile: string): void;
+}
+
+/** clusterStatus is what the Status column says. */
+export function clusterStatus(c: Cluster): string {
+  if (c.status !== 'running') {
+    return c.reason || c.message ? `stopped (${c.message || c.reason})` : 'stopped';
+  }
+  if (c.ready) {
+    return 'running';
+  }
+  if (!c.controller_ready) {
+    return 'starting controller';
+  }
+  return 'starting engines';
+}
+
+/** engineCount is "ready / asked for". */
+export function engineCount(c: Cluster): string {
+  return `${c.engines_ready ?? 0} / ${c.n ?? 0}`;
+}
+
+export const MAX_ENGINES = 1024;
+
+/** parseEngines reads the number input: an integer 0-1024, else undefined. */
+export function parseEngines(value: string): number | undefined {
+  if (!/^\s*\d+\s*$/.test(value)) {
+    return undefined;
+  }
+  const n = Number(value);
+  return n >= 0 && n <= MAX_ENGINES ? n : undefined;
+}
+
+export class Clusters {
+  readonly element: HTMLTableElement;
+  private readonly tbody: HTMLTableSectionElement;
+  private readonly rows = new Map<string, HTMLTableRowElement>();
+  private readonly empty: HTMLTableRowElement;
+
+  constructor(private readonly actions: ClusterActions) {
+    this.tbody = h('tbody');
+    this.empty = h('tr', { class: 'nb-empty' }, h('td', { colspan: 5 }, 'You have no clusters.'));
+    this.tbody.append(this.empty);
+    this.element = h(
+      'table',
+      { class: 'nb-clusters-table' },
+      h('caption', {}, 'IPython clusters'),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, 'Profile'),
+          h('th', { scope: 'col' }, 'Status'),
+          h('th', { scope: 'col' }, 'Engines ready'),
+          h('th', { scope: 'col' }, 'Engines to start'),
+          h('th', { scope: 'col' }, 'Actions'),
+        ),
+      ),
+      this.tbody,
+    );
+    this.element.addEventListener('click', (ev) => {
+      const b = (ev.target as Element).closest<HTMLButtonElement>('button[data-action]');
+      const row = b?.closest('tr');
+      const profile = row?.dataset.profile;
+      if (!b || !row || profile === undefined || b.getAttribute('aria-disabled') === 'true') {
+        return;
+      }
+      if (b.dataset.action === 'stop') {
+        this.actions.stop(profile);
+        return;
+      }
+      const input = row.querySelector<HTMLInputElement>('input[type=number]')!;
+      const n = parseEngines(input.value);
+      if (n === undefined || !input.checkValidity()) {
+        input.setCustomValidity(`Enter a whole number from 0 to ${MAX_ENGINES}.`);
+        input.reportValidity();
+        input.focus();
+        return;
+      }
+      delete input.dataset.dirty;
+      this.actions.start(profile, n);
+    });
+    this.element.addEventListener('input', (ev) => {
+      const input = ev.target as HTMLInputElement;
+      if (input.type === 'number') {
+        input.dataset.dirty = '1';
+        input.setCustomValidity('');
+      }
+    });
+    this.element.addEventListener('keydown', (ev) => {
+      // Enter in the number field starts the cluster, as submitting a form would.
+      const input = ev.target as HTMLInputElement;
+      if (ev.key === 'Enter' && input.type === 'number') {
+        ev.preventDefault();
+        input.closest('tr')?.querySelector<HTMLButtonElement>('button[data-action="start"]')?.click();
+      }
+    });
+  }
+
+  /** update shows the clusters, sorted by profile. */
+  update(clusters: Cluster[]): void {
+    const sorted = [...clusters].sort((a, b) => (a.profile < b.profile ? -1 : a.profile > b.profile ? 1 : 0));
+    const seen = new Set<string>();
+    let cursor: Element | null = this.tbody.firstElementChild;
+    if (cursor === this.empty) {
+      cursor = null;
+      this.empty.remove();
+    }
+    for (const c of sorted) {
+      seen.add(c.profile);
+      let row = this.rows.get(c.profile);
+      if (!row) {
+        row = this.make(c);
+        this.rows.set(c.profile, row);
+      }
+      this.patch(row, c);
+      if (row === cursor) {
+        cursor = cursor.nextElementSibling;
+      } else {
+        this.tbody.insertBefore(row, cursor);
+      }
+    }
+    for (const [p, row] of this.rows) {
+      if (!seen.has(p)) {
+        row.remove();
+        this.rows.delete(p);
+      }
+    }
+    if (sorted.length === 0) {
+      this.tbody.replaceChildren(this.empty);
+    }
+  }
+
+  private make(c: Cluster): HTMLTableRowElement {
+    const id = `nb-engines-${encodeURIComponent(c.profile).replace(/%/g, '_')}`;
+    return h(
+      'tr',
+      { 'data-profile': c.profile },
+      h('th', { scope: 'row', class: 'nb-col-profile' }, c.profile),
+      h('td', { class: 'nb-col-status' }),
+      h('td', { class: 'nb-col-engines' }),
+      h(
+        'td',
+        { class: 'nb-col-n' },
+        h('label', { class: 'nb-sr-only', for: id }, `Engines for ${c.profile}`),
+        h('input', { type: 'number', id, min: 0, max: MAX_ENGINES, step: 1, inputmode: 'numeric', value: c.n ?? 0 }),
+      ),
+      h(
+        'td',
+        { class: 'nb-col-actions' },
+        h('button', { type: 'button', 'data-action': 'start', 'aria-label': `Start ${c.profile}` }, 'Start'),
+        h('button', { type: 'button', 'data-action': 'stop', 'aria-label': `Stop ${c.profile}` }, 'Stop'),
+      ),
+    );
+  }
+
+  private patch(row: HTMLTableRowElement, c: Cluster): void {
+    const status = clusterStatus(c);
+    if (row.cells[1].textContent !== status) {
+      row.cells[1].textContent = status;
+    }
+    row.dataset.status = c.status;
+    const engines = engineCount(c);
+    if (row.cells[2].textContent !== engines) {
+      row.cells[2].textContent = engines;
+    }
+    const input = row.querySelector<HTMLInputElement>('input[type=number]')!;
+    if (!input.dataset.dirty && document.activeElement !== input && input.value !== String(c.n ?? 0)) {
+      input.value = String(c.n ?? 0);
+    }
+    const running = c.status === 'running';
+    const start = row.querySelector<HTMLButtonElement>('button[data-action="start"]')!;
+    const stop = row.querySelector<HTMLButtonElement>('button[data-action="stop"]')!;
+    // aria-disabled, not disabled: the buttons stay in the tab order and keep the focus.
+    setDisabled(start, running);
+    setDisabled(stop, !running);
+    input.disabled = false;
+  }
+}
+
+function setDisabled(b: HTMLButtonElement, off: boolean): void {
+  if (off) {
+    b.setAttribute('aria-disabled', 'true');
+  } else {
+    b.removeAttribute('aria-disabled');
+  }
+}

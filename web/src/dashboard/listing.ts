@@ -1,0 +1,410 @@
+// The directory's listing: a table of its files and directories, kept up to date in place
+// (rows keyed by path, only changed cells touched, focus and inline renames kept), sortable
+// by its column headers. Row buttons are handled by one listener on the table.
+import { h } from '../shell/dom';
+import { DateFormatter, formatSize, sortEntries, type SortKey, type SortOrder } from './format';
+import { baseName, isNotebook, stemLength } from './paths';
+
+/** What the listing shows of a contents model. */
+export interface Entry {
+  name: string;
+  path: string;
+  type: string;
+  last_modified: string;
+  size?: number | null;
+}
+
+/** Where the listing's links lead. */
+export interface Links {
+  dir(path: string): string;
+  notebook(path: string): string;
+  file(path: string): string;
+}
+
+/** What the row buttons do; each resolves when done (errors are the handler's to show). */
+export interface ListingActions {
+  /** rename resolves with the new path, or undefined when the rename failed. */
+  rename(path: string, newName: string): Promise<string | undefined>;
+  copy(path: string): void;
+  delete(path: string, type: string): void;
+}
+
+interface RowState {
+  entry: Entry;
+  running: boolean;
+  editing?: RenameEdit;
+}
+
+interface RenameEdit {
+  input: HTMLInputElement;
+  done: boolean;
+}
+
+const columns: { key: SortKey; label: string }[] = [
+  { key: 'name', label: 'Name' },
+  { key: 'last_modified', label: 'Last modified' },
+  { key: 'size', label: 'Size' },
+];
+
+/** typeLabel is what a row's type is called, for screen readers and the icon. */
+function typeLabel(e: Entry): string {
+  if (e.type === 'directory') {
+    return 'Folder';
+  }
+  if (e.type === 'notebook' || isNotebook(e.name)) {
+    return 'Notebook';
+  }
+  return 'File';
+}
+
+export class Listing {
+  readonly element: HTMLTableElement;
+  private readonly tbody: HTMLTableSectionElement;
+  private readonly caption: HTMLTableCaptionElement;
+  private readonly headers = new Map<SortKey, HTMLTableCellElement>();
+  private readonly rows = new Map<string, HTMLTableRowElement>();
+  private readonly state = new WeakMap<HTMLTableRowElement, RowState>();
+  private readonly dates = new DateFormatter();
+  private entries: Entry[] = [];
+  private running = new Set<string>();
+  private order: SortOrder = { key: 'name', ascending: true };
+  private readonly empty: HTMLTableRowElement;
+
+  constructor(
+    private readonly dir: string,
+    private readonly links: Links,
+    private readonly actions: ListingActions,
+  ) {
+    this.caption = h('caption', {}, dir === '' ? 'Files in your home folder' : `Files in ${dir}`);
+    const headRow = h('tr');
+    for (const c of columns) {
+      const button = h('button', { type: 'button', class: 'nb-sort', 'data-sort': c.key }, c.label);
+      const th = h('th', { scope: 'col', class: `nb-col-${c.key}` }, button);
+      this.headers.set(c.key, th);
+      headRow.append(th);
+    }
+    headRow.append(h('th', { scope: 'col', class: 'nb-col-actions' }, 'Actions'));
+    this.tbody = h('tbody');
+    this.empty = h('tr', { class: 'nb-empty' }, h('td', { colspan: 4 }, 'This folder is empty.'));
+    this.element = h('table', { class: 'nb-listing' }, this.caption, h('thead', {}, headRow), this.tbody);
+    this.element.addEventListener('click', (ev) => this.onClick(ev));
+    this.showOrder();
+  }
+
+  /** update shows the directory's entries and which notebooks run, touching only what changed. */
+  update(entries: Entry[], running: Set<string> = this.running): void {
+    this.entries = entries;
+    this.running = running;
+    this.render();
+  }
+
+  /** setRunning marks the notebooks that have a session. */
+  setRunning(running: Set<string>): void {
+    this.running = running;
+    for (const row of this.rows.values()) {
+      const s = this.state.get(row)!;
+      this.patch(row, s.entry);
+    }
+  }
+
+  /** sortBy orders the rows by a column (again on the same column: the other way). */
+  sortBy(key: SortKey, ascending?: boolean): void {
+    this.order = {
+      key,
+      ascending: ascending ?? (this.order.key === key ? !this.order.ascending : key === 'name'),
+    };
+    this.showOrder();
+    this.render();
+  }
+
+  /** row is the row of a path, if it is shown. */
+  row(path: string): HTMLTableRowElement | undefined {
+    return this.rows.get(path);
+  }
+
+  /** paths are the paths shown, in order. */
+  paths(): string[] {
+    return Array.from(this.tbody.rows, (r) => r.dataset.path).filter((p): p is string => !!p);
+  }
+
+  /** names are the names in the directory (for asking before an upload replaces one). */
+  names(): Set<string> {
+    return new Set(this.entries.map((e) => e.name));
+  }
+
+  /** focusRow puts the focus on a row's link (after an action made or moved it). */
+  focusRow(path: string): void {
+    this.rows.get(path)?.querySelector<HTMLElement>('a.nb-name')?.focus();
+  }
+
+  /** startRename turns a row's name into a text field; Enter (or leaving it) renames, Escape
+   * gives up. */
+  startRename(path: string): void {
+    const row = this.rows.get(path);
+    if (!row) {
+      return;
+    }
+    const s = this.state.get(row)!;
+    if (s.editing) {
+      s.editing.input.focus();
+      return;
+    }
+    const name = s.entry.name;
+    const input = h('input', {
+      type: 'text',
+      class: 'nb-rename',
+      value: name,
+      'aria-label': `New name for ${name}`,
+      spellcheck: 'false',
+      autocomplete: 'off',
+    });
+    const edit: RenameEdit = { input, done: false };
+    s.editing = edit;
+    row.classList.add('nb-editing');
+    const cell = row.cells[0];
+    cell.querySelector<HTMLElement>('a.nb-name')!.hidden = true;
+    cell.append(input);
+    const finish = (newPath?: string) => {
+      edit.done = true;
+      input.remove();
+      s.editing = undefined;
+      row.classList.remove('nb-editing');
+      const link = cell.querySelector<HTMLElement>('a.nb-name')!;
+      link.hidden = false;
+      if (newPath && newPath !== row.dataset.path) {
+        this.rekey(row, newPath);
+      }
+      this.focusRow(row.dataset.path!);
+    };
+    const commit = async () => {
+      if (edit.done) {
+        return;
+      }
+      const value = input.value.trim();
+      if (value === '' || value === s.entry.name) {
+        finish();
+        return;
+      }
+      edit.done = true; // no second commit from the blur that follows
+      input.setAttribute('aria-busy', 'true');
+      const newPath = await this.actions.rename(s.entry.path, value);
+      input.removeAttribute('aria-busy');
+      if (newPath === undefined) {
+        edit.done = false;
+        if (input.isConnected) {
+          input.focus();
+          input.select();
+        }
+        return;
+      }
+      finish(newPath);
+    };
+    input.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') {
+        ev.preventDefault();
+        void commit();
+      } else if (ev.key === 'Escape') {
+        ev.preventDefault();
+        ev.stopPropagation();
+        if (!edit.done) {
+          finish();
+        }
+      }
+    });
+    input.addEventListener('blur', () => void commit());
+    input.focus();
+    input.setSelectionRange(0, stemLength(name, s.entry.type === 'directory'));
+  }
+
+  /** isEditing reports whether a rename is under way (polling then must not steal focus). */
+  isEditing(): boolean {
+    return this.tbody.querySelector('.nb-editing') !== null;
+  }
+
+  private rekey(row: HTMLTableRowElement, newPath: string): void {
+    const s = this.state.get(row)!;
+    const oldPath = row.dataset.path!;
+    this.rows.delete(oldPath);
+    const entry = { ...s.entry, path: newPath, name: baseName(newPath) };
+    this.entries = this.entries.filter((e) => e.path !== newPath).map((e) => (e.path === oldPath ? entry : e));
+    this.rows.set(newPath, row);
+    this.patch(row, entry);
+  }
+
+  private showOrder(): void {
+    for (const [key, th] of this.headers) {
+      if (key === this.order.key) {
+        th.setAttribute('aria-sort', this.order.ascending ? 'ascending' : 'descending');
+      } else {
+        th.removeAttribute('aria-sort');
+      }
+    }
+  }
+
+  private render(): void {
+    const sorted = sortEntries(this.entries, this.order);
+    const active = document.activeElement;
+    const seen = new Set<string>();
+    if (this.rows.size === 0) {
+      // The first render (or one into an empty table): every row into one fragment.
+      const frag = document.createDocumentFragment();
+      for (const e of sorted) {
+        const row = this.make(e);
+        seen.add(e.path);
+        frag.append(row);
+      }
+      this.tbody.replaceChildren(frag);
+    } else {
+      this.empty.remove();
+      let cursor: Element | null = this.tbody.firstElementChild;
+      for (const e of sorted) {
+        seen.add(e.path);
+        let row = this.rows.get(e.path);
+        if (row) {
+          this.patch(row, e);
+        } else {
+          row = this.make(e);
+        }
+        if (row === cursor) {
+          cursor = cursor.nextElementSibling;
+        } else {
+          this.tbody.insertBefore(row, cursor);
+        }
+      }
+      for (const [path, row] of this.rows) {
+        if (!seen.has(path)) {
+          row.remove();
+          this.rows.delete(path);
+        }
+      }
+    }
+    if (sorted.length === 0) {
+      this.tbody.replaceChildren(this.empty);
+    }
+    // A row moved by a new order loses the focus in some browsers: give it back.
+    if (active instanceof HTMLElement && active !== document.activeElement && active.isConnected) {
+      active.focus();
+    }
+  }
+
+  /** make builds a row: name link, date, size, actions. */
+  private make(e: Entry): HTMLTableRowElement {
+    const link = h('a', { class: 'nb-name' });
+    const nameCell = h(
+      'td',
+      { class: 'nb-col-name' },
+      h('span', { class: 'nb-icon', 'aria-hidden': 'true' }),
+      h('span', { class: 'nb-sr-only nb-kind' }),
+      link,
+      h('span', { class: 'nb-running', hidden: true }, 'Running'),
+    );
+    const time = h('time');
+    const buttons = h(
+      'td',
+      { class: 'nb-col-actions' },
+      h('button', { type: 'button', 'data-action': 'rename' }, 'Rename'),
+      h('button', { type: 'button', 'data-action': 'copy' }, 'Copy'),
+      h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete'),
+    );
+    const row = h(
+      'tr',
+      { 'data-path': e.path, 'data-type': e.type },
+      nameCell,
+      h('td', { class: 'nb-col-last_modified' }, time),
+      h('td', { class: 'nb-col-size' }),
+      buttons,
+    );
+    // A blank entry, so that patch fills every cell.
+    this.state.set(row, { entry: { name: '\0', path: '\0', type: '', last_modified: '\0', size: NaN }, running: false });
+    this.rows.set(e.path, row);
+    this.patch(row, e);
+    return row;
+  }
+
+  /** patch brings a row up to date with its entry, touching only the cells that changed. */
+  private patch(row: HTMLTableRowElement, e: Entry): void {
+    const s = this.state.get(row)!;
+    const old = s.entry;
+    const running = e.type === 'notebook' || isNotebook(e.name) ? this.running.has(e.path) : false;
+    if (old.path !== e.path || old.name !== e.name || old.type !== e.type) {
+      s.entry = e;
+      row.dataset.path = e.path;
+      row.dataset.type = e.type;
+      this.relabel(row, e);
+    }
+    if (old.last_modified !== e.last_modified) {
+      const time = row.cells[1].firstElementChild as HTMLTimeElement;
+      time.dateTime = e.last_modified ?? '';
+      time.textContent = this.dates.format(e.last_modified);
+    }
+    if (old.size !== e.size || old.type !== e.type) {
+      row.cells[2].textContent = e.type === 'directory' ? '' : formatSize(e.size);
+    }
+    if (running !== s.running) {
+      s.running = running;
+      (row.cells[0].querySelector('.nb-running') as HTMLElement).hidden = !running;
+      row.classList.toggle('nb-is-running', running);
+    }
+    s.entry = e;
+  }
+
+  /** relabel sets what depends on the name and type: the link, its target, the buttons' names. */
+  private relabel(row: HTMLTableRowElement, e: Entry): void {
+    const cell = row.cells[0];
+    const link = cell.querySelector('a.nb-name') as HTMLAnchorElement;
+    const kind = typeLabel(e);
+    (cell.querySelector('.nb-kind') as HTMLElement).textContent = kind + ': ';
+    (cell.querySelector('.nb-icon') as HTMLElement).dataset.kind = kind.toLowerCase();
+    link.textContent = e.name;
+    if (e.type === 'directory') {
+      link.href = this.links.dir(e.path);
+      link.removeAttribute('target');
+      link.removeAttribute('rel');
+    } else if (e.type === 'notebook' || isNotebook(e.name)) {
+      link.href = this.links.notebook(e.path);
+      link.removeAttribute('target');
+      link.removeAttribute('rel');
+    } else {
+      link.href = this.links.file(e.path);
+      link.target = '_blank';
+      link.rel = 'noopener';
+    }
+    for (const b of row.cells[3].querySelectorAll<HTMLButtonElement>('button[data-action]')) {
+      const verb = b.textContent;
+      b.setAttribute('aria-label', `${verb} ${e.name}`);
+      if (b.dataset.action === 'copy') {
+        // The contents API copies files, not directories.
+        b.hidden = e.type === 'directory';
+      }
+    }
+  }
+
+  private onClick(ev: Event): void {
+    const target = ev.target as Element;
+    const sort = target.closest<HTMLButtonElement>('button.nb-sort');
+    if (sort) {
+      this.sortBy(sort.dataset.sort as SortKey);
+      return;
+    }
+    const button = target.closest<HTMLButtonElement>('button[data-action]');
+    const row = button?.closest('tr');
+    if (!button || !row || !row.dataset.path) {
+      return;
+    }
+    const s = this.state.get(row as HTMLTableRowElement);
+    if (!s) {
+      return;
+    }
+    switch (button.dataset.action) {
+      case 'rename':
+        this.startRename(s.entry.path);
+        break;
+      case 'copy':
+        this.actions.copy(s.entry.path);
+        break;
+      case 'delete':
+        this.actions.delete(s.entry.path, s.entry.type);
+        break;
+    }
+  }
+}
