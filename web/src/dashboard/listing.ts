@@ -33,6 +33,17 @@ interface RowState {
   entry: Entry;
   running: boolean;
   editing?: RenameEdit;
+  // The row's parts, kept so that updates need no queries.
+  nameCell: HTMLTableCellElement;
+  link: HTMLAnchorElement;
+  kind: HTMLElement;
+  icon: HTMLElement;
+  badge: HTMLElement;
+  time: HTMLTimeElement;
+  size: HTMLTableCellElement;
+  rename: HTMLButtonElement;
+  copy: HTMLButtonElement;
+  del: HTMLButtonElement;
 }
 
 interface RenameEdit {
@@ -134,7 +145,10 @@ export class Listing {
 
   /** focusRow puts the focus on a row's link (after an action made or moved it). */
   focusRow(path: string): void {
-    this.rows.get(path)?.querySelector<HTMLElement>('a.nb-name')?.focus();
+    const row = this.rows.get(path);
+    if (row) {
+      this.state.get(row)!.link.focus();
+    }
   }
 
   /** startRename turns a row's name into a text field; Enter (or leaving it) renames, Escape
@@ -161,16 +175,14 @@ export class Listing {
     const edit: RenameEdit = { input, done: false };
     s.editing = edit;
     row.classList.add('nb-editing');
-    const cell = row.cells[0];
-    cell.querySelector<HTMLElement>('a.nb-name')!.hidden = true;
-    cell.append(input);
+    s.link.hidden = true;
+    s.nameCell.append(input);
     const finish = (newPath?: string) => {
       edit.done = true;
       input.remove();
       s.editing = undefined;
       row.classList.remove('nb-editing');
-      const link = cell.querySelector<HTMLElement>('a.nb-name')!;
-      link.hidden = false;
+      s.link.hidden = false;
       if (newPath && newPath !== row.dataset.path) {
         this.rekey(row, newPath);
       }
@@ -290,32 +302,26 @@ export class Listing {
   /** make builds a row: name link, date, size, actions. */
   private make(e: Entry): HTMLTableRowElement {
     const link = h('a', { class: 'nb-name' });
-    const nameCell = h(
-      'td',
-      { class: 'nb-col-name' },
-      h('span', { class: 'nb-icon', 'aria-hidden': 'true' }),
-      h('span', { class: 'nb-sr-only nb-kind' }),
-      link,
-      h('span', { class: 'nb-running', hidden: true }, 'Running'),
-    );
+    const kind = h('span', { class: 'nb-sr-only' });
+    const icon = h('span', { class: 'nb-icon', 'aria-hidden': 'true' });
+    const badge = h('span', { class: 'nb-running', hidden: true }, 'Running');
+    const nameCell = h('td', { class: 'nb-col-name' }, icon, kind, link, badge);
     const time = h('time');
-    const buttons = h(
-      'td',
-      { class: 'nb-col-actions' },
-      h('button', { type: 'button', 'data-action': 'rename' }, 'Rename'),
-      h('button', { type: 'button', 'data-action': 'copy' }, 'Copy'),
-      h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete'),
-    );
+    const size = h('td', { class: 'nb-col-size' });
+    const rename = h('button', { type: 'button', 'data-action': 'rename' }, 'Rename');
+    const copy = h('button', { type: 'button', 'data-action': 'copy' }, 'Copy');
+    const del = h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete');
     const row = h(
       'tr',
       { 'data-path': e.path, 'data-type': e.type },
       nameCell,
       h('td', { class: 'nb-col-last_modified' }, time),
-      h('td', { class: 'nb-col-size' }),
-      buttons,
+      size,
+      h('td', { class: 'nb-col-actions' }, rename, copy, del),
     );
     // A blank entry, so that patch fills every cell.
-    this.state.set(row, { entry: { name: '\0', path: '\0', type: '', last_modified: '\0', size: NaN }, running: false });
+    const blank: Entry = { name: '\0', path: '\0', type: '', last_modified: '\0', size: NaN };
+    this.state.set(row, { entry: blank, running: false, nameCell, link, kind, icon, badge, time, size, rename, copy, del });
     this.rows.set(e.path, row);
     this.patch(row, e);
     return row;
@@ -333,16 +339,15 @@ export class Listing {
       this.relabel(row, e);
     }
     if (old.last_modified !== e.last_modified) {
-      const time = row.cells[1].firstElementChild as HTMLTimeElement;
-      time.dateTime = e.last_modified ?? '';
-      time.textContent = this.dates.format(e.last_modified);
+      s.time.dateTime = e.last_modified ?? '';
+      s.time.textContent = this.dates.format(e.last_modified);
     }
     if (old.size !== e.size || old.type !== e.type) {
-      row.cells[2].textContent = e.type === 'directory' ? '' : formatSize(e.size);
+      s.size.textContent = e.type === 'directory' ? '' : formatSize(e.size);
     }
     if (running !== s.running) {
       s.running = running;
-      (row.cells[0].querySelector('.nb-running') as HTMLElement).hidden = !running;
+      s.badge.hidden = !running;
       row.classList.toggle('nb-is-running', running);
     }
     s.entry = e;
@@ -350,11 +355,11 @@ export class Listing {
 
   /** relabel sets what depends on the name and type: the link, its target, the buttons' names. */
   private relabel(row: HTMLTableRowElement, e: Entry): void {
-    const cell = row.cells[0];
-    const link = cell.querySelector('a.nb-name') as HTMLAnchorElement;
+    const s = this.state.get(row)!;
+    const link = s.link;
     const kind = typeLabel(e);
-    (cell.querySelector('.nb-kind') as HTMLElement).textContent = kind + ': ';
-    (cell.querySelector('.nb-icon') as HTMLElement).dataset.kind = kind.toLowerCase();
+    s.kind.textContent = kind + ': ';
+    s.icon.dataset.kind = kind.toLowerCase();
     link.textContent = e.name;
     if (e.type === 'directory') {
       link.href = this.links.dir(e.path);
@@ -369,14 +374,11 @@ export class Listing {
       link.target = '_blank';
       link.rel = 'noopener';
     }
-    for (const b of row.cells[3].querySelectorAll<HTMLButtonElement>('button[data-action]')) {
-      const verb = b.textContent;
-      b.setAttribute('aria-label', `${verb} ${e.name}`);
-      if (b.dataset.action === 'copy') {
-        // The contents API copies files, not directories.
-        b.hidden = e.type === 'directory';
-      }
-    }
+    s.rename.setAttribute('aria-label', `Rename ${e.name}`);
+    s.copy.setAttribute('aria-label', `Copy ${e.name}`);
+    s.del.setAttribute('aria-label', `Delete ${e.name}`);
+    // The contents API copies files, not directories.
+    s.copy.hidden = e.type === 'directory';
   }
 
   private onClick(ev: Event): void {
