@@ -299,29 +299,52 @@ export class Listing {
     }
   }
 
-  /** make builds a row: name link, date, size, actions. */
+  private template: HTMLTableRowElement | undefined;
+
+  /** make builds a row (name link, date, size, actions) as a copy of a template row: cloning
+   * is several times faster than making each element, which counts for 1,000 rows. */
   private make(e: Entry): HTMLTableRowElement {
-    const link = h('a', { class: 'nb-name' });
-    const kind = h('span', { class: 'nb-sr-only' });
-    const icon = h('span', { class: 'nb-icon', 'aria-hidden': 'true' });
-    const badge = h('span', { class: 'nb-running', hidden: true }, 'Running');
-    const nameCell = h('td', { class: 'nb-col-name' }, icon, kind, link, badge);
-    const time = h('time');
-    const size = h('td', { class: 'nb-col-size' });
-    const rename = h('button', { type: 'button', 'data-action': 'rename' }, 'Rename');
-    const copy = h('button', { type: 'button', 'data-action': 'copy' }, 'Copy');
-    const del = h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete');
-    const row = h(
+    this.template ??= h(
       'tr',
-      { 'data-path': e.path, 'data-type': e.type },
-      nameCell,
-      h('td', { class: 'nb-col-last_modified' }, time),
-      size,
-      h('td', { class: 'nb-col-actions' }, rename, copy, del),
+      {},
+      h(
+        'td',
+        { class: 'nb-col-name' },
+        h('span', { class: 'nb-icon', 'aria-hidden': 'true' }),
+        h('span', { class: 'nb-sr-only' }),
+        h('a', { class: 'nb-name' }),
+        h('span', { class: 'nb-running', hidden: true }, 'Running'),
+      ),
+      h('td', { class: 'nb-col-last_modified' }, h('time')),
+      h('td', { class: 'nb-col-size' }),
+      h(
+        'td',
+        { class: 'nb-col-actions' },
+        h('button', { type: 'button', 'data-action': 'rename' }, 'Rename'),
+        h('button', { type: 'button', 'data-action': 'copy' }, 'Copy'),
+        h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete'),
+      ),
     );
+    const row = this.template.cloneNode(true) as HTMLTableRowElement;
+    const [nameCell, dateCell, size, actions] = row.children as unknown as HTMLTableCellElement[];
+    const [icon, kind, link, badge] = nameCell.children as unknown as HTMLElement[];
+    const [rename, copy, del] = actions.children as unknown as HTMLButtonElement[];
     // A blank entry, so that patch fills every cell.
     const blank: Entry = { name: '\0', path: '\0', type: '', last_modified: '\0', size: NaN };
-    this.state.set(row, { entry: blank, running: false, nameCell, link, kind, icon, badge, time, size, rename, copy, del });
+    this.state.set(row, {
+      entry: blank,
+      running: false,
+      nameCell,
+      link: link as HTMLAnchorElement,
+      kind,
+      icon,
+      badge,
+      time: dateCell.firstElementChild as HTMLTimeElement,
+      size,
+      rename,
+      copy,
+      del,
+    });
     this.rows.set(e.path, row);
     this.patch(row, e);
     return row;
@@ -339,7 +362,7 @@ export class Listing {
       this.relabel(row, e);
     }
     if (old.last_modified !== e.last_modified) {
-      s.time.dateTime = e.last_modified ?? '';
+      s.time.setAttribute('datetime', e.last_modified ?? '');
       s.time.textContent = this.dates.format(e.last_modified);
     }
     if (old.size !== e.size || old.type !== e.type) {
@@ -361,18 +384,14 @@ export class Listing {
     s.kind.textContent = kind + ': ';
     s.icon.dataset.kind = kind.toLowerCase();
     link.textContent = e.name;
-    if (e.type === 'directory') {
-      link.href = this.links.dir(e.path);
-      link.removeAttribute('target');
-      link.removeAttribute('rel');
-    } else if (e.type === 'notebook' || isNotebook(e.name)) {
-      link.href = this.links.notebook(e.path);
+    if (e.type === 'directory' || e.type === 'notebook' || isNotebook(e.name)) {
+      link.setAttribute('href', e.type === 'directory' ? this.links.dir(e.path) : this.links.notebook(e.path));
       link.removeAttribute('target');
       link.removeAttribute('rel');
     } else {
-      link.href = this.links.file(e.path);
-      link.target = '_blank';
-      link.rel = 'noopener';
+      link.setAttribute('href', this.links.file(e.path));
+      link.setAttribute('target', '_blank');
+      link.setAttribute('rel', 'noopener');
     }
     s.rename.setAttribute('aria-label', `Rename ${e.name}`);
     s.copy.setAttribute('aria-label', `Copy ${e.name}`);
