@@ -28,13 +28,13 @@ export class Toolbar {
 
   constructor(actions: ToolbarActions) {
     this.kernel = h('select', { id: 'nb-kernel', name: 'kernel', disabled: true }, h('option', { value: '' }, 'Loading…'));
-    this.newNotebookButton = h('button', { type: 'button', class: 'nb-primary', disabled: true }, 'New notebook');
+    this.newNotebookButton = h('button', { type: 'button', class: 'nb-primary', 'data-action': 'new-notebook', disabled: true }, 'New notebook');
     this.newNotebookButton.addEventListener('click', () => {
       if (this.kernel.value) {
         actions.newNotebook(this.kernel.value);
       }
     });
-    const newFolder = h('button', { type: 'button' }, 'New folder');
+    const newFolder = h('button', { type: 'button', 'data-action': 'new-folder' }, 'New folder');
     newFolder.addEventListener('click', () => actions.newFolder());
     const file = h('input', { type: 'file', multiple: true, class: 'nb-upload-input', id: 'nb-upload' });
     file.addEventListener('change', () => {

@@ -78,7 +78,7 @@ export class Clusters {
           h('th', { scope: 'col' }, 'Status'),
           h('th', { scope: 'col' }, 'Engines ready'),
           h('th', { scope: 'col' }, 'Engines to start'),
-          h('th', { scope: 'col' }, 'Actions'),
+          h('th', { scope: 'col', class: 'nb-col-actions' }, 'Actions'),
         ),
       ),
       this.tbody,

@@ -41,7 +41,7 @@ export class Running {
           h('th', { scope: 'col' }, 'Notebook'),
           h('th', { scope: 'col' }, 'Kernel'),
           h('th', { scope: 'col' }, 'State'),
-          h('th', { scope: 'col' }, 'Actions'),
+          h('th', { scope: 'col', class: 'nb-col-actions' }, 'Actions'),
         ),
       ),
       this.tbody,
