@@ -7,6 +7,11 @@ import { h } from '../shell/dom';
 export function errorText(err: unknown): string {
   if (err instanceof ServerConnection.ResponseError) {
     const r = err.response;
+    const generic = ['', 'forbidden', 'unauthorized'].includes(err.message.trim().toLowerCase());
+    if ((r.status === 401 || r.status === 403) && generic) {
+      // What a server restarted with a new token, or an expired login, answers.
+      return 'The server does not know you (any more): reload the page to log in again.';
+    }
     if (err.message && !err.message.startsWith('Invalid response:')) {
       return err.message;
     }
@@ -41,9 +46,12 @@ export class Alerts {
   show(what: unknown, context = '', source = ''): void {
     const msg = errorText(what);
     const text = context ? `${context}: ${msg}` : msg;
-    // Polling says the same again every few seconds: do not make screen readers repeat it.
-    if (source !== '' && this.source === source && this.text.textContent === text && !this.element.hidden) {
-      return;
+    // Polling says the same again every few seconds, and a server that is down fails every
+    // poll: keep the first message rather than make screen readers repeat or flip it.
+    if (source !== '' && this.source !== undefined && this.source !== '' && !this.element.hidden) {
+      if (this.source !== source || this.text.textContent === text) {
+        return;
+      }
     }
     this.source = source;
     this.text.textContent = text;
