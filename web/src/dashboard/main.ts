@@ -2,7 +2,7 @@
 // rename, copy, delete), the running notebooks and the clusters, kept up to date by polling.
 import '../shell/base.css';
 import './dashboard.css';
-import type { Contents, Session } from '@jupyterlab/services';
+import { ServerConnection, type Session } from '@jupyterlab/services';
 import { config, notebookURL, treeURL, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
@@ -99,6 +99,7 @@ const listing = new Listing(
 
 let runningPaths = new Set<string>();
 let listed = false;
+let listingFailed = false;
 
 async function loadListing(): Promise<void> {
   const seq = ++requestSeq;
@@ -119,8 +120,10 @@ async function loadListing(): Promise<void> {
       performance.measure('nbkube:dashboard-render', { start: t0 });
       performance.mark('nbkube:dashboard-listed');
     }
+    listingFailed = false;
     alerts.ok('listing');
   } catch (err) {
+    listingFailed = true;
     alerts.show(err, dir === '' ? 'Cannot list your files' : `Cannot list ${dir}`, 'listing');
   }
 }
@@ -172,8 +175,15 @@ const clustersSection = h(
 async function loadClusters(): Promise<void> {
   try {
     clusters.update(await api<Cluster[]>('api/clusters'));
+    clustersSection.hidden = false;
     alerts.ok('clusters');
   } catch (err) {
+    if (err instanceof ServerConnection.ResponseError && (err.response.status === 404 || err.response.status === 403) && !listingFailed) {
+      // No clusters here for this user (the listing works, so the login does): no section.
+      clustersSection.hidden = true;
+      alerts.ok('clusters');
+      return;
+    }
     alerts.show(err, 'Cannot list the clusters', 'clusters');
   }
 }
