@@ -6,6 +6,7 @@ import { ServerConnection, type Session } from '@jupyterlab/services';
 import { config, notebookURL, treeURL, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
+import { markReady, markRendered } from '../shell/ready';
 import { api, services } from '../shell/server';
 import { UploadProgress, Toolbar } from './actions';
 import { Alerts, errorText } from './alerts';
@@ -115,10 +116,10 @@ async function loadListing(): Promise<void> {
     const t0 = performance.now();
     listing.update(model.content as Entry[], runningPaths);
     if (!listed) {
-      // Marks for performance tests: when the rows are in, and how long building them took.
+      // The rows are in and take input: the page is rendered (and how long the rows took).
       listed = true;
-      performance.measure('nbkube:dashboard-render', { start: t0 });
-      performance.mark('nbkube:dashboard-listed');
+      performance.measure('nbkube-dashboard-rows', { start: t0 });
+      markRendered('dashboard');
     }
     listingFailed = false;
     alerts.ok('listing');
@@ -243,7 +244,7 @@ const toolbar = new Toolbar({
   },
 });
 
-void manager.kernelspecs.ready
+const specsLoaded = manager.kernelspecs.ready
   .then(() => toolbar.setKernelSpecs(manager.kernelspecs.specs))
   .catch((err) => alerts.show(err, 'Cannot list the kernels'));
 manager.kernelspecs.specsChanged.connect((_, specs) => toolbar.setKernelSpecs(specs));
@@ -283,7 +284,6 @@ const poller = new Poller(async () => {
   await Promise.all([loadListing(), loadSessions(), loadClusters()]);
 }, POLL_MS);
 
-void poller.start().then(() => {
-  performance.mark('nbkube:dashboard-ready');
-  document.body.dataset.ready = 'dashboard';
-});
+// Ready once the listing, sessions and clusters were shown (or their errors) and the Kernel
+// select is filled, so that New notebook works.
+void Promise.all([poller.start(), specsLoaded]).then(() => markReady('dashboard'));
