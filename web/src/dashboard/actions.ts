@@ -5,7 +5,6 @@ import { h } from '../shell/dom';
 import { formatSize } from './format';
 
 export interface ToolbarActions {
-  newNotebook(kernel: string): void;
   newFolder(): void;
   upload(files: File[]): void;
 }
@@ -26,14 +25,10 @@ export class Toolbar {
   private readonly kernel: HTMLSelectElement;
   private readonly newNotebookButton: HTMLButtonElement;
 
-  constructor(actions: ToolbarActions) {
+  /** newURL is where a new notebook is made (<base>/new); dir is the directory it goes in. */
+  constructor(newURL: string, dir: string, actions: ToolbarActions) {
     this.kernel = h('select', { id: 'nb-kernel', name: 'kernel', disabled: true }, h('option', { value: '' }, 'Loading…'));
-    this.newNotebookButton = h('button', { type: 'button', class: 'nb-primary', 'data-action': 'new-notebook', disabled: true }, 'New notebook');
-    this.newNotebookButton.addEventListener('click', () => {
-      if (this.kernel.value) {
-        actions.newNotebook(this.kernel.value);
-      }
-    });
+    this.newNotebookButton = h('button', { type: 'submit', class: 'nb-primary', 'data-action': 'new-notebook', disabled: true }, 'New notebook');
     const newFolder = h('button', { type: 'button', 'data-action': 'new-folder' }, 'New folder');
     newFolder.addEventListener('click', () => actions.newFolder());
     const file = h('input', { type: 'file', multiple: true, class: 'nb-upload-input', id: 'nb-upload' });
@@ -49,9 +44,12 @@ export class Toolbar {
     this.element = h(
       'div',
       { class: 'nb-toolbar' },
+      // A plain GET form: the server makes the notebook (?dir=&kernel=) and sends the browser
+      // on to its page, in this tab.
       h(
-        'div',
-        { class: 'nb-new-notebook' },
+        'form',
+        { class: 'nb-new-notebook', method: 'get', action: newURL },
+        h('input', { type: 'hidden', name: 'dir', value: dir }),
         h('label', { for: 'nb-kernel' }, 'Kernel'),
         this.kernel,
         this.newNotebookButton,

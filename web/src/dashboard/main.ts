@@ -27,12 +27,12 @@ const alerts = new Alerts();
 
 document.title = `${dir === '' ? 'Home' : baseName(dir)} – nbkube`;
 
-// Results of a listing asked for before the last action finished are stale: the action may
-// have renamed or deleted what they show.
-let requestSeq = 0;
-let freshFrom = 0;
+// Answers to requests made before the last action finished are stale (the action may have
+// renamed, deleted or shut down what they show): each action starts a new epoch, and polls
+// drop what they asked for in an older one.
+let epoch = 0;
 function actionDone(): Promise<void> {
-  freshFrom = requestSeq + 1;
+  epoch++;
   return poller.refresh();
 }
 
@@ -103,10 +103,10 @@ let listed = false;
 let listingFailed = false;
 
 async function loadListing(): Promise<void> {
-  const seq = ++requestSeq;
+  const asked = epoch;
   try {
     const model = await manager.contents.get(dir, { content: true });
-    if (seq < freshFrom) {
+    if (asked !== epoch) {
       return;
     }
     if (model.type !== 'directory') {
@@ -138,9 +138,13 @@ const running = new Running(notebookURL, {
 });
 
 async function loadSessions(): Promise<void> {
+  const asked = epoch;
   try {
     // One GET of the sessions: the session manager's own refresh waits for its poll's tick.
     const sessions = await api<Session.IModel[]>('api/sessions');
+    if (asked !== epoch) {
+      return;
+    }
     running.update(sessions);
     runningPaths = new Set(sessions.map((s) => s.path));
     listing.setRunning(runningPaths);
@@ -174,8 +178,13 @@ const clustersSection = h(
 );
 
 async function loadClusters(): Promise<void> {
+  const asked = epoch;
   try {
-    clusters.update(await api<Cluster[]>('api/clusters'));
+    const list = await api<Cluster[]>('api/clusters');
+    if (asked !== epoch) {
+      return;
+    }
+    clusters.update(list);
     clustersSection.hidden = false;
     alerts.ok('clusters');
   } catch (err) {
@@ -226,10 +235,7 @@ async function upload(files: File[]): Promise<void> {
   }
 }
 
-const toolbar = new Toolbar({
-  newNotebook(kernel) {
-    window.location.assign(`${url('new')}?dir=${encodeURIComponent(dir)}&kernel=${encodeURIComponent(kernel)}`);
-  },
+const toolbar = new Toolbar(url('new'), dir, {
   newFolder() {
     void act('Cannot make a folder', () => manager.contents.newUntitled({ path: dir, type: 'directory' })).then(async (m) => {
       if (!m) {
