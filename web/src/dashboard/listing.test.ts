@@ -159,6 +159,31 @@ test('Escape gives up a rename; a failed rename keeps the field', async () => {
   assert.equal(row.dataset.path, 'd/x.ipynb');
 });
 
+test('leaving a rename field after a failure gives up rather than retrying the same name', async () => {
+  const { listing, calls } = make({
+    rename: async (p, n) => {
+      calls.push(`rename ${p} ${n}`);
+      return undefined;
+    },
+  });
+  const other = document.createElement('button');
+  listing.update([entry('a.ipynb')]);
+  document.body.append(other);
+  const row = listing.row('d/a.ipynb')!;
+  listing.startRename('d/a.ipynb');
+  const input = row.querySelector<HTMLInputElement>('input.nb-rename')!;
+  input.value = 'taken.ipynb';
+  input.dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Enter', bubbles: true }));
+  await new Promise((r) => setTimeout(r, 0));
+  assert.equal(document.activeElement, input);
+  other.focus(); // the user goes elsewhere
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(calls, ['rename d/a.ipynb taken.ipynb']);
+  assert.equal(row.querySelector('input.nb-rename'), null);
+  assert.equal(document.activeElement, other, 'the focus stays where the user put it');
+  assert.equal(row.dataset.path, 'd/a.ipynb');
+});
+
 test('running notebooks are marked', () => {
   const { listing } = make();
   listing.update([entry('a.ipynb'), entry('b.ipynb')], new Set(['d/b.ipynb']));

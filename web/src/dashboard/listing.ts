@@ -177,7 +177,9 @@ export class Listing {
     row.classList.add('nb-editing');
     s.link.hidden = true;
     s.nameCell.append(input);
-    const finish = (newPath?: string) => {
+    // focus says whether the row's link takes the focus after: not when the user left the
+    // field for somewhere else.
+    const finish = (newPath?: string, focus = true) => {
       edit.done = true;
       input.remove();
       s.editing = undefined;
@@ -186,15 +188,19 @@ export class Listing {
       if (newPath && newPath !== row.dataset.path) {
         this.rekey(row, newPath);
       }
-      this.focusRow(row.dataset.path!);
+      if (focus) {
+        this.focusRow(row.dataset.path!);
+      }
     };
-    const commit = async () => {
+    let lastFailed: string | undefined;
+    const commit = async (viaBlur: boolean) => {
       if (edit.done) {
         return;
       }
       const value = input.value.trim();
-      if (value === '' || value === s.entry.name) {
-        finish();
+      // Leaving the field with nothing new (or with a name that just failed) gives up.
+      if (value === '' || value === s.entry.name || (viaBlur && value === lastFailed)) {
+        finish(undefined, !viaBlur);
         return;
       }
       edit.done = true; // no second commit from the blur that follows
@@ -202,19 +208,20 @@ export class Listing {
       const newPath = await this.actions.rename(s.entry.path, value);
       input.removeAttribute('aria-busy');
       if (newPath === undefined) {
+        lastFailed = value;
         edit.done = false;
-        if (input.isConnected) {
+        if (!viaBlur && input.isConnected) {
           input.focus();
           input.select();
         }
         return;
       }
-      finish(newPath);
+      finish(newPath, !viaBlur);
     };
     input.addEventListener('keydown', (ev) => {
       if (ev.key === 'Enter') {
         ev.preventDefault();
-        void commit();
+        void commit(false);
       } else if (ev.key === 'Escape') {
         ev.preventDefault();
         ev.stopPropagation();
@@ -223,14 +230,9 @@ export class Listing {
         }
       }
     });
-    input.addEventListener('blur', () => void commit());
+    input.addEventListener('blur', () => void commit(true));
     input.focus();
     input.setSelectionRange(0, stemLength(name, s.entry.type === 'directory'));
-  }
-
-  /** isEditing reports whether a rename is under way (polling then must not steal focus). */
-  isEditing(): boolean {
-    return this.tbody.querySelector('.nb-editing') !== null;
   }
 
   private rekey(row: HTMLTableRowElement, newPath: string): void {
