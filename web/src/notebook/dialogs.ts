@@ -1,0 +1,91 @@
+// Modal dialogs (the native <dialog>: focus kept inside, Esc cancels): a choice among
+// buttons, a text prompt, and a pick from a list.
+import { h } from '../shell/dom';
+
+export interface Choice {
+  value: string;
+  label: string;
+  primary?: boolean;
+}
+
+function open(title: string, body: Node[], buttons: Choice[], onOpen?: (d: HTMLDialogElement) => void): { dialog: HTMLDialogElement; result: Promise<string | null> } {
+  const titleId = 'nb-dialog-title-' + Math.random().toString(36).slice(2);
+  const form = h('form', { method: 'dialog', class: 'nb-dialog-form' });
+  const row = h('div', { class: 'nb-dialog-buttons' });
+  for (const b of buttons) {
+    row.append(h('button', { type: 'submit', value: b.value, class: b.primary ? 'nb-primary' : undefined }, b.label));
+  }
+  form.append(h('h2', { id: titleId, class: 'nb-dialog-title' }, title), ...body, row);
+  const dialog = h('dialog', { class: 'nb-dialog', 'aria-labelledby': titleId }, form);
+  document.body.append(dialog);
+  const result = new Promise<string | null>((resolve) => {
+    dialog.addEventListener('close', () => {
+      const v = dialog.returnValue;
+      dialog.remove();
+      resolve(v === '' || v === 'cancel' ? null : v);
+    });
+  });
+  dialog.returnValue = '';
+  if (typeof dialog.showModal === 'function') {
+    dialog.showModal();
+  } else {
+    dialog.setAttribute('open', '');
+  }
+  onOpen?.(dialog);
+  return { dialog, result };
+}
+
+/** choose asks a question with buttons; resolves with the value chosen, or null (Esc). */
+export function choose(title: string, message: string, buttons: Choice[]): Promise<string | null> {
+  return open(title, [h('p', {}, message)], buttons).result;
+}
+
+/** alert shows a message with one OK button. */
+export async function alert(title: string, message: string): Promise<void> {
+  await choose(title, message, [{ value: 'ok', label: 'OK', primary: true }]);
+}
+
+/** prompt asks for a line of text; resolves with it, or null when cancelled. */
+export async function prompt(title: string, label: string, value: string, okLabel = 'OK'): Promise<string | null> {
+  const input = h('input', { type: 'text', class: 'nb-dialog-input', value, 'aria-label': label, required: true });
+  const { dialog, result } = open(
+    title,
+    [h('label', { class: 'nb-dialog-label' }, label, input)],
+    [
+      { value: 'cancel', label: 'Cancel' },
+      { value: 'ok', label: okLabel, primary: true },
+    ],
+  );
+  input.focus();
+  input.select();
+  // Enter submits with the primary button's value.
+  input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter') {
+      e.preventDefault();
+      if (input.value.trim() !== '') {
+        dialog.close('ok');
+      }
+    }
+  });
+  const r = await result;
+  return r === 'ok' ? input.value.trim() : null;
+}
+
+/** pick asks for one of a list (radio buttons); resolves with its value, or null. */
+export async function pick(title: string, message: string, items: Choice[], okLabel: string): Promise<string | null> {
+  const name = 'nb-pick-' + Math.random().toString(36).slice(2);
+  const list = h('fieldset', { class: 'nb-dialog-list' }, h('legend', {}, message));
+  items.forEach((it, i) => {
+    list.append(h('label', {}, h('input', { type: 'radio', name, value: it.value, checked: i === 0 }), ' ', it.label));
+  });
+  const { result } = open(title, [list], [
+    { value: 'cancel', label: 'Cancel' },
+    { value: 'ok', label: okLabel, primary: true },
+  ]);
+  const chosen = () => (list.querySelector(`input[name="${name}"]:checked`) as HTMLInputElement | null)?.value ?? null;
+  let v: string | null = null;
+  list.addEventListener('change', () => (v = chosen()));
+  v = chosen();
+  const r = await result;
+  return r === 'ok' ? v : null;
+}

@@ -1,0 +1,225 @@
+// The notebook's kernel: a session for its path (found or started) through the service
+// client, its status as the page shows it, and requests to the kernel. A dropped WebSocket is
+// reconnected by @jupyterlab/services with the same client id; the futures of executions in
+// flight are kept by the kernel connection, so output the server replays lands in its cell.
+import type { Kernel, KernelMessage, Session, ServiceManager } from '@jupyterlab/services';
+
+/** The status the page shows. */
+export type ShownStatus = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'reconnecting' | 'no kernel';
+
+/** shownStatus is the page's status of a kernel's status and its connection's. */
+export function shownStatus(status: Kernel.Status | null, conn: Kernel.ConnectionStatus | null, everConnected: boolean): ShownStatus {
+  if (status === null) {
+    return 'no kernel';
+  }
+  if (status === 'dead' || status === 'terminating') {
+    return 'dead';
+  }
+  if (conn === 'connecting') {
+    return everConnected ? 'reconnecting' : 'starting';
+  }
+  if (conn === 'disconnected') {
+    return 'dead';
+  }
+  switch (status) {
+    case 'idle':
+      return 'idle';
+    case 'busy':
+      return 'busy';
+    case 'restarting':
+    case 'autorestarting':
+      return 'restarting';
+    default:
+      return 'starting';
+  }
+}
+
+export interface ExecuteHandlers {
+  onIOPub: (msg: KernelMessage.IIOPubMessage) => void;
+  onInput: (prompt: string, password: boolean) => Promise<string>;
+  onReply: (reply: KernelMessage.IExecuteReply) => void;
+}
+
+export class KernelSession {
+  session: Session.ISessionConnection | null = null;
+  private everConnected = false;
+  private statusListeners: ((s: ShownStatus) => void)[] = [];
+  private iopubListeners: ((m: KernelMessage.IIOPubMessage) => void)[] = [];
+  private restartListeners: (() => void)[] = [];
+  private last: ShownStatus = 'starting';
+
+  constructor(private manager: ServiceManager.IManager) {}
+
+  get kernel(): Kernel.IKernelConnection | null {
+    return this.session?.kernel ?? null;
+  }
+
+  get status(): ShownStatus {
+    return this.last;
+  }
+
+  onStatus(l: (s: ShownStatus) => void): void {
+    this.statusListeners.push(l);
+  }
+
+  /** onIOPub hears every IOPub message (update_display_data goes to the display registry). */
+  onIOPub(l: (m: KernelMessage.IIOPubMessage) => void): void {
+    this.iopubListeners.push(l);
+  }
+
+  /** onRestart hears a restart (the kernel's executions in flight are then gone). */
+  onRestart(l: () => void): void {
+    this.restartListeners.push(l);
+  }
+
+  private update(): void {
+    const k = this.kernel;
+    if (k && k.connectionStatus === 'connected') {
+      this.everConnected = true;
+    }
+    const s = shownStatus(k ? k.status : null, k ? k.connectionStatus : null, this.everConnected);
+    if (s !== this.last) {
+      this.last = s;
+      for (const l of this.statusListeners) l(s);
+    }
+  }
+
+  /** defaultKernelName is the kernel the notebook asks for, or the server's default. */
+  async kernelName(wanted: string | undefined): Promise<string | undefined> {
+    await this.manager.kernelspecs.ready;
+    const specs = this.manager.kernelspecs.specs;
+    if (wanted && specs && specs.kernelspecs[wanted]) {
+      return wanted;
+    }
+    return specs?.default || wanted;
+  }
+
+  /** connect finds the notebook's session or starts one. */
+  async connect(path: string, name: string, kernelName: string | undefined): Promise<void> {
+    const sessions = this.manager.sessions;
+    const model = await sessions.findByPath(path);
+    let conn: Session.ISessionConnection;
+    if (model && model.kernel) {
+      conn = sessions.connectTo({ model });
+    } else {
+      const kname = await this.kernelName(kernelName);
+      conn = await sessions.startNew({ path, type: 'notebook', name, kernel: kname ? { name: kname } : undefined });
+    }
+    this.attach(conn);
+  }
+
+  private attach(conn: Session.ISessionConnection): void {
+    this.session = conn;
+    conn.statusChanged.connect(() => this.update());
+    conn.connectionStatusChanged.connect(() => this.update());
+    conn.kernelChanged.connect(() => {
+      this.everConnected = false;
+      this.update();
+    });
+    conn.iopubMessage.connect((_, m) => {
+      if (m.header.msg_type === 'status' && (m.content as KernelMessage.IStatusMsg['content']).execution_state === 'restarting') {
+        for (const l of this.restartListeners) l();
+      }
+      for (const l of this.iopubListeners) l(m);
+    });
+    this.update();
+  }
+
+  /** ready resolves once the kernel is connected and idle (or after the timeout). */
+  whenIdle(timeoutMs = 120000): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      if (this.last === 'idle') {
+        done();
+        return;
+      }
+      this.onStatus((s) => {
+        if (s === 'idle') {
+          done();
+        }
+      });
+    });
+  }
+
+  /** execute runs code; handlers hear its output, input requests and reply. The returned
+   * promise settles when the execution is done (or fails when the kernel restarted). */
+  execute(code: string, h: ExecuteHandlers): Promise<void> {
+    const k = this.kernel;
+    if (!k) {
+      return Promise.reject(new Error('no kernel'));
+    }
+    const future = k.requestExecute({ code, stop_on_error: true, allow_stdin: true, store_history: true, silent: false });
+    future.onIOPub = (m) => h.onIOPub(m);
+    future.onStdin = (m) => {
+      if (m.header.msg_type !== 'input_request') {
+        return;
+      }
+      const c = (m as KernelMessage.IInputRequestMsg).content;
+      void h.onInput(c.prompt, c.password).then((value) => {
+        this.kernel?.sendInputReply({ status: 'ok', value }, m.header as KernelMessage.IInputReplyMsg['parent_header']);
+      });
+    };
+    future.onReply = (m) => h.onReply(m.content as KernelMessage.IExecuteReply);
+    return future.done.then(() => undefined);
+  }
+
+  async complete(code: string, cursorPos: number): Promise<{ matches: string[]; cursor_start: number; cursor_end: number; metadata?: Record<string, unknown> } | null> {
+    const k = this.kernel;
+    if (!k) {
+      return null;
+    }
+    const r = await k.requestComplete({ code, cursor_pos: cursorPos });
+    const c = r.content;
+    if (c.status !== 'ok') {
+      return null;
+    }
+    return { matches: c.matches, cursor_start: c.cursor_start, cursor_end: c.cursor_end, metadata: c.metadata as Record<string, unknown> };
+  }
+
+  async inspect(code: string, cursorPos: number): Promise<Record<string, unknown> | null> {
+    const k = this.kernel;
+    if (!k) {
+      return null;
+    }
+    const r = await k.requestInspect({ code, cursor_pos: cursorPos, detail_level: 0 });
+    const c = r.content;
+    if (c.status !== 'ok' || !c.found) {
+      return null;
+    }
+    return c.data as Record<string, unknown>;
+  }
+
+  async interrupt(): Promise<void> {
+    await this.kernel?.interrupt();
+  }
+
+  async restart(): Promise<void> {
+    const k = this.kernel;
+    if (!k) {
+      return;
+    }
+    for (const l of this.restartListeners) l();
+    await k.restart();
+  }
+
+  async shutdown(): Promise<void> {
+    const s = this.session;
+    if (!s) {
+      return;
+    }
+    await s.shutdown();
+    this.session = null;
+    this.last = 'dead';
+    for (const l of this.statusListeners) l('dead');
+  }
+
+  /** setPath tells the session that the notebook was renamed. */
+  async setPath(path: string, name: string): Promise<void> {
+    await this.session?.setPath(path);
+    await this.session?.setName(name);
+  }
+}

@@ -1,0 +1,285 @@
+// The notebook model: the cells and their operations, free of DOM, so that they are tested
+// alone. The page's views follow the model through onChange.
+import type * as nbformat from '@jupyterlab/nbformat';
+/** A cell's metadata, as nbformat types it. */
+type PartialJSONObject = nbformat.ICell['metadata'];
+
+export type CellType = 'code' | 'markdown' | 'raw';
+
+export interface CellModel {
+  /** nbformat 4.5 cell id (kept from the file, made for new cells). */
+  id: string;
+  type: CellType;
+  source: string;
+  metadata: PartialJSONObject;
+  /** Code cells' outputs (nbformat 4); empty for the others. */
+  outputs: nbformat.IOutput[];
+  executionCount: number | null;
+  /** Markdown and raw cells' attachments, kept as they were. */
+  attachments?: nbformat.IAttachments;
+}
+
+/** What changed, so that a view redraws no more than it must. */
+export type Change =
+  | { kind: 'insert'; index: number; count: number }
+  | { kind: 'remove'; index: number; count: number }
+  | { kind: 'move'; from: number; to: number }
+  | { kind: 'type'; index: number }
+  | { kind: 'reset' };
+
+let idCounter = 0;
+
+/** newCellId makes a cell id as nbformat 4.5 asks: 1–64 of [a-zA-Z0-9-_]. */
+export function newCellId(): string {
+  const c = globalThis.crypto as Crypto | undefined;
+  if (c && typeof c.randomUUID === 'function') {
+    return c.randomUUID().replace(/-/g, '').slice(0, 12);
+  }
+  idCounter++;
+  return 'c' + Date.now().toString(36) + idCounter.toString(36);
+}
+
+function joined(v: nbformat.MultilineString | undefined): string {
+  return Array.isArray(v) ? v.join('') : (v ?? '');
+}
+
+/** makeCell makes a new, empty cell. */
+export function makeCell(type: CellType = 'code', source = ''): CellModel {
+  return { id: newCellId(), type, source, metadata: {}, outputs: [], executionCount: null };
+}
+
+/** cloneCell copies a cell with a new id (pasting a copy must not repeat an id). */
+export function cloneCell(c: CellModel): CellModel {
+  return {
+    ...structuredCloneJSON(c),
+    id: newCellId(),
+  };
+}
+
+function structuredCloneJSON<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+/** cellFromJSON reads one nbformat 4 cell. */
+export function cellFromJSON(c: nbformat.ICell): CellModel {
+  const type: CellType = c.cell_type === 'markdown' || c.cell_type === 'raw' ? c.cell_type : 'code';
+  const cell: CellModel = {
+    id: typeof c.id === 'string' && c.id !== '' ? c.id : newCellId(),
+    type,
+    source: joined(c.source),
+    metadata: (c.metadata ?? {}) as PartialJSONObject,
+    outputs: type === 'code' ? (((c as nbformat.ICodeCell).outputs ?? []) as nbformat.IOutput[]) : [],
+    executionCount: type === 'code' ? ((c as nbformat.ICodeCell).execution_count ?? null) : null,
+  };
+  const att = (c as nbformat.IMarkdownCell).attachments;
+  if (type !== 'code' && att) {
+    cell.attachments = att;
+  }
+  return cell;
+}
+
+/** cellToJSON writes one cell as nbformat 4.5. */
+export function cellToJSON(c: CellModel): nbformat.ICell {
+  if (c.type === 'code') {
+    return {
+      id: c.id,
+      cell_type: 'code',
+      metadata: c.metadata,
+      source: c.source,
+      outputs: c.outputs,
+      execution_count: c.executionCount,
+    } as nbformat.ICodeCell;
+  }
+  const out: nbformat.IMarkdownCell | nbformat.IRawCell = {
+    id: c.id,
+    cell_type: c.type,
+    metadata: c.metadata,
+    source: c.source,
+  } as nbformat.IMarkdownCell | nbformat.IRawCell;
+  if (c.attachments) {
+    out.attachments = c.attachments;
+  }
+  return out;
+}
+
+/** The notebook: cells, metadata, a clipboard of cells and the deleted cells for undo. */
+export class NotebookModel {
+  cells: CellModel[] = [];
+  metadata: nbformat.INotebookMetadata = {} as nbformat.INotebookMetadata;
+  nbformatMinor = 5;
+  private clipboard: CellModel[] = [];
+  private deleted: { index: number; cells: CellModel[] }[] = [];
+  private listeners: ((c: Change) => void)[] = [];
+  private dirtyListeners: ((dirty: boolean) => void)[] = [];
+  private _dirty = false;
+
+  static fromJSON(nb: nbformat.INotebookContent): NotebookModel {
+    const m = new NotebookModel();
+    m.load(nb);
+    return m;
+  }
+
+  /** load replaces the whole notebook (reload, revert) and marks it clean. */
+  load(nb: nbformat.INotebookContent): void {
+    this.metadata = (nb.metadata ?? {}) as nbformat.INotebookMetadata;
+    this.nbformatMinor = Math.max(nb.nbformat_minor ?? 5, 5);
+    this.cells = (nb.cells ?? []).map(cellFromJSON);
+    const seen = new Set<string>();
+    for (const c of this.cells) {
+      if (seen.has(c.id)) {
+        c.id = newCellId();
+      }
+      seen.add(c.id);
+    }
+    this.deleted = [];
+    this.emit({ kind: 'reset' });
+    this.setDirty(false);
+  }
+
+  toJSON(): nbformat.INotebookContent {
+    return {
+      metadata: this.metadata,
+      nbformat: 4,
+      nbformat_minor: this.nbformatMinor,
+      cells: this.cells.map(cellToJSON),
+    };
+  }
+
+  get dirty(): boolean {
+    return this._dirty;
+  }
+
+  /** version counts changes, so that a save that raced with an edit leaves the notebook dirty. */
+  version = 0;
+
+  setDirty(d: boolean): void {
+    if (d) {
+      this.version++;
+    }
+    if (d !== this._dirty) {
+      this._dirty = d;
+      for (const l of this.dirtyListeners) l(d);
+    }
+  }
+
+  /** markChanged records that something in a cell (source, outputs, count) changed. */
+  markChanged(): void {
+    this.setDirty(true);
+  }
+
+  onChange(l: (c: Change) => void): void {
+    this.listeners.push(l);
+  }
+
+  onDirty(l: (dirty: boolean) => void): void {
+    this.dirtyListeners.push(l);
+  }
+
+  private emit(c: Change): void {
+    for (const l of this.listeners) l(c);
+  }
+
+  private clampIndex(i: number, max = this.cells.length): number {
+    return Math.max(0, Math.min(max, i));
+  }
+
+  /** insert adds cells at index (0 … length) and returns the first. */
+  insert(index: number, ...cells: CellModel[]): CellModel {
+    if (cells.length === 0) {
+      cells = [makeCell()];
+    }
+    index = this.clampIndex(index);
+    this.cells.splice(index, 0, ...cells);
+    this.emit({ kind: 'insert', index, count: cells.length });
+    this.setDirty(true);
+    return cells[0];
+  }
+
+  /** remove deletes count cells at index, remembering them for undoDelete. A notebook keeps
+   * at least one cell, as Jupyter's does: deleting the last leaves an empty code cell. */
+  remove(index: number, count = 1): CellModel[] {
+    if (index < 0 || index >= this.cells.length || count < 1) {
+      return [];
+    }
+    const gone = this.cells.splice(index, count);
+    this.deleted.push({ index, cells: gone });
+    this.emit({ kind: 'remove', index, count: gone.length });
+    if (this.cells.length === 0) {
+      this.insert(0, makeCell());
+    }
+    this.setDirty(true);
+    return gone;
+  }
+
+  /** undoDelete puts back the last deleted cells; returns their index, or -1. */
+  undoDelete(): number {
+    const d = this.deleted.pop();
+    if (!d) {
+      return -1;
+    }
+    const index = this.clampIndex(d.index);
+    this.insert(index, ...d.cells);
+    return index;
+  }
+
+  /** move moves the cell at index by delta places; returns its new index. */
+  move(index: number, delta: number): number {
+    const to = this.clampIndex(index + delta, this.cells.length - 1);
+    if (index < 0 || index >= this.cells.length || to === index) {
+      return index;
+    }
+    const [c] = this.cells.splice(index, 1);
+    this.cells.splice(to, 0, c);
+    this.emit({ kind: 'move', from: index, to });
+    this.setDirty(true);
+    return to;
+  }
+
+  /** setType changes a cell's type; a code cell loses its outputs and count on becoming text. */
+  setType(index: number, type: CellType): void {
+    const c = this.cells[index];
+    if (!c || c.type === type) {
+      return;
+    }
+    c.type = type;
+    if (type !== 'code') {
+      c.outputs = [];
+      c.executionCount = null;
+    } else {
+      delete c.attachments;
+    }
+    this.emit({ kind: 'type', index });
+    this.setDirty(true);
+  }
+
+  /** copy puts copies of cells on the model's clipboard. */
+  copy(index: number, count = 1): void {
+    this.clipboard = this.cells.slice(index, index + count).map((c) => structuredCloneJSON(c));
+  }
+
+  /** cut copies cells and deletes them. */
+  cut(index: number, count = 1): void {
+    this.copy(index, count);
+    this.remove(index, count);
+  }
+
+  get canPaste(): boolean {
+    return this.clipboard.length > 0;
+  }
+
+  /** paste inserts the clipboard's cells (with new ids) at index; returns how many. */
+  paste(index: number): number {
+    if (this.clipboard.length === 0) {
+      return 0;
+    }
+    this.insert(index, ...this.clipboard.map(cloneCell));
+    return this.clipboard.length;
+  }
+
+  /** language is the kernel's language by the notebook's metadata ("python" if unknown). */
+  get language(): string {
+    const li = this.metadata.language_info as { name?: string } | undefined;
+    const ks = this.metadata.kernelspec as { language?: string } | undefined;
+    return (li?.name || ks?.language || 'python').toLowerCase();
+  }
+}

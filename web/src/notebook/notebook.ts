@@ -1,0 +1,743 @@
+// The notebook page's controller: keeps the cell views in step with the model, owns the
+// selection and the command/edit mode, runs cells on the kernel, and saves.
+import type { KernelMessage, ServiceManager } from '@jupyterlab/services';
+import type * as nbformat from '@jupyterlab/nbformat';
+import { renderOutput } from '../render/index';
+import { config, url } from '../shell/config';
+import { h } from '../shell/dom';
+import { CellView } from './cellview';
+import { alert, choose, pick, prompt } from './dialogs';
+import { complete, cursorCode, editContext } from './editor';
+import { KernelSession, type ShownStatus } from './kernel';
+import { installKeyboard, type Command, type EditContext, type Mode } from './keyboard';
+import { makeCell, NotebookModel, type CellType, type Change } from './model';
+import { DisplayRegistry, outputFromMessage } from './outputs';
+import { Autosave, basename, Saver, withIpynb } from './save';
+import { Toolbar, type Action } from './toolbar';
+
+export class NotebookPage {
+  readonly model = new NotebookModel();
+  readonly registry = new DisplayRegistry();
+  readonly kernel: KernelSession;
+  readonly saver: Saver;
+  readonly toolbar: Toolbar;
+  readonly cellsNode: HTMLElement;
+  private views: CellView[] = [];
+  private selected = 0;
+  private lazy: LazyEditors;
+  private autosave: Autosave;
+  private loadedWithOutputs = true;
+
+  constructor(
+    private manager: ServiceManager.IManager,
+    path: string,
+  ) {
+    this.kernel = new KernelSession(manager);
+    this.saver = new Saver(manager, path);
+    this.toolbar = new Toolbar(
+      (a) => void this.action(a),
+      (t) => this.setType(t),
+    );
+    this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
+    this.lazy = new LazyEditors();
+    this.model.onChange((c) => this.onModelChange(c));
+    this.model.onDirty((d) => {
+      this.toolbar.setDirty(d);
+      document.body.dataset.dirty = String(d);
+    });
+    document.body.dataset.dirty = 'false';
+    this.kernel.onStatus((s) => this.onStatus(s));
+    this.kernel.onIOPub((m) => this.onIOPub(m));
+    this.kernel.onRestart(() => {
+      for (const v of this.views) {
+        v.outputs?.cancelInput();
+      }
+    });
+    this.autosave = new Autosave(
+      () => this.model.dirty,
+      () => this.save(false, true),
+    );
+  }
+
+  get path(): string {
+    return this.saver.path;
+  }
+
+  // ---- Loading ----
+
+  /** load reads the notebook and shows it; then connects the kernel. */
+  async load(): Promise<void> {
+    const nb = await this.saver.load();
+    this.model.load(nb);
+    this.setTitle();
+    this.select(0, false, false);
+    this.autosave.start();
+    window.addEventListener('beforeunload', (e) => {
+      if (this.model.dirty) {
+        e.preventDefault();
+        e.returnValue = '';
+      }
+    });
+    installKeyboard(document, {
+      mode: () => this.mode(),
+      editContext: () => this.editContext(),
+      run: (c) => this.command(c),
+    });
+  }
+
+  async connectKernel(): Promise<void> {
+    const ks = this.model.metadata.kernelspec as { name?: string } | undefined;
+    try {
+      await this.kernel.connect(this.path, basename(this.path), ks?.name);
+    } catch (err) {
+      this.onStatus('dead');
+      void alert('No kernel', 'The kernel could not be started: ' + messageOf(err));
+    }
+  }
+
+  private setTitle(): void {
+    const name = basename(this.path);
+    document.title = `${name.replace(/\.ipynb$/i, '')} – nbkube`;
+    const t = document.querySelector('.nb-title');
+    if (t) {
+      t.textContent = name;
+    }
+  }
+
+  private onStatus(s: ShownStatus): void {
+    this.toolbar.setStatus(s);
+    document.body.dataset.kernelStatus = s === 'no kernel' ? 'dead' : s;
+  }
+
+  private onIOPub(m: KernelMessage.IIOPubMessage): void {
+    if (m.header.msg_type !== 'update_display_data') {
+      return;
+    }
+    const c = m.content as KernelMessage.IUpdateDisplayDataMsg['content'];
+    const id = (c.transient as { display_id?: string } | undefined)?.display_id;
+    if (id) {
+      this.registry.update(id, c.data as nbformat.IMimeBundle, (c.metadata ?? {}) as nbformat.OutputMetadata);
+    }
+  }
+
+  // ---- Views ----
+
+  private makeView(i: number): CellView {
+    const v = new CellView(this.model.cells[i], i, {
+      language: () => this.model.language,
+      registry: this.registry,
+      help: () => (this.kernel.kernel ? this.kernel : null),
+      select: (view, edit) => this.select(view.getIndex(), edit),
+      changed: () => this.model.markChanged(),
+      trusted: () => false,
+    });
+    v.node.setAttribute('role', 'listitem');
+    this.lazy.observe(v);
+    return v;
+  }
+
+  private onModelChange(c: Change): void {
+    let from = 0;
+    switch (c.kind) {
+      case 'reset':
+        this.views.forEach((v) => this.destroyView(v));
+        this.views = this.model.cells.map((_, i) => this.makeView(i));
+        this.cellsNode.replaceChildren(...this.views.map((v) => v.node));
+        break;
+      case 'insert': {
+        const made = [];
+        for (let i = c.index; i < c.index + c.count; i++) {
+          made.push(this.makeView(i));
+        }
+        const before = this.views[c.index]?.node ?? null;
+        for (const v of made) {
+          this.cellsNode.insertBefore(v.node, before);
+        }
+        this.views.splice(c.index, 0, ...made);
+        from = c.index;
+        break;
+      }
+      case 'remove':
+        this.views.splice(c.index, c.count).forEach((v) => this.destroyView(v));
+        from = c.index;
+        break;
+      case 'move': {
+        const [v] = this.views.splice(c.from, 1);
+        this.views.splice(c.to, 0, v);
+        this.cellsNode.insertBefore(v.node, this.views[c.to + 1]?.node ?? null);
+        from = Math.min(c.from, c.to);
+        break;
+      }
+      case 'type':
+        this.views[c.index].build();
+        from = c.index;
+        break;
+    }
+    for (let i = from; i < this.views.length; i++) {
+      this.views[i].setIndex(i);
+    }
+    if (this.selected >= this.views.length) {
+      this.selected = this.views.length - 1;
+    }
+  }
+
+  private destroyView(v: CellView): void {
+    this.lazy.unobserve(v);
+    v.destroy();
+  }
+
+  private get current(): CellView | undefined {
+    return this.views[this.selected];
+  }
+
+  /** select makes cell i the selected one, in edit mode or command mode. */
+  select(i: number, edit: boolean, focus = true): void {
+    i = Math.max(0, Math.min(this.views.length - 1, i));
+    const prev = this.current;
+    if (prev && this.selected !== i) {
+      prev.setSelected(false);
+      prev.leaveEdit();
+    }
+    this.selected = i;
+    const v = this.current;
+    if (!v) {
+      return;
+    }
+    v.setSelected(true);
+    this.toolbar.setCellType(v.cell.type);
+    if (edit) {
+      v.edit();
+    } else {
+      v.leaveEdit();
+      if (focus) {
+        v.node.focus({ preventScroll: true });
+      }
+    }
+    if (focus) {
+      v.node.scrollIntoView?.({ block: 'nearest' });
+    }
+  }
+
+  /** mode is where the focus is: in a cell's editor (edit), on the notebook (command), or in
+   * some other control (toolbar, an input field, a dialog). */
+  mode(): Mode {
+    const a = document.activeElement;
+    if (!a || a === document.body || a === this.cellsNode) {
+      return 'command';
+    }
+    if (a.closest('.nb-cells .cm-editor')) {
+      return 'edit';
+    }
+    if (a.classList.contains('nb-cell')) {
+      return 'command';
+    }
+    return 'other';
+  }
+
+  private editContext(): EditContext {
+    const e = this.current?.editor;
+    return e ? editContext(e) : {};
+  }
+
+  // ---- Commands (keyboard and toolbar) ----
+
+  /** command runs a keyboard command; false lets the key go on. */
+  command(c: Command): boolean {
+    const i = this.selected;
+    const v = this.current;
+    const editing = this.mode() === 'edit';
+    switch (c) {
+      case 'run-select-next':
+        return this.runAndAdvance();
+      case 'run':
+        void this.runCells([i]);
+        this.select(i, false);
+        return true;
+      case 'run-insert-below':
+        void this.runCells([i]);
+        this.model.insert(i + 1, makeCell('code'));
+        this.select(i + 1, true);
+        return true;
+      case 'command-mode':
+        if (v?.cell.type === 'markdown' && v.cell.source.trim() !== '') {
+          // As Jupyter: leaving a markdown cell's editor keeps it unrendered until run.
+        }
+        this.select(i, false);
+        return true;
+      case 'edit-mode':
+        this.select(i, true);
+        return true;
+      case 'insert-above':
+        this.model.insert(i, makeCell('code'));
+        this.select(i, false);
+        return true;
+      case 'insert-below':
+        this.model.insert(i + 1, makeCell('code'));
+        this.select(i + 1, false);
+        return true;
+      case 'delete':
+        this.model.remove(i);
+        this.select(Math.min(i, this.views.length - 1), false);
+        return true;
+      case 'to-markdown':
+      case 'to-code':
+      case 'to-raw':
+        this.setType(c === 'to-markdown' ? 'markdown' : c === 'to-code' ? 'code' : 'raw');
+        return true;
+      case 'cut':
+        this.model.cut(i);
+        this.select(Math.min(i, this.views.length - 1), false);
+        return true;
+      case 'copy':
+        this.model.copy(i);
+        return true;
+      case 'paste':
+        if (this.model.paste(i + 1) > 0) {
+          this.select(i + 1, false);
+        }
+        return true;
+      case 'select-prev':
+        if (i === 0) return !editing;
+        this.select(i - 1, editing);
+        if (editing) this.cursorTo(this.selected, 'end');
+        return true;
+      case 'select-next':
+        if (i >= this.views.length - 1) return !editing;
+        this.select(i + 1, editing);
+        if (editing) this.cursorTo(this.selected, 'start');
+        return true;
+      case 'undo-delete': {
+        const at = this.model.undoDelete();
+        if (at >= 0) this.select(at, false);
+        return true;
+      }
+      case 'move-up':
+        this.select(this.model.move(i, -1), false);
+        return true;
+      case 'move-down':
+        this.select(this.model.move(i, 1), false);
+        return true;
+      case 'save':
+        void this.save();
+        return true;
+      case 'complete':
+        if (!v?.editor || v.cell.type !== 'code') return false;
+        complete(v.editor);
+        return true;
+      case 'inspect':
+        if (!v?.editor || v.cell.type !== 'code') return false;
+        void this.inspect(v);
+        return true;
+      case 'interrupt':
+        void this.kernel.interrupt();
+        return true;
+      case 'restart':
+        void this.restart(false);
+        return true;
+    }
+    return false;
+  }
+
+  private cursorTo(i: number, where: 'start' | 'end'): void {
+    const e = this.views[i]?.editor;
+    if (e) {
+      e.dispatch({ selection: { anchor: where === 'start' ? 0 : e.state.doc.length } });
+    }
+  }
+
+  private runAndAdvance(): boolean {
+    const i = this.selected;
+    void this.runCells([i]);
+    if (i === this.views.length - 1) {
+      this.model.insert(i + 1, makeCell('code'));
+      this.select(i + 1, true);
+    } else {
+      this.select(i + 1, false);
+    }
+    return true;
+  }
+
+  private setType(t: CellType): void {
+    const i = this.selected;
+    const wasEditing = this.mode() === 'edit';
+    this.model.setType(i, t);
+    this.select(i, wasEditing);
+  }
+
+  private refocus(): void {
+    this.select(this.selected, false);
+  }
+
+  /** action runs a toolbar button's action. */
+  async action(a: Action): Promise<void> {
+    const i = this.selected;
+    switch (a) {
+      case 'save':
+        await this.save();
+        return;
+      case 'insert-below':
+        this.command('insert-below');
+        return;
+      case 'cut':
+      case 'copy':
+      case 'paste':
+      case 'move-up':
+      case 'move-down':
+        this.command(a);
+        this.refocus();
+        return;
+      case 'run':
+        this.runAndAdvance();
+        this.refocus();
+        return;
+      case 'run-all':
+        this.refocus();
+        await this.runCells(this.views.map((_, j) => j));
+        return;
+      case 'run-above':
+        this.refocus();
+        await this.runCells(this.views.slice(0, i).map((_, j) => j));
+        return;
+      case 'run-below':
+        this.refocus();
+        await this.runCells(this.views.slice(i).map((_, j) => i + j));
+        return;
+      case 'interrupt':
+        await this.kernel.interrupt();
+        return;
+      case 'restart':
+        await this.restart(false);
+        return;
+      case 'restart-run-all':
+        await this.restart(true);
+        return;
+      case 'shutdown':
+        await this.shutdown();
+        return;
+      case 'checkpoint':
+        await this.checkpoint();
+        return;
+      case 'revert':
+        await this.revert();
+        return;
+      case 'rename':
+        await this.rename();
+        return;
+      case 'copy-notebook':
+        window.open(url(config().notebookId ?? '', 'copy'), '_blank', 'noopener');
+        return;
+      case 'print':
+        window.open(url(config().notebookId ?? '', 'print'), '_blank', 'noopener');
+        return;
+    }
+  }
+
+  // ---- Running ----
+
+  /** runCells runs cells in order: markdown renders, code goes to the kernel (all requests
+   * are sent at once; the kernel queues them, and stops after an error). */
+  async runCells(indices: number[]): Promise<void> {
+    const views = indices.map((i) => this.views[i]).filter((v): v is CellView => !!v);
+    if (views.some((v) => v.cell.type === 'code' && v.cell.source.trim() !== '') && !this.kernel.session) {
+      await this.connectKernel();
+    }
+    const done: Promise<void>[] = [];
+    for (const v of views) {
+      done.push(this.runOne(v));
+    }
+    await Promise.all(done);
+  }
+
+  private runOne(v: CellView): Promise<void> {
+    if (v.cell.type === 'markdown') {
+      v.renderMarkdownCell();
+      return Promise.resolve();
+    }
+    if (v.cell.type !== 'code' || !v.outputs) {
+      return Promise.resolve();
+    }
+    const out = v.outputs;
+    if (v.cell.source.trim() === '') {
+      out.clear();
+      v.setExecutionCount(null);
+      return Promise.resolve();
+    }
+    out.clear();
+    v.setRunning('queued');
+    this.model.markChanged();
+    let p: Promise<void>;
+    try {
+      p = this.kernel.execute(v.cell.source, {
+        onIOPub: (m) => {
+          const t = m.header.msg_type;
+          if (t === 'execute_input') {
+            v.setRunning('running');
+            return;
+          }
+          if (t === 'clear_output') {
+            out.clear((m.content as KernelMessage.IClearOutputMsg['content']).wait);
+            return;
+          }
+          if (t === 'update_display_data') {
+            return; // the registry's, by display id
+          }
+          const o = outputFromMessage({ msgType: t, content: m.content as Record<string, unknown> });
+          if (o) {
+            out.add(o.output, o.displayId);
+          }
+        },
+        onInput: (p, password) => out.requestInput(p, password),
+        onReply: (r) => {
+          if (r.status === 'ok' || r.status === 'error') {
+            v.setExecutionCount(r.execution_count ?? null);
+          }
+          if (r.status === 'ok') {
+            for (const pl of (r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }).payload ?? []) {
+              if (pl.source === 'page' && pl.data) {
+                out.add({ output_type: 'display_data', data: pl.data, metadata: {} } as nbformat.IDisplayData);
+              }
+            }
+          }
+          this.model.markChanged();
+        },
+      });
+    } catch (err) {
+      v.setRunning(null);
+      return Promise.resolve();
+    }
+    return p.then(
+      () => v.setRunning(null),
+      () => {
+        v.setRunning(null);
+        out.cancelInput();
+      },
+    );
+  }
+
+  private async inspect(v: CellView): Promise<void> {
+    if (!v.editor) return;
+    const { code, pos } = cursorCode(v.editor);
+    const data = await this.kernel.inspect(code, pos);
+    if (!data) {
+      v.showInspect(h('p', {}, 'No information.'));
+      return;
+    }
+    v.showInspect(renderOutput({ output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData, { trusted: false }));
+  }
+
+  private async restart(runAll: boolean): Promise<void> {
+    const ok = await choose(
+      runAll ? 'Restart and run all?' : 'Restart the kernel?',
+      'The kernel’s variables will be lost.',
+      [
+        { value: 'cancel', label: 'Cancel' },
+        { value: 'restart', label: runAll ? 'Restart and run all' : 'Restart', primary: true },
+      ],
+    );
+    if (ok !== 'restart') {
+      this.refocus();
+      return;
+    }
+    this.refocus();
+    if (!this.kernel.session) {
+      await this.connectKernel();
+    } else {
+      try {
+        await this.kernel.restart();
+      } catch (err) {
+        void alert('Restart failed', messageOf(err));
+        return;
+      }
+    }
+    for (const v of this.views) {
+      v.setRunning(null);
+    }
+    if (runAll) {
+      await this.kernel.whenIdle(60000);
+      await this.runCells(this.views.map((_, j) => j));
+    }
+  }
+
+  private async shutdown(): Promise<void> {
+    const ok = await choose('Shut down the kernel?', 'The kernel’s variables will be lost; running a cell starts a new kernel.', [
+      { value: 'cancel', label: 'Cancel' },
+      { value: 'shutdown', label: 'Shut down', primary: true },
+    ]);
+    this.refocus();
+    if (ok !== 'shutdown') return;
+    try {
+      await this.kernel.shutdown();
+    } catch (err) {
+      void alert('Shut down failed', messageOf(err));
+    }
+    for (const v of this.views) {
+      v.setRunning(null);
+    }
+  }
+
+  // ---- Saving ----
+
+  /** save saves the notebook, asking first if the file changed on the server. */
+  async save(force = false, quiet = false): Promise<void> {
+    const version = this.model.version;
+    this.toolbar.setSaveState('Saving…');
+    let r;
+    try {
+      r = await this.saver.save(this.model.toJSON(), force);
+    } catch (err) {
+      this.toolbar.setSaveState('Save failed');
+      if (!quiet) void alert('Save failed', messageOf(err));
+      return;
+    }
+    if (r === 'conflict') {
+      this.toolbar.setSaveState('');
+      const c = await choose(
+        'Notebook changed on the server',
+        'The file was changed since it was opened or last saved here. Overwrite it with this page’s notebook, or reload the file (losing this page’s changes)?',
+        [
+          { value: 'cancel', label: 'Cancel' },
+          { value: 'reload', label: 'Reload' },
+          { value: 'overwrite', label: 'Overwrite', primary: true },
+        ],
+      );
+      if (c === 'overwrite') {
+        await this.save(true, quiet);
+      } else if (c === 'reload') {
+        await this.reload();
+      }
+      return;
+    }
+    if (this.model.version === version) {
+      this.model.setDirty(false);
+    }
+    const t = new Date();
+    this.toolbar.setSaveState(`Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`);
+  }
+
+  /** reload reads the file again (after a conflict or a revert). */
+  async reload(): Promise<void> {
+    const nb = await this.saver.load();
+    this.model.load(nb);
+    this.select(Math.min(this.selected, this.views.length - 1), false);
+  }
+
+  private async checkpoint(): Promise<void> {
+    try {
+      if (this.model.dirty) {
+        await this.save();
+      }
+      const cp = await this.saver.createCheckpoint();
+      this.toolbar.setSaveState('Checkpoint at ' + new Date(cp.last_modified).toLocaleTimeString());
+    } catch (err) {
+      void alert('Checkpoint failed', messageOf(err));
+    }
+  }
+
+  private async revert(): Promise<void> {
+    let cps;
+    try {
+      cps = await this.saver.listCheckpoints();
+    } catch (err) {
+      void alert('Revert failed', messageOf(err));
+      return;
+    }
+    if (cps.length === 0) {
+      await alert('Revert', 'This notebook has no checkpoints.');
+      return;
+    }
+    const id = await pick(
+      'Revert to a checkpoint',
+      'Checkpoint',
+      cps.map((c) => ({ value: c.id, label: new Date(c.last_modified).toLocaleString() })),
+      'Revert',
+    );
+    if (!id) return;
+    try {
+      await this.saver.restoreCheckpoint(id);
+      await this.reload();
+    } catch (err) {
+      void alert('Revert failed', messageOf(err));
+    }
+  }
+
+  private async rename(): Promise<void> {
+    const name = await prompt('Rename notebook', 'New name', basename(this.path), 'Rename');
+    if (!name || name === basename(this.path)) {
+      this.refocus();
+      return;
+    }
+    if (name.includes('/')) {
+      await alert('Rename', 'A name cannot contain “/”.');
+      return;
+    }
+    try {
+      const path = await this.saver.rename(withIpynb(name));
+      this.setTitle();
+      await this.kernel.setPath(path, basename(path)).catch(() => undefined);
+    } catch (err) {
+      void alert('Rename failed', messageOf(err));
+    }
+    this.refocus();
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** LazyEditors makes the editors of cells as they come into view, a few per frame, so that
+ * the page shows a long notebook at once and the editors follow. */
+class LazyEditors {
+  private io: IntersectionObserver | null = null;
+  private queue: CellView[] = [];
+  private scheduled = false;
+  private byNode = new Map<Element, CellView>();
+
+  constructor() {
+    if (typeof IntersectionObserver === 'function') {
+      this.io = new IntersectionObserver(
+        (entries) => {
+          for (const e of entries) {
+            const v = this.byNode.get(e.target);
+            if (e.isIntersecting && v) {
+              this.queue.push(v);
+              this.io?.unobserve(e.target);
+            }
+          }
+          this.kick();
+        },
+        { rootMargin: '400px' },
+      );
+    }
+  }
+
+  observe(v: CellView): void {
+    if (!this.io || v.cell.type === 'markdown') return;
+    this.byNode.set(v.node, v);
+    this.io.observe(v.node);
+  }
+
+  unobserve(v: CellView): void {
+    this.byNode.delete(v.node);
+    this.io?.unobserve(v.node);
+  }
+
+  private kick(): void {
+    if (this.scheduled || this.queue.length === 0) return;
+    this.scheduled = true;
+    const run = () => {
+      this.scheduled = false;
+      const until = performance.now() + 8;
+      while (this.queue.length > 0 && performance.now() < until) {
+        const v = this.queue.shift()!;
+        if (v.node.isConnected && v.cell.type !== 'markdown') {
+          v.ensureEditor();
+        }
+      }
+      this.kick();
+    };
+    const ric = (window as unknown as { requestIdleCallback?: (f: () => void, o?: { timeout: number }) => void }).requestIdleCallback;
+    if (ric) ric(run, { timeout: 200 });
+    else setTimeout(run, 16);
+  }
+}
