@@ -101,9 +101,23 @@ const theme = EditorView.theme({
   '&.cm-focused': { outline: 'none' },
 });
 
+let nonce: string | undefined | null = null;
+
+/** pageNonce is the CSP nonce the server gave the page's own elements, if any: CodeMirror puts
+ * its styles in a <style> element, which a style-src without 'unsafe-inline' admits only with
+ * the page's nonce. */
+function pageNonce(): string | undefined {
+  if (nonce === null) {
+    const el = document.querySelector<HTMLElement>('script[nonce], style[nonce], link[nonce]');
+    nonce = el?.nonce || el?.getAttribute('nonce') || undefined;
+  }
+  return nonce;
+}
+
 /** createEditor makes a cell's editor. */
 export function createEditor(o: EditorOptions): EditorView {
   const label = EditorView.contentAttributes.of({ 'aria-label': o.label });
+  const n = pageNonce();
   return new EditorView({
     parent: o.parent,
     state: EditorState.create({
@@ -125,6 +139,7 @@ export function createEditor(o: EditorOptions): EditorView {
         ]),
         languageExtension(o.language),
         label,
+        n ? EditorView.cspNonce.of(n) : [],
         theme,
         EditorView.lineWrapping,
         EditorView.updateListener.of((u) => {

@@ -124,6 +124,9 @@ export class NotebookModel {
     this.metadata = (nb.metadata ?? {}) as nbformat.INotebookMetadata;
     this.nbformatMinor = Math.max(nb.nbformat_minor ?? 5, 5);
     this.cells = (nb.cells ?? []).map(cellFromJSON);
+    if (this.cells.length === 0) {
+      this.cells.push(makeCell()); // a notebook shows at least one cell, as Jupyter's
+    }
     const seen = new Set<string>();
     for (const c of this.cells) {
       if (seen.has(c.id)) {
