@@ -4,7 +4,8 @@
 import type { EditorView } from '@codemirror/view';
 import { highlightCode, renderMarkdown } from '../render/index';
 import { h } from '../shell/dom';
-import { createEditor, setDoc, setEditorLabel, type KernelHelp } from './editor';
+import type { KernelHelp } from './editor';
+import { editorModule, loadEditor } from './editorloader';
 import type { CellModel } from './model';
 import { DisplayRegistry, OutputArea } from './outputs';
 
@@ -37,6 +38,8 @@ export class CellView {
   private running: 'queued' | 'running' | null = null;
   /** A markdown cell shows its editor (not its rendering). */
   private editingMarkdown = false;
+  /** edit() was called before the editor module arrived. */
+  private wantFocus = false;
   readonly inspectPanel: HTMLElement;
 
   constructor(cell: CellModel, index: number, host: CellHost) {
@@ -130,11 +133,11 @@ export class CellView {
     if (this.staticCode && this.staticCode.contains(t)) {
       // Make the editor where the static code was, with the cursor where the click was.
       e.preventDefault();
-      this.ensureEditor();
-      const pos = this.editor!.posAtCoords({ x: e.clientX, y: e.clientY });
+      const v = this.ensureEditor();
+      const pos = v ? v.posAtCoords({ x: e.clientX, y: e.clientY }) : null;
       this.host.select(this, true);
-      if (pos !== null) {
-        this.editor!.dispatch({ selection: { anchor: pos } });
+      if (v && pos !== null) {
+        v.dispatch({ selection: { anchor: pos } });
       }
       return;
     }
@@ -144,11 +147,25 @@ export class CellView {
     this.host.select(this, false);
   }
 
-  /** ensureEditor makes the cell's editor if it has none yet. */
-  ensureEditor(): EditorView {
+  /** ensureEditor makes the cell's editor if it has none yet; null (and made later) while
+   * the editor module is still loading. */
+  ensureEditor(): EditorView | null {
     if (this.editor) {
       return this.editor;
     }
+    const m = editorModule();
+    if (!m) {
+      void loadEditor().then(() => {
+        if (!this.node.isConnected) return;
+        this.ensureEditor();
+        if (this.wantFocus) {
+          this.wantFocus = false;
+          this.edit();
+        }
+      });
+      return null;
+    }
+    const { createEditor } = m;
     const lang = this.cell.type === 'code' ? this.host.language() : this.cell.type === 'markdown' ? 'markdown' : 'text';
     this.editorHost.replaceChildren();
     this.staticCode = null;
@@ -180,7 +197,7 @@ export class CellView {
     this.node.dataset.cellIndex = String(i);
     this.node.setAttribute('aria-label', this.label());
     if (this.editor) {
-      setEditorLabel(this.editor, this.label());
+      editorModule()?.setEditorLabel(this.editor, this.label());
     }
     this.outputs?.setLabel(`Output of cell ${i + 1}`);
     this.drawPrompt();
@@ -234,7 +251,9 @@ export class CellView {
     }
     this.node.classList.add('nb-editing');
     const v = this.ensureEditor();
-    if (!v.hasFocus) {
+    if (!v) {
+      this.wantFocus = true;
+    } else if (!v.hasFocus) {
       v.focus();
     }
   }
@@ -242,6 +261,7 @@ export class CellView {
   /** leaveEdit returns to command mode (a markdown cell stays as it is until run). */
   leaveEdit(): void {
     this.node.classList.remove('nb-editing');
+    this.wantFocus = false;
     this.hideInspect();
   }
 
@@ -259,7 +279,7 @@ export class CellView {
   refreshSource(): void {
     if (this.editor) {
       if (this.editor.state.doc.toString() !== this.cell.source) {
-        setDoc(this.editor, this.cell.source);
+        editorModule()?.setDoc(this.editor, this.cell.source);
       }
     } else if (this.staticCode) {
       this.showStatic();

@@ -7,7 +7,7 @@ import { config, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { CellView } from './cellview';
 import { alert, choose, pick, prompt } from './dialogs';
-import { complete, cursorCode, editContext } from './editor';
+import { editorModule, loadEditor } from './editorloader';
 import { KernelSession, type ShownStatus } from './kernel';
 import { installKeyboard, type Command, type EditContext, type Mode } from './keyboard';
 import { makeCell, NotebookModel, type CellType, type Change } from './model';
@@ -67,6 +67,7 @@ export class NotebookPage {
 
   /** load reads the notebook and shows it; then connects the kernel. */
   async load(): Promise<void> {
+    void loadEditor().then(() => this.lazy.kick());
     const nb = await this.saver.load();
     this.model.load(nb);
     this.setTitle();
@@ -236,7 +237,8 @@ export class NotebookPage {
 
   private editContext(): EditContext {
     const e = this.current?.editor;
-    return e ? editContext(e) : {};
+    const m = editorModule();
+    return e && m ? m.editContext(e) : {};
   }
 
   // ---- Commands (keyboard and toolbar) ----
@@ -322,7 +324,7 @@ export class NotebookPage {
         return true;
       case 'complete':
         if (!v?.editor || v.cell.type !== 'code') return false;
-        complete(v.editor);
+        editorModule()?.complete(v.editor);
         return true;
       case 'inspect':
         if (!v?.editor || v.cell.type !== 'code') return false;
@@ -516,7 +518,9 @@ export class NotebookPage {
 
   private async inspect(v: CellView): Promise<void> {
     if (!v.editor) return;
-    const { code, pos } = cursorCode(v.editor);
+    const m = editorModule();
+    if (!m) return;
+    const { code, pos } = m.cursorCode(v.editor);
     const data = await this.kernel.inspect(code, pos);
     if (!data) {
       v.showInspect(h('p', {}, 'No information.'));
@@ -722,8 +726,8 @@ class LazyEditors {
     this.io?.unobserve(v.node);
   }
 
-  private kick(): void {
-    if (this.scheduled || this.queue.length === 0) return;
+  kick(): void {
+    if (this.scheduled || this.queue.length === 0 || !editorModule()) return;
     this.scheduled = true;
     const run = () => {
       this.scheduled = false;
