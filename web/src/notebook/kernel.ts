@@ -7,10 +7,15 @@ import type { Kernel, KernelMessage, Session, ServiceManager } from '@jupyterlab
 /** The status the page shows. */
 export type ShownStatus = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'reconnecting' | 'no kernel';
 
-/** shownStatus is the page's status of a kernel's status and its connection's. */
-export function shownStatus(status: Kernel.Status | null, conn: Kernel.ConnectionStatus | null, everConnected: boolean): ShownStatus {
+/** shownStatus is the page's status of a kernel's status and its connection's; everConnected
+ * says whether the kernel has answered on this connection before (a new connection is then a
+ * reconnection), prev what was shown (a restart's reconnection stays "restarting"). */
+export function shownStatus(status: Kernel.Status | null, conn: Kernel.ConnectionStatus | null, everConnected: boolean, prev?: ShownStatus): ShownStatus {
   if (status === null) {
     return 'no kernel';
+  }
+  if (prev === 'restarting' && (conn === 'connecting' || status === 'unknown' || status === 'restarting' || status === 'autorestarting')) {
+    return 'restarting';
   }
   if (status === 'dead' || status === 'terminating') {
     return 'dead';
@@ -29,6 +34,9 @@ export function shownStatus(status: Kernel.Status | null, conn: Kernel.Connectio
     case 'restarting':
     case 'autorestarting':
       return 'restarting';
+    case 'unknown':
+      // Just reconnected: the kernel's state is not known until it answers.
+      return everConnected ? 'reconnecting' : 'starting';
     default:
       return 'starting';
   }
@@ -74,10 +82,10 @@ export class KernelSession {
 
   private update(): void {
     const k = this.kernel;
-    if (k && k.connectionStatus === 'connected') {
+    const s = shownStatus(k ? k.status : null, k ? k.connectionStatus : null, this.everConnected, this.last);
+    if (s === 'idle' || s === 'busy') {
       this.everConnected = true;
     }
-    const s = shownStatus(k ? k.status : null, k ? k.connectionStatus : null, this.everConnected);
     if (s !== this.last) {
       this.last = s;
       for (const l of this.statusListeners) l(s);

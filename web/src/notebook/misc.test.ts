@@ -9,12 +9,18 @@ test('kernel status as shown: connecting after a connection is reconnecting', ()
   assert.equal(shownStatus('busy', 'connected', true), 'busy');
   assert.equal(shownStatus('busy', 'connecting', true), 'reconnecting');
   assert.equal(shownStatus('unknown', 'connecting', false), 'starting');
+  assert.equal(shownStatus('unknown', 'connected', false), 'starting');
+  assert.equal(shownStatus('unknown', 'connected', true), 'reconnecting');
   assert.equal(shownStatus('starting', 'connected', true), 'starting');
   assert.equal(shownStatus('restarting', 'connected', true), 'restarting');
   assert.equal(shownStatus('autorestarting', 'connected', true), 'restarting');
   assert.equal(shownStatus('dead', 'connected', true), 'dead');
   assert.equal(shownStatus('idle', 'disconnected', true), 'dead');
   assert.equal(shownStatus(null, null, false), 'no kernel');
+  // A restart reconnects; it shows as restarting until the kernel answers.
+  assert.equal(shownStatus('unknown', 'connecting', true, 'restarting'), 'restarting');
+  assert.equal(shownStatus('starting', 'connected', true, 'restarting'), 'starting');
+  assert.equal(shownStatus('idle', 'connected', true, 'restarting'), 'idle');
 });
 
 test('cursor positions convert between UTF-16 and code points', () => {

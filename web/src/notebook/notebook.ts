@@ -652,7 +652,10 @@ export class NotebookPage {
     const id = await pick(
       'Revert to a checkpoint',
       'Checkpoint',
-      cps.map((c) => ({ value: c.id, label: new Date(c.last_modified).toLocaleString() })),
+      // Newest first: the one most likely wanted is the one preselected.
+      [...cps]
+        .sort((a, b) => Date.parse(b.last_modified) - Date.parse(a.last_modified))
+        .map((c) => ({ value: c.id, label: new Date(c.last_modified).toLocaleString() })),
       'Revert',
     );
     if (!id) return;
