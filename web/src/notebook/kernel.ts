@@ -55,6 +55,7 @@ export class KernelSession {
   private iopubListeners: ((m: KernelMessage.IIOPubMessage) => void)[] = [];
   private restartListeners: (() => void)[] = [];
   private last: ShownStatus = 'starting';
+  private restarting = false;
 
   constructor(private manager: ServiceManager.IManager) {}
 
@@ -82,7 +83,10 @@ export class KernelSession {
 
   private update(): void {
     const k = this.kernel;
-    const s = shownStatus(k ? k.status : null, k ? k.connectionStatus : null, this.everConnected, this.last);
+    let s = shownStatus(k ? k.status : null, k ? k.connectionStatus : null, this.everConnected, this.last);
+    if (this.restarting && (s === 'reconnecting' || s === 'starting')) {
+      s = 'restarting'; // the service client reconnects after a restart
+    }
     if (s === 'idle' || s === 'busy') {
       this.everConnected = true;
     }
@@ -107,9 +111,13 @@ export class KernelSession {
     const sessions = this.manager.sessions;
     const model = await sessions.findByPath(path);
     let conn: Session.ISessionConnection;
-    if (model && model.kernel) {
+    if (model && model.kernel && model.kernel.execution_state !== 'dead') {
       conn = sessions.connectTo({ model });
     } else {
+      if (model) {
+        // A session whose kernel died (e.g. the server restarted) is of no use: replace it.
+        await sessions.shutdown(model.id).catch(() => undefined);
+      }
       const kname = await this.kernelName(kernelName);
       conn = await sessions.startNew({ path, type: 'notebook', name, kernel: kname ? { name: kname } : undefined });
     }
@@ -118,6 +126,7 @@ export class KernelSession {
 
   private attach(conn: Session.ISessionConnection): void {
     this.session = conn;
+    this.everConnected = false;
     conn.statusChanged.connect(() => this.update());
     conn.connectionStatusChanged.connect(() => this.update());
     conn.kernelChanged.connect(() => {
@@ -211,7 +220,13 @@ export class KernelSession {
       return;
     }
     for (const l of this.restartListeners) l();
-    await k.restart();
+    this.restarting = true;
+    try {
+      await k.restart();
+    } finally {
+      this.restarting = false;
+      this.update();
+    }
   }
 
   async shutdown(): Promise<void> {
@@ -219,10 +234,14 @@ export class KernelSession {
     if (!s) {
       return;
     }
-    await s.shutdown();
-    this.session = null;
-    this.last = 'dead';
-    for (const l of this.statusListeners) l('dead');
+    try {
+      await s.shutdown();
+    } finally {
+      s.dispose();
+      this.session = null;
+      this.last = 'dead';
+      for (const l of this.statusListeners) l('dead');
+    }
   }
 
   /** setPath tells the session that the notebook was renamed. */

@@ -549,8 +549,9 @@ export class NotebookPage {
       try {
         await this.kernel.restart();
       } catch (err) {
-        void alert('Restart failed', messageOf(err));
-        return;
+        // A kernel that is gone cannot restart: start a new one for the notebook instead.
+        await this.kernel.shutdown().catch(() => undefined);
+        await this.connectKernel();
       }
     }
     for (const v of this.views) {
