@@ -265,6 +265,17 @@ export class CellView {
     this.hideInspect();
   }
 
+  /** unrender shows a markdown cell's source (as Jupyter does for a cell just made markdown). */
+  unrender(): void {
+    if (this.cell.type !== 'markdown' || this.editingMarkdown) {
+      return;
+    }
+    this.editingMarkdown = true;
+    this.rendered?.remove();
+    this.rendered = null;
+    this.showStatic();
+  }
+
   /** renderMarkdownCell shows a markdown cell rendered (running it). */
   renderMarkdownCell(): void {
     if (this.cell.type !== 'markdown') {

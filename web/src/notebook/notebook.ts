@@ -363,6 +363,7 @@ export class NotebookPage {
     const i = this.selected;
     const wasEditing = this.mode() === 'edit';
     this.model.setType(i, t);
+    this.views[i]?.unrender();
     this.select(i, wasEditing);
   }
 
@@ -440,8 +441,14 @@ export class NotebookPage {
    * are sent at once; the kernel queues them, and stops after an error). */
   async runCells(indices: number[]): Promise<void> {
     const views = indices.map((i) => this.views[i]).filter((v): v is CellView => !!v);
-    if (views.some((v) => v.cell.type === 'code' && v.cell.source.trim() !== '') && !this.kernel.session) {
-      await this.connectKernel();
+    if (views.some((v) => v.cell.type === 'code' && v.cell.source.trim() !== '')) {
+      if (this.kernel.session && this.kernel.status === 'dead') {
+        // The kernel is gone (shut down elsewhere, or its connection given up): start anew.
+        await this.kernel.shutdown().catch(() => undefined);
+      }
+      if (!this.kernel.session) {
+        await this.connectKernel();
+      }
     }
     const done: Promise<void>[] = [];
     for (const v of views) {
