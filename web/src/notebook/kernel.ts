@@ -2,7 +2,8 @@
 // client, its status as the page shows it, and requests to the kernel. A dropped WebSocket is
 // reconnected by @jupyterlab/services with the same client id; the futures of executions in
 // flight are kept by the kernel connection, so output the server replays lands in its cell.
-import type { Kernel, KernelMessage, Session, ServiceManager } from '@jupyterlab/services';
+import type { Kernel, KernelMessage, Session } from '@jupyterlab/services';
+import type { Services } from '../shell/server';
 
 /** The status the page shows. */
 export type ShownStatus = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'reconnecting' | 'no kernel';
@@ -57,7 +58,7 @@ export class KernelSession {
   private last: ShownStatus = 'starting';
   private restarting = false;
 
-  constructor(private manager: ServiceManager.IManager) {}
+  constructor(private manager: Services) {}
 
   get kernel(): Kernel.IKernelConnection | null {
     return this.session?.kernel ?? null;

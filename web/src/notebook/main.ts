@@ -4,6 +4,7 @@ import './notebook.css';
 import { config } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
+import { markReady, markRendered } from '../shell/ready';
 import { services } from '../shell/server';
 import { NotebookPage } from './notebook';
 import { basename } from './save';
@@ -22,11 +23,12 @@ async function main(): Promise<void> {
     document.body.append(h('p', { class: 'nb-load-error', role: 'alert' }, 'The notebook could not be opened: ' + (err instanceof Error ? err.message : String(err))));
     return;
   }
-  document.body.dataset.shown = 'notebook';
+  // Shown and editable (the editors come as the cells come into view).
+  markRendered('notebook');
   await page.connectKernel();
   await page.kernel.whenIdle();
   if (page.kernel.status === 'idle') {
-    document.body.dataset.ready = 'notebook';
+    markReady('notebook');
   }
 }
 

@@ -1,6 +1,7 @@
 // The notebook page's controller: keeps the cell views in step with the model, owns the
 // selection and the command/edit mode, runs cells on the kernel, and saves.
-import type { KernelMessage, ServiceManager } from '@jupyterlab/services';
+import type { KernelMessage } from '@jupyterlab/services';
+import type { Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
 import { renderOutput } from '../render/index';
 import { config, url } from '../shell/config';
@@ -29,7 +30,7 @@ export class NotebookPage {
   private loadedWithOutputs = true;
 
   constructor(
-    private manager: ServiceManager.IManager,
+    private manager: Services,
     path: string,
   ) {
     this.kernel = new KernelSession(manager);
@@ -39,7 +40,7 @@ export class NotebookPage {
       (t) => this.setType(t),
     );
     this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
-    this.lazy = new LazyEditors();
+    this.lazy = new LazyEditors(() => this.views);
     this.model.onChange((c) => this.onModelChange(c));
     this.model.onDirty((d) => {
       this.toolbar.setDirty(d);
@@ -701,14 +702,16 @@ function messageOf(err: unknown): string {
 }
 
 /** LazyEditors makes the editors of cells as they come into view, a few per frame, so that
- * the page shows a long notebook at once and the editors follow. */
+ * the page shows a long notebook at once and the editors follow; then, when the browser is
+ * idle, the editors of the cells out of view too (so that every cell has its editor soon). */
 class LazyEditors {
   private io: IntersectionObserver | null = null;
   private queue: CellView[] = [];
   private scheduled = false;
   private byNode = new Map<Element, CellView>();
+  private sweep = 0;
 
-  constructor() {
+  constructor(private all: () => CellView[]) {
     if (typeof IntersectionObserver === 'function') {
       this.io = new IntersectionObserver(
         (entries) => {
@@ -727,9 +730,11 @@ class LazyEditors {
   }
 
   observe(v: CellView): void {
+    this.sweep = 0;
     if (!this.io || v.cell.type === 'markdown') return;
     this.byNode.set(v.node, v);
     this.io.observe(v.node);
+    this.kick();
   }
 
   unobserve(v: CellView): void {
@@ -737,22 +742,38 @@ class LazyEditors {
     this.io?.unobserve(v.node);
   }
 
+  private next(): CellView | undefined {
+    const v = this.queue.shift();
+    if (v) return v;
+    const all = this.all();
+    while (this.sweep < all.length) {
+      const w = all[this.sweep++];
+      if (w.cell.type !== 'markdown' && !w.hasEditor) return w;
+    }
+    return undefined;
+  }
+
   kick(): void {
-    if (this.scheduled || this.queue.length === 0 || !editorModule()) return;
+    if (this.scheduled || !editorModule()) return;
     this.scheduled = true;
-    const run = () => {
+    const run = (deadline?: { timeRemaining(): number }) => {
       this.scheduled = false;
-      const until = performance.now() + 8;
-      while (this.queue.length > 0 && performance.now() < until) {
-        const v = this.queue.shift()!;
+      const until = performance.now() + Math.max(4, Math.min(12, deadline ? deadline.timeRemaining() : 8));
+      let v: CellView | undefined;
+      let more = false;
+      while (performance.now() < until) {
+        v = this.next();
+        if (!v) break;
+        more = true;
         if (v.node.isConnected && v.cell.type !== 'markdown') {
+          this.unobserve(v);
           v.ensureEditor();
         }
       }
-      this.kick();
+      if (more) this.kick();
     };
-    const ric = (window as unknown as { requestIdleCallback?: (f: () => void, o?: { timeout: number }) => void }).requestIdleCallback;
-    if (ric) ric(run, { timeout: 200 });
+    const ric = (window as unknown as { requestIdleCallback?: (f: (d: { timeRemaining(): number }) => void, o?: { timeout: number }) => void }).requestIdleCallback;
+    if (ric) ric(run, { timeout: 500 });
     else setTimeout(run, 16);
   }
 }

@@ -2,6 +2,7 @@
 // and their elements, drawn with the renderers. Stream text is appended once per animation
 // frame, so that a flood of prints does not freeze the page; clear_output(wait=True) clears
 // on the next output; display ids are tracked so that update_display_data finds its outputs.
+// Long outputs scroll inside their own box (the renderers' nb-output-scrolled).
 import type * as nbformat from '@jupyterlab/nbformat';
 import { appendStream, renderOutput } from '../render/index';
 import { h } from '../shell/dom';
@@ -142,7 +143,6 @@ export class OutputArea {
     this.pendingText.clear();
     this.node.replaceChildren();
     this.node.hidden = true;
-    this.node.classList.remove('nb-scrolled');
     this.onChange();
   }
 
@@ -182,7 +182,6 @@ export class OutputArea {
     if (displayId) {
       this.registry.add(displayId, { area: this, output, el });
     }
-    this.checkScroll();
     this.onChange();
   }
 
@@ -220,14 +219,6 @@ export class OutputArea {
       }
     }
     this.pendingText.clear();
-    this.checkScroll();
-  }
-
-  private checkScroll(): void {
-    // Long outputs scroll inside the cell (as Jupyter's "scrolled" outputs do).
-    if (!this.node.classList.contains('nb-scrolled') && this.node.scrollHeight > 1200) {
-      this.node.classList.add('nb-scrolled');
-    }
   }
 
   /** requestInput shows an input field for the kernel's input_request; resolves with the

@@ -1,7 +1,8 @@
 // Loading and saving the notebook through the contents API: saves check first that nobody
 // changed the file since it was loaded or last saved; autosave when dirty; checkpoints;
 // rename.
-import type { Contents, ServiceManager } from '@jupyterlab/services';
+import type { Contents } from '@jupyterlab/services';
+import type { Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
 
 /** isNewer says whether the server's time is later than ours (both ISO 8601; a second's
@@ -26,7 +27,7 @@ export class Saver {
   private saving: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private manager: ServiceManager.IManager,
+    private manager: Services,
     path: string,
   ) {
     this.path = path;
