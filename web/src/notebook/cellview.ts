@@ -17,7 +17,7 @@ export interface CellHost {
   select: (v: CellView, edit: boolean) => void;
   /** The cell's source or outputs changed. */
   changed: () => void;
-  /** Markdown cells render untrusted (sanitised) unless this says otherwise. */
+  /** Whether the notebook's markup is trusted (it is sanitised either way). */
   trusted: () => boolean;
 }
 
@@ -114,7 +114,7 @@ export class CellView {
       el = h('div', { class: 'nb-markdown nb-markdown-empty' }, 'Empty markdown cell; double-click or press Enter to edit.');
     } else {
       try {
-        el = renderMarkdown(src, { trusted: this.host.trusted() });
+        el = renderMarkdown(src, { trusted: this.host.trusted(), attachments: this.cell.attachments });
       } catch (err) {
         el = h('pre', { class: 'nb-markdown' }, src);
       }

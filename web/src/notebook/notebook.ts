@@ -131,7 +131,7 @@ export class NotebookPage {
       help: () => (this.kernel.kernel ? this.kernel : null),
       select: (view, edit) => this.select(view.getIndex(), edit),
       changed: () => this.model.markChanged(),
-      trusted: () => false,
+      trusted: () => true,
     });
     v.node.setAttribute('role', 'listitem');
     this.lazy.observe(v);
@@ -534,7 +534,7 @@ export class NotebookPage {
       v.showInspect(h('p', {}, 'No information.'));
       return;
     }
-    v.showInspect(renderOutput({ output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData, { trusted: false }));
+    v.showInspect(renderOutput({ output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData, { trusted: true }));
   }
 
   private async restart(runAll: boolean): Promise<void> {

@@ -101,8 +101,10 @@ export class OutputArea {
     this.onChange = opts.onChange ?? (() => {});
     this.schedule = opts.schedule ?? defaultSchedule;
     this.node = h('div', { class: 'nb-outputs', role: 'region' });
+    // The notebook the user works in is trusted (docs/pages.md, "Outputs and trust"): its HTML
+    // may keep <style>; it is sanitised either way.
     for (const o of outputs) {
-      const el = this.render(o, false);
+      const el = this.render(o, true);
       this.els.push(el);
       this.node.append(el);
     }
@@ -146,7 +148,7 @@ export class OutputArea {
     this.onChange();
   }
 
-  /** add adds an output made in this session (trusted: the user ran it). */
+  /** add adds an output. */
   add(output: nbformat.IOutput, displayId?: string, trusted = true): void {
     if (this.clearPending) {
       this.clear(false);
