@@ -47,6 +47,7 @@ export class NotebookPage {
       document.body.dataset.dirty = String(d);
     });
     document.body.dataset.dirty = 'false';
+    document.body.dataset.kernelStatus = 'starting';
     this.kernel.onStatus((s) => this.onStatus(s));
     this.kernel.onIOPub((m) => this.onIOPub(m));
     this.kernel.onRestart(() => {
