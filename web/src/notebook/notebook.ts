@@ -516,13 +516,12 @@ export class NotebookPage {
       v.setRunning(null);
       return Promise.resolve();
     }
-    return p.then(
-      () => v.setRunning(null),
-      () => {
-        v.setRunning(null);
-        out.cancelInput();
-      },
-    );
+    // When the execution ends (an interrupt ends a pending input() too), no input field stays.
+    const end = () => {
+      v.setRunning(null);
+      out.cancelInput();
+    };
+    return p.then(end, end);
   }
 
   private async inspect(v: CellView): Promise<void> {
