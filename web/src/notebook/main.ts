@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   const c = config();
   const page = new NotebookPage(services(), c.path);
   document.body.append(
-    header(basename(c.path) || '/', page.toolbar.status, page.toolbar.dirty, page.toolbar.saveState),
+    header(basename(c.path) || '/', page.toolbar.kernelName, page.toolbar.status, page.toolbar.dirty, page.toolbar.saveState),
     page.toolbar.node,
     h('main', { class: 'nb-notebook' }, page.cellsNode),
   );

@@ -92,9 +92,29 @@ export class NotebookPage {
     const ks = this.model.metadata.kernelspec as { name?: string } | undefined;
     try {
       await this.kernel.connect(this.path, basename(this.path), ks?.name);
+      void this.noteKernel();
     } catch (err) {
       this.onStatus('dead');
       void alert('No kernel', 'The kernel could not be started: ' + messageOf(err));
+    }
+  }
+
+  /** noteKernel shows the kernel's name and writes its spec and language into the notebook's
+   * metadata (as Jupyter does: the file then says which kernel and language it is for). */
+  private async noteKernel(): Promise<void> {
+    const k = this.kernel.kernel;
+    if (!k) return;
+    try {
+      const [spec, info] = await Promise.all([k.spec, k.info]);
+      if (spec) {
+        this.toolbar.setKernelName(spec.display_name);
+        this.model.metadata.kernelspec = { name: spec.name, display_name: spec.display_name, language: spec.language };
+      }
+      if (info?.language_info) {
+        this.model.metadata.language_info = info.language_info as unknown as nbformat.ILanguageInfoMetadata;
+      }
+    } catch {
+      // the names are a nicety
     }
   }
 
@@ -429,10 +449,12 @@ export class NotebookPage {
         await this.rename();
         return;
       case 'copy-notebook':
-        window.open(url(config().notebookId ?? '', 'copy'), '_blank', 'noopener');
-        return;
       case 'print':
-        window.open(url(config().notebookId ?? '', 'print'), '_blank', 'noopener');
+        // Both show the file: save first what is only on the page.
+        if (this.model.dirty) {
+          await this.save();
+        }
+        window.open(url(config().notebookId ?? '', a === 'print' ? 'print' : 'copy'), '_blank', 'noopener');
         return;
     }
   }

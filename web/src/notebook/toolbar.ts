@@ -78,6 +78,7 @@ export class Toolbar {
   readonly status: HTMLElement;
   readonly dirty: HTMLElement;
   readonly saveState: HTMLElement;
+  readonly kernelName: HTMLElement;
   private typeSelect: HTMLSelectElement;
 
   constructor(run: (a: Action) => void, setType: (t: CellType) => void) {
@@ -104,6 +105,7 @@ export class Toolbar {
     this.status = h('span', { class: 'nb-kernel-status', role: 'status', 'aria-live': 'polite', 'data-kernel-status': 'starting' }, STATUS_TEXT.starting);
     this.dirty = h('span', { class: 'nb-dirty', 'data-dirty': 'false' }, '');
     this.saveState = h('span', { class: 'nb-save-state', role: 'status', 'aria-live': 'polite' }, '');
+    this.kernelName = h('span', { class: 'nb-kernel-name' }, '');
   }
 
   /** Left/Right move between the toolbar's buttons (the toolbar pattern). */
@@ -122,6 +124,10 @@ export class Toolbar {
     const next = items[(i + (e.key === 'ArrowRight' ? 1 : items.length - 1)) % items.length];
     next.focus();
     e.preventDefault();
+  }
+
+  setKernelName(name: string): void {
+    this.kernelName.textContent = name;
   }
 
   setCellType(t: CellType): void {
