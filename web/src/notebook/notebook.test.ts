@@ -91,3 +91,20 @@ test('selection stops at the ends; deleting the last cell leaves one', () => {
   assert.deepEqual(shown(p), ['0:code']);
   assert.equal(selected(p), '0');
 });
+
+test('mode: keys are the notebook\'s on a cell or an output box, not in inputs or the toolbar', () => {
+  const p = page(['code', 'a']);
+  const out = p.cellsNode.querySelector('.nb-outputs') as HTMLElement;
+  const box = document.createElement('pre');
+  box.tabIndex = 0;
+  const input = document.createElement('input');
+  out.append(box, input);
+  box.focus();
+  assert.equal(p.mode(), 'command');
+  input.focus();
+  assert.equal(p.mode(), 'other');
+  (p.toolbar.node.querySelector('button') as HTMLElement).focus();
+  assert.equal(p.mode(), 'other');
+  (p.cellsNode.querySelector('.nb-cell') as HTMLElement).focus();
+  assert.equal(p.mode(), 'command');
+});

@@ -27,7 +27,8 @@ export class NotebookPage {
   private selected = 0;
   private lazy: LazyEditors;
   private autosave: Autosave;
-  private loadedWithOutputs = true;
+  /** Each cell's latest execution, so that an earlier one's late output is not shown. */
+  private runs = new WeakMap<CellView, number>();
 
   constructor(
     private manager: Services,
@@ -245,16 +246,18 @@ export class NotebookPage {
    * some other control (toolbar, an input field, a dialog). */
   mode(): Mode {
     const a = document.activeElement;
-    if (!a || a === document.body || a === this.cellsNode) {
+    if (!a || a === document.body) {
       return 'command';
     }
-    if (a.closest('.nb-cells .cm-editor')) {
+    if (!this.cellsNode.contains(a)) {
+      return 'other';
+    }
+    if (a.closest('.cm-editor')) {
       return 'edit';
     }
-    if (a.classList.contains('nb-cell')) {
-      return 'command';
-    }
-    return 'other';
+    // A cell, or something in it that takes no keys of its own (e.g. an output's scroll box,
+    // which Chromium focuses on a click).
+    return a.matches('input, textarea, select, button, a[href], [contenteditable]') ? 'other' : 'command';
   }
 
   private editContext(): EditContext {
@@ -498,10 +501,15 @@ export class NotebookPage {
     out.clear();
     v.setRunning('queued');
     this.model.markChanged();
+    // Running a cell again leaves what its earlier execution still sends unshown.
+    const run = (this.runs.get(v) ?? 0) + 1;
+    this.runs.set(v, run);
+    const current = () => this.runs.get(v) === run;
     let p: Promise<void>;
     try {
       p = this.kernel.execute(v.cell.source, {
         onIOPub: (m) => {
+          if (!current()) return;
           const t = m.header.msg_type;
           if (t === 'execute_input') {
             v.setRunning('running');
@@ -521,6 +529,7 @@ export class NotebookPage {
         },
         onInput: (p, password) => out.requestInput(p, password),
         onReply: (r) => {
+          if (!current()) return;
           if (r.status === 'ok' || r.status === 'error') {
             v.setExecutionCount(r.execution_count ?? null);
           }
@@ -540,6 +549,7 @@ export class NotebookPage {
     }
     // When the execution ends (an interrupt ends a pending input() too), no input field stays.
     const end = () => {
+      if (!current()) return;
       v.setRunning(null);
       out.cancelInput();
     };
