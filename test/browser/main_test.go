@@ -257,13 +257,27 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 
 // ready waits until the page says it is ready as kind (document.body.dataset.ready).
 func ready(kind string) Act {
-	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.body && document.body.dataset.ready === %q`, kind),
-		chromedp.WithPollingInterval(50*time.Millisecond))
+	return until(fmt.Sprintf(`document.body && document.body.dataset.ready === %q`, kind))
 }
 
-// until waits until the JavaScript expression is true.
+// until waits until the JavaScript expression is true. It asks again and again from Go
+// rather than polling in the page, so that a navigation meanwhile (a click on a link, a form
+// sent) only makes it ask the next page.
 func until(expr string) Act {
-	return chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(50*time.Millisecond))
+	check := chromedp.Evaluate[bool](fmt.Sprintf(`(() => { try { return !!(%s); } catch (e) { return false; } })()`, expr))
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		for {
+			ok, err := check(ctx, tg)
+			if err == nil && ok {
+				return chromedp.Void{}, nil
+			}
+			select {
+			case <-ctx.Done():
+				return chromedp.Void{}, fmt.Errorf("waiting until %s: %w (last: %v, %v)", expr, ctx.Err(), ok, err)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // eval evaluates a JavaScript expression now.
