@@ -234,12 +234,13 @@ func into[T any](a chromedp.Action[T], out *T) Act {
 	}
 }
 
-// screenshot keeps a picture of the page as a test artifact.
+// screenshot keeps a picture of the page's window (as a person sees it: sticky bars where
+// they stay) as a test artifact.
 func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(sctx, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Logf("screenshot %s: %v", name, err)
 		return

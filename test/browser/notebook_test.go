@@ -123,6 +123,7 @@ func TestNotebook_RunRichOutputInputInterruptSaveReloadCopyPrint(t *testing.T) {
 		outputHas(4, "KeyboardInterrupt"),
 		until(`document.body.dataset.kernelStatus === "idle"`),
 	)
+	run(t, ctx, "scroll to the top", 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	screenshot(t, ctx, "notebook")
 
 	// Ctrl-S writes nbformat 4 with the outputs.
