@@ -24,10 +24,12 @@ import (
 
 // pagesReport holds the pages' measurements.
 type pagesReport struct {
-	dashboard, notebookRendered, notebookReady []time.Duration
-	scripts                                    map[string]int // page → JavaScript bytes loaded (as sent: gzipped)
-	frames                                     frameReport
-	err                                        error
+	dashboardRendered, dashboardReady []time.Duration
+	notebookRendered, notebookReady   []time.Duration
+	scripts                           map[string]int // page → JavaScript bytes loaded (as sent: gzipped)
+	frames                            frameReport
+	load                              string // the machine's load average when measured
+	err                               error
 }
 
 // frameReport is what the page's frames did while it printed 10,000 lines.
@@ -42,6 +44,9 @@ const pageRuns = 5
 func measurePages(nb *server, root string) *pagesReport {
 	r := &pagesReport{scripts: map[string]int{}}
 	r.err = r.measure(nb, root)
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.load = strings.Join(strings.Fields(string(data))[:3], " ")
+	}
 	if r.err != nil {
 		fmt.Fprintln(os.Stderr, "bench: pages:", r.err)
 	}
@@ -92,7 +97,11 @@ func (r *pagesReport) measure(nb *server, root string) error {
 		if err := step(time.Minute, chromedp.Navigate(nb.base+"tree/pages/thousand")); err != nil {
 			return err
 		}
-		d, err := mark("nbkube-ready-dashboard")
+		rendered, err := mark("nbkube-rendered-dashboard")
+		if err != nil {
+			return fmt.Errorf("dashboard: %w", err)
+		}
+		ready, err := mark("nbkube-ready-dashboard")
 		if err != nil {
 			return fmt.Errorf("dashboard: %w", err)
 		}
@@ -103,7 +112,8 @@ func (r *pagesReport) measure(nb *server, root string) error {
 			}
 			continue
 		}
-		r.dashboard = append(r.dashboard, d)
+		r.dashboardRendered = append(r.dashboardRendered, rendered)
+		r.dashboardReady = append(r.dashboardReady, ready)
 	}
 
 	// The notebook of 200 cells: rendered (cells shown, editable), then ready (kernel idle).
@@ -164,8 +174,8 @@ func (r *pagesReport) measure(nb *server, root string) error {
 	}
 	r.frames = frameReport{frames: f.N, maxGap: time.Duration(f.MaxGap * float64(time.Millisecond)),
 		duration: time.Duration((f.End - f.Start) * float64(time.Millisecond))}
-	fmt.Fprintf(os.Stderr, "pages: dashboard %v, notebook rendered %v ready %v, scripts %v, frames %+v\n",
-		r.dashboard, r.notebookRendered, r.notebookReady, r.scripts, r.frames)
+	fmt.Fprintf(os.Stderr, "pages: dashboard rendered %v ready %v, notebook rendered %v ready %v, scripts %v, frames %+v\n",
+		r.dashboardRendered, r.dashboardReady, r.notebookRendered, r.notebookReady, r.scripts, r.frames)
 	return nil
 }
 
@@ -231,12 +241,15 @@ func pagesFixture(root string) error {
 // writePages writes the pages' section of the report.
 func writePages(b *strings.Builder, r *pagesReport) {
 	fmt.Fprintf(b, "## Web pages\n\nChromium (Debian's) on the same machine, %d loads each after one that fills the browser's cache; "+
-		"times from the start of the navigation to the page's own mark. Budgets from the pages issue.\n\n", pageRuns)
+		"times from the start of the navigation to the page's own mark (web/src/shell/ready.ts): *interactive* when its content is shown and takes input, "+
+		"*ready* when everything it loads has come (the dashboard's kernel specs, running sessions and clusters; the notebook's kernel, started, connected and idle). "+
+		"Budgets from the pages issue, held to the median; the slowest of the loads is shown beside it. "+
+		"Load average of the machine just after: %s.\n\n", pageRuns, r.load)
 	if r.err != nil {
 		fmt.Fprintf(b, "Not measured: %v\n\n", r.err)
 		return
 	}
-	b.WriteString("| measurement | p50 | max | budget | within |\n|---|---|---|---|---|\n")
+	b.WriteString("| measurement | p50 | max | budget | p50 within |\n|---|---|---|---|---|\n")
 	row := func(name string, ds []time.Duration, budget time.Duration) {
 		s := slices.Clone(ds)
 		slices.Sort(s)
@@ -245,11 +258,12 @@ func writePages(b *strings.Builder, r *pagesReport) {
 			fmt.Fprintf(b, "| %s | %.0f ms | %.0f ms | – | – |\n", name, ms(p50), ms(mx))
 			return
 		}
-		fmt.Fprintf(b, "| %s | %.0f ms | %.0f ms | < %.0f ms | %v |\n", name, ms(p50), ms(mx), ms(budget), mx < budget)
+		fmt.Fprintf(b, "| %s | %.0f ms | %.0f ms | < %.0f ms | %v |\n", name, ms(p50), ms(mx), ms(budget), p50 < budget)
 	}
-	row("dashboard of 1,000 notebooks, interactive", r.dashboard, 300*time.Millisecond)
-	row("notebook of 200 cells with outputs, interactive (cells shown, editable)", r.notebookRendered, time.Second)
-	row("the same, kernel started, connected and idle", r.notebookReady, 0)
+	row("dashboard of 1,000 notebooks, interactive", r.dashboardRendered, 300*time.Millisecond)
+	row("the same, ready", r.dashboardReady, 0)
+	row("notebook of 200 cells with outputs, interactive", r.notebookRendered, time.Second)
+	row("the same, ready (kernel started, connected and idle)", r.notebookReady, 0)
 	b.WriteString("\n| page | JavaScript loaded (gzipped) | budget | within |\n|---|---|---|---|\n")
 	for _, page := range []string{"dashboard", "notebook"} {
 		fmt.Fprintf(b, "| %s | %d KiB | 600 KiB | %v |\n", page, r.scripts[page]/1024, r.scripts[page] <= 600<<10)
