@@ -1,8 +1,12 @@
-// Loading and saving the notebook through the contents API: saves check first that nobody
-// changed the file since it was loaded or last saved; autosave when dirty; checkpoints;
-// rename.
-import type { Contents } from '@jupyterlab/services';
-import type { Services } from '../shell/server';
+// Loading and saving the notebook through the contents API: a save is conditional on the
+// version loaded or last saved (If-Match with the entity tag the server gave), so that a file
+// changed since, by another tab, user or kernel, is never overwritten unasked, not even by a
+// save racing with the change (nbkube answers 409 "changed on disk"); autosave when dirty;
+// checkpoints; rename. Loads and saves use the service client's request layer
+// (ServerConnection), which the contents manager does not let set headers or read them.
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection, type Contents } from '@jupyterlab/services';
+import { serverSettings, type Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
 
 /** isNewer says whether the server's time is later than ours (both ISO 8601; a second's
@@ -21,9 +25,16 @@ export function isNewer(server: string | undefined, ours: string | undefined): b
 
 export type SaveResult = 'saved' | 'conflict' | 'failed';
 
+/** contentsURL is the contents API's URL of path. */
+function contentsURL(path: string): string {
+  return URLExt.join(serverSettings().baseUrl, 'api/contents', URLExt.encodeParts(path));
+}
+
 export class Saver {
   path: string;
   lastModified: string | undefined;
+  /** etag names the version of the file loaded or last saved (the server's ETag header). */
+  etag: string | undefined;
   private saving: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -37,9 +48,15 @@ export class Saver {
     return this.manager.contents;
   }
 
-  /** load fetches the notebook and remembers when it was last modified. */
+  /** load fetches the notebook and remembers its version. */
   async load(): Promise<nbformat.INotebookContent> {
-    const m = await this.contents.get(this.path, { type: 'notebook', content: true });
+    const settings = serverSettings();
+    const response = await ServerConnection.makeRequest(contentsURL(this.path) + '?type=notebook&content=1', {}, settings);
+    if (!response.ok) {
+      throw await ServerConnection.ResponseError.create(response);
+    }
+    const m = (await response.json()) as Contents.IModel;
+    this.etag = response.headers.get('ETag') ?? undefined;
     this.lastModified = m.last_modified;
     this.path = m.path;
     return m.content as nbformat.INotebookContent;
@@ -55,13 +72,34 @@ export class Saver {
     }
   }
 
-  /** save writes the notebook (after the check, unless force). */
+  /** save writes the notebook over the version loaded or last saved ('conflict' when the
+   * file changed since), or over whatever is there when force. */
   save(nb: nbformat.INotebookContent, force = false): Promise<SaveResult> {
     const run = async (): Promise<SaveResult> => {
-      if (!force && (await this.changedOnServer())) {
+      const headers: Record<string, string> = { 'Content-Type': 'application/json' };
+      if (!force && this.etag) {
+        headers['If-Match'] = this.etag;
+      } else if (!force && (await this.changedOnServer())) {
+        // A server that gave no version: the check before the save, as JupyterLab does.
         return 'conflict';
       }
-      const m = await this.contents.save(this.path, { type: 'notebook', format: 'json', content: nb as unknown as Contents.IModel['content'] });
+      const response = await ServerConnection.makeRequest(
+        contentsURL(this.path),
+        { method: 'PUT', headers, body: JSON.stringify({ type: 'notebook', format: 'json', content: nb }) },
+        serverSettings(),
+      );
+      if (response.status === 409 && !force) {
+        const err = (await response.json().catch(() => ({}))) as { reason?: string };
+        if (err.reason === 'changed on disk') {
+          return 'conflict';
+        }
+        throw new Error(`Save failed: ${JSON.stringify(err)}`);
+      }
+      if (!response.ok) {
+        throw await ServerConnection.ResponseError.create(response);
+      }
+      const m = (await response.json()) as Contents.IModel;
+      this.etag = response.headers.get('ETag') ?? undefined;
       this.lastModified = m.last_modified;
       return 'saved';
     };
@@ -82,6 +120,12 @@ export class Saver {
     await this.contents.restoreCheckpoint(this.path, id);
   }
 
+  /** refreshVersion asks the server for the version of the file as it is now. */
+  private async refreshVersion(): Promise<void> {
+    const response = await ServerConnection.makeRequest(contentsURL(this.path) + '?content=0', {}, serverSettings());
+    this.etag = response.ok ? (response.headers.get('ETag') ?? undefined) : undefined;
+  }
+
   /** rename moves the file to a new name in the same directory; returns the new path. */
   async rename(newName: string): Promise<string> {
     const dir = this.path.includes('/') ? this.path.slice(0, this.path.lastIndexOf('/') + 1) : '';
@@ -89,6 +133,8 @@ export class Saver {
     const m = await this.contents.rename(this.path, target);
     this.path = m.path;
     this.lastModified = m.last_modified;
+    // A rename changes the file's version (its change time): ask for the new one.
+    await this.refreshVersion();
     return m.path;
   }
 }
