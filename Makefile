@@ -24,6 +24,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_FLAGS ?=
 # `make run` passes these to `nbkube local`.
 RUN_ARGS ?=
+# `make bench` measures these sections: contents, kernels, nbconvert, pages or all.
+BENCH_ONLY ?= all
 
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
@@ -89,8 +91,8 @@ test-deps: ## Install the Debian packages the tests use (python3-ipykernel, pyth
 	@hack/install-test-deps.sh
 
 .PHONY: bench
-bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server; results in docs/benchmarks.md.
-	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -out docs/benchmarks.md
+bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server, and the web pages in Chromium; results in docs/benchmarks.md (BENCH_ONLY=pages for one section).
+	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only $(BENCH_ONLY) -out docs/benchmarks.md
 
 ##@ Build
 
