@@ -50,6 +50,9 @@ var domainErrors = []struct {
 	{domainerr.ErrInvalid, http.StatusBadRequest},
 	{domainerr.ErrForbidden, http.StatusForbidden},
 	{domainerr.ErrTooLarge, http.StatusRequestEntityTooLarge},
+	// Jupyter answers a full disk with 500 "Unexpected error while saving file"; 507 tells
+	// the client that the server, not its request, is at fault, and that a retry may work.
+	{domainerr.ErrNoSpace, http.StatusInsufficientStorage},
 	// As Jupyter answers a kernel that fails to start; the reason says why.
 	{domainerr.ErrStartFailed, http.StatusInternalServerError},
 }

@@ -58,6 +58,13 @@ func TestAnswerTo_MapsEveryKindOfErrorToJupytersAnswer(t *testing.T) {
 			failed: false,
 		},
 		{
+			name:   "full volume",
+			err:    &domainerr.Error{Kind: domainerr.ErrNoSpace, Message: "No room to write a.ipynb: no space left on device"},
+			status: http.StatusInsufficientStorage,
+			body:   jupyter.Error{Message: "No room to write a.ipynb: no space left on device"},
+			failed: false,
+		},
+		{
 			name:   "existing target",
 			err:    &domainerr.Error{Kind: domainerr.ErrConflict, Message: "exists"},
 			status: http.StatusConflict,

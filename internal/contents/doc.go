@@ -1,8 +1,8 @@
 // Package contents is Jupyter's file contents manager (Jupyter Server 1.23's
 // FileContentsManager with LargeFileManager's chunked uploads) over a directory tree, for
 // the /api/contents handlers. It returns the models of package jupyter, and refuses with
-// domainerr.Error (not found, conflict, invalid, forbidden, too large) carrying Jupyter's
-// messages.
+// domainerr.Error (not found, conflict, invalid, forbidden, too large, no space) carrying
+// Jupyter's messages.
 //
 // Paths. API paths are cleaned as Jupyter cleans them (slashes and "." dropped); ".." and
 // NUL bytes are refused. Every file system access goes through an os.Root, which resolves

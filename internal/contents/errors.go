@@ -30,7 +30,7 @@ func forbidden(format string, args ...any) *domainerr.Error {
 const errPathEscapes = "path escapes from parent"
 
 // fsError turns a file system error about the API path p into a domain error where it is one
-// (missing, permission, escape, name too long), and wraps it as a server failure otherwise.
+// (missing, permission, escape, name too long, no space), and wraps it as a server failure otherwise.
 func fsError(p string, err error) error {
 	if err == nil {
 		return nil
@@ -47,8 +47,10 @@ func fsError(p string, err error) error {
 		return &domainerr.Error{Kind: domainerr.ErrForbidden, Message: "Permission denied: " + p, Err: err}
 	case errors.As(err, &errno) && (errno == syscall.ENAMETOOLONG || errno == syscall.ELOOP):
 		return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Invalid path %s: %v", p, errno), Err: err}
-	case errors.As(err, &errno) && (errno == syscall.EFBIG || errno == syscall.ENOSPC || errno == syscall.EDQUOT):
+	case errors.As(err, &errno) && errno == syscall.EFBIG:
 		return &domainerr.Error{Kind: domainerr.ErrTooLarge, Message: fmt.Sprintf("No room to write %s: %v", p, errno), Err: err}
+	case errors.As(err, &errno) && (errno == syscall.ENOSPC || errno == syscall.EDQUOT):
+		return &domainerr.Error{Kind: domainerr.ErrNoSpace, Message: fmt.Sprintf("No room to write %s: %v", p, errno), Err: err}
 	case escapes(err):
 		return &domainerr.Error{Kind: domainerr.ErrForbidden, Message: p + " is outside root contents directory", Err: err}
 	}

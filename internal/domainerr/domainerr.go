@@ -27,6 +27,10 @@ var (
 	ErrForbidden = errors.New("forbidden")
 	// ErrTooLarge: the content exceeds a size limit of the store (413).
 	ErrTooLarge = errors.New("too large")
+	// ErrNoSpace: the volume is full, or its quota is used up (507, Insufficient Storage).
+	// Not ErrTooLarge: the request is not too large, the server lacks room for it, and a
+	// client that retries after space is freed succeeds.
+	ErrNoSpace = errors.New("insufficient storage")
 	// ErrStartFailed: a kernel could not start, or is not running; the reason says why.
 	// Jupyter answers it with 500.
 	ErrStartFailed = errors.New("kernel start failed")
