@@ -20,11 +20,12 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/crds"
 	"github.com/nbkube/nbkube/internal/testenv"
-	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // saveTarget is how many saves the kill scenario makes, and minKills how many kills it must
@@ -140,7 +141,7 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		}()
 	}
 
-	kills, leftoversSeen := 0, map[string]bool{}
+	kills, landed, leftoversSeen := 0, 0, map[string]bool{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for running := true; running; {
 		select {
@@ -154,7 +155,10 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		// The server is dead: the files cannot change while they are checked.
 		mu.Lock()
 		for i, nb := range killNotebooks {
-			checkOnDisk(t, filepath.Join(root, "d", nb.name), i, nb.size, state[i])
+			if v := checkOnDisk(t, filepath.Join(root, "d", nb.name), i, nb.size, state[i]); v != state[i].acked {
+				// The save in flight had landed whole, unacknowledged.
+				landed++
+			}
 		}
 		mu.Unlock()
 		for _, n := range leftovers(t, filepath.Join(root, "d")) {
@@ -226,7 +230,7 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 	if err := store.Delete(t.Context(), "admin", "d"); err != nil {
 		t.Errorf("delete the directory the kills left temporary files in: %v", err)
 	}
-	figure(t, "kill-saves", "saves", acked, "attempts", attempts, "failed", failed, "kills", kills,
+	figure(t, "kill-saves", "saves", acked, "attempts", attempts, "failed", failed, "kills", kills, "unacked_landed", landed,
 		"notebooks", len(killNotebooks), "intact", intact, "leftovers", len(leftoversSeen), "leftovers_at_end", len(left),
 		"restart_mean_ms", (srv.startTime / time.Duration(srv.starts)).Milliseconds(), "restart_max_ms", srv.maxTime.Milliseconds())
 	if intact != len(killNotebooks) {

@@ -43,7 +43,7 @@ func nbkubeBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nbkube")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/nbkube: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build ./cmd/nbkube: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {
