@@ -229,6 +229,9 @@ func outcome(status int) string {
 		return "conflict"
 	case status == http.StatusRequestEntityTooLarge:
 		return "too_large"
+	case status == http.StatusInsufficientStorage:
+		// The volume is full: the admin's to fix, not a failure of the server.
+		return "no_space"
 	case status < http.StatusInternalServerError:
 		return "refused"
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -123,6 +124,16 @@ func TestVolumeFull_SavesAre507AndTheOldFileStaysIntact(t *testing.T) {
 	if status, m := call(http.MethodGet, "/api/contents", nil); status != http.StatusOK || len(m["content"].([]any)) != 2 {
 		t.Errorf("listing of the full volume: %d %v, want a.ipynb and filler.bin", status, m)
 	}
+	// An admin sees the full volume in the metrics, apart from failures of the server.
+	metrics := getText(t, hs.URL+"/metrics")
+	for _, want := range []string{
+		fmt.Sprintf(`nbkube_contents_operations_total{operation="save",outcome="no_space"} %d`, fullSaves+1),
+		`nbkube_contents_operations_total{operation="create_checkpoint",outcome="no_space"} 1`,
+	} {
+		if !strings.Contains(metrics, want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	left := leftovers(t, vol)
 	if len(left) > 0 {
 		t.Errorf("refused saves left temporary files %v, holding space", left)
@@ -166,4 +177,21 @@ func fillVolume(t *testing.T, name string) {
 			break
 		}
 	}
+}
+
+// getText GETs url with the token and returns its body.
+func getText(t *testing.T, url string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "token "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, data)
+	}
+	return string(data)
 }
