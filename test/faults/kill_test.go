@@ -143,13 +143,30 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 
 	kills, landed, leftoversSeen := 0, 0, map[string]bool{}
 	deadline := time.Now().Add(3 * time.Minute)
+	timedOut := false
+	ackedNow := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return acked
+	}
 	for running := true; running; {
-		select {
-		case <-stop:
-			running = false
-			continue
-		case <-time.After(time.Duration(50+mathrand.IntN(1000)) * time.Millisecond):
+		// A kill after a random 20 to 80 further saves (so that at least saveTarget/80 kills
+		// happen however fast the machine saves), at a random moment of the saves under way.
+		next := ackedNow() + 20 + mathrand.IntN(61)
+		for running && ackedNow() < next {
+			select {
+			case <-stop:
+				running = false
+			case <-time.After(2 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				timedOut, running = true, false
+			}
 		}
+		if !running {
+			continue
+		}
+		time.Sleep(time.Duration(mathrand.IntN(40_000)) * time.Microsecond)
 		srv.kill()
 		kills++
 		// The server is dead: the files cannot change while they are checked.
@@ -167,9 +184,6 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		if t.Failed() {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d saves in 3 minutes", acked)
-		}
 		srv.start()
 		srv.listingIsClean(hc, "api/contents/d", notebookNames())
 	}
@@ -179,6 +193,9 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		close(stop)
 	}
 	workersDone.Wait()
+	if timedOut {
+		t.Fatalf("%d saves in 3 minutes", acked)
+	}
 	if t.Failed() {
 		return
 	}
@@ -186,8 +203,9 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		t.Errorf("%d kills during %d saves, want at least %d", kills, saveTarget, minKills)
 	}
 
-	// After the last restart, every notebook reads back through the API as valid, and as
-	// the version on disk.
+	// After a last kill and restart, every notebook reads back through the API as valid,
+	// and as the version on disk.
+	srv.kill()
 	srv.start()
 	srv.listingIsClean(hc, "api/contents/d", notebookNames())
 	intact := 0
@@ -394,10 +412,14 @@ func (p *apiProcess) start() {
 		t.Fatal(err)
 	}
 	defer log.Close()
+	// One server at a time: a second one could not listen, and the first would go on.
+	p.kill()
 	p.starts++
 	fmt.Fprintf(log, "----- start %d\n", p.starts)
 	p.cmd = exec.Command(p.bin, p.args...)
 	p.cmd.Env = p.env
+	// Nothing outlives the test binary, even one that dies.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	began := time.Now()
 	if err := p.cmd.Start(); err != nil {
