@@ -24,6 +24,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_FLAGS ?=
 # `make run` passes these to `nbkube local`.
 RUN_ARGS ?=
+# How long `make test-faults` fuzzes the HTTP routes beyond their seeds.
+FUZZTIME ?= 20s
 # `make bench` measures these sections: contents, kernels, nbconvert, pages or all.
 BENCH_ONLY ?= all
 
@@ -62,9 +64,9 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint (with its import walls, depguard), also over the e2e-tagged tests.
+lint: golangci-lint ## Run golangci-lint (with its import walls, depguard), also over the e2e- and faults-tagged tests.
 	$(GOLANGCI_LINT) run ./...
-	$(GOLANGCI_LINT) run --build-tags e2e ./test/...
+	$(GOLANGCI_LINT) run --build-tags e2e,faults ./test/...
 
 .PHONY: verify
 verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code and manifests, lint, and fail if anything changed.
@@ -77,6 +79,11 @@ verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code a
 test: k8s-bins hydra test-deps helm kustomize web ## Run all tests (web unit tests; Go: unit, envtest, chart, local node with real ipykernel, pages in Chromium).
 	cd web && node test/run.mjs
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
+
+.PHONY: test-faults
+test-faults: k8s-bins ## Fault-injection suite (root, for a tmpfs): kill -9 under saves, a full volume, fuzzed routes and frames; figures in docs/reliability.md.
+	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" go test -tags faults ./test/faults/ -count=1 -v $(TEST_FLAGS)
+	go test -tags faults ./test/faults/ -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0
 
 .PHONY: test-e2e
 test-e2e: require-root image kernel-image helm k8s-bins kube-router ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.

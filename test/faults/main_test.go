@@ -1,3 +1,5 @@
+//go:build faults
+
 // Package faults is the fault-injection suite of issue 24: each scenario runs real components
 // (the nbkube binary, a real kube-apiserver and etcd, a real file system), injects a fault on
 // purpose (kill -9, a full volume, hostile input) and asserts that nothing is lost. Each
