@@ -115,5 +115,6 @@ func TestDashboard_ListNavigateUploadNewDeleteAndLiveUpdates(t *testing.T) {
 		ready("dashboard"),
 		until(fmt.Sprintf(`document.body.innerText.includes(%q)`, "Untitled.ipynb")),
 		press("Shut down "+dir+"/inner/Untitled.ipynb"),
+		until(fmt.Sprintf(`![...document.querySelectorAll('[data-session]')].some(r => r.dataset.path === %q)`, dir+"/inner/Untitled.ipynb")),
 	)
 }

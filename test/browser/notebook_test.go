@@ -123,6 +123,15 @@ func TestNotebook_RunRichOutputInputInterruptSaveReloadCopyPrint(t *testing.T) {
 		outputHas(4, "KeyboardInterrupt"),
 		until(`document.body.dataset.kernelStatus === "idle"`),
 	)
+	run(t, ctx, "a password", time.Minute,
+		runCell(5, "import getpass; secret = getpass.getpass('Secret? '); print(len(secret))"),
+		chromedp.WaitVisible(chromedp.CSS(cellSel(5, "input[type=password]"))),
+		chromedp.SendKeys(chromedp.CSS(cellSel(5, "input[type=password]")), "hunter2"+kb.Enter),
+		outputHas(5, "7"),
+	)
+	if shown := eval[string](t, ctx, `document.body.innerText`); strings.Contains(shown, "hunter2") {
+		t.Error("the password is shown on the page")
+	}
 	run(t, ctx, "scroll to the top", 10*time.Second, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`))
 	screenshot(t, ctx, "notebook")
 

@@ -1,0 +1,92 @@
+package browser
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// me is the name the server knows the token's user by.
+func (i *instance) me(t *testing.T) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, i.url+"api/me", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+i.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var me struct {
+		Identity struct {
+			Username string `json:"username"`
+		} `json:"identity"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&me); err != nil || me.Identity.Username == "" {
+		t.Fatalf("GET /api/me: %v", err)
+	}
+	return me.Identity.Username
+}
+
+// kubectl runs kubectl against the instance's cluster, with stdin.
+func (i *instance) kubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", filepath.Join(binDir, "data", "kubeconfig")}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// The dashboard's clusters: a user's profile is listed stopped, starts with the number of
+// engines typed, shows them ready, and stops.
+func TestDashboard_ClustersStartWithNEnginesAndStop(t *testing.T) {
+	srv := nbkube(t)
+	profile := "browser-par"
+	srv.kubectl(t, fmt.Sprintf(`apiVersion: nbkube.io/v1alpha1
+kind: Cluster
+metadata:
+  name: %s
+  namespace: default
+spec:
+  owner: %s
+  state: Stopped
+  engines: 1
+`, profile, srv.me(t)), "apply", "-f", "-")
+	t.Cleanup(func() { srv.kubectl(t, "", "delete", "cluster", profile, "--ignore-not-found", "--wait=false") })
+
+	ctx := browser(t)
+	row := fmt.Sprintf(`document.querySelector('[data-profile=%q]')`, profile)
+	run(t, ctx, "the stopped profile", time.Minute,
+		chromedp.Navigate(srv.url+"?token="+srv.token),
+		ready("dashboard"),
+		until(row+` && `+row+`.dataset.status === "stopped"`),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(() => { const i = %s.querySelector('input[type=number]'); i.focus(); i.select(); })()`, row)),
+		chromedp.KeyEvent("2"),
+		press("Start "+profile),
+		until(row+`.dataset.status === "running"`),
+		until(fmt.Sprintf(`/^2\b/.test(%s.cells[2].textContent)`, row)),
+	)
+	screenshot(t, ctx, "dashboard-cluster")
+	out := srv.kubectl(t, "", "get", "cluster", profile, "-o", "jsonpath={.spec.engines} {.status.readyEngines}")
+	if !strings.HasPrefix(out, "2 2") {
+		t.Errorf("the Cluster after Start with 2: %q", out)
+	}
+	run(t, ctx, "stop", 2*time.Minute,
+		press("Stop "+profile),
+		until(row+`.dataset.status === "stopped"`),
+	)
+}
