@@ -19,10 +19,7 @@ const cells = `document.querySelectorAll('[data-cell-index]').length`
 // Alt-Enter; and what assistive technology needs: named buttons, labelled editors and output
 // regions, the kernel status as a live region, landmarks.
 func TestNotebook_KeyboardAndAccessibility(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	notebookIn(t, ctx, srv, dir)
+	_, _, ctx, _ := newNotebook(t)
 
 	key := func(k string, mods ...chromedp.Modifier) Act {
 		return chromedp.KeyEvent(k, chromedp.KeyModifiers(mods...))
@@ -60,11 +57,11 @@ func TestNotebook_KeyboardAndAccessibility(t *testing.T) {
 		}
 	}
 	checks := map[string]string{
-		"each editor is a labelled textbox": `[...document.querySelectorAll('.cm-content')].every(e => e.getAttribute('role') === 'textbox' && /Cell \d+/.test(e.getAttribute('aria-label') || ''))`,
-		"outputs are labelled regions":      `[...document.querySelectorAll('.nb-outputs')].every(o => o.getAttribute('role') === 'region' && /Output of cell \d+/.test(o.getAttribute('aria-label') || ''))`,
+		"each editor is a labelled textbox":  `[...document.querySelectorAll('.cm-content')].every(e => e.getAttribute('role') === 'textbox' && /Cell \d+/.test(e.getAttribute('aria-label') || ''))`,
+		"outputs are labelled regions":       `[...document.querySelectorAll('.nb-outputs')].every(o => o.getAttribute('role') === 'region' && /Output of cell \d+/.test(o.getAttribute('aria-label') || ''))`,
 		"the kernel status is a live region": `(() => { const s = document.querySelector('.nb-kernel-status'); return !!s && s.getAttribute('role') === 'status' && s.getAttribute('aria-live') === 'polite' && /idle/i.test(s.textContent); })()`,
-		"a main landmark and a toolbar":     `!!document.querySelector('main') && !!document.querySelector('[role=toolbar]')`,
-		"the cell type select is labelled":  `(() => { const s = document.querySelector('select'); return !!s && !!(s.getAttribute('aria-label') || (s.labels && s.labels.length)); })()`,
+		"a main landmark and a toolbar":      `!!document.querySelector('main') && !!document.querySelector('[role=toolbar]')`,
+		"the cell type select is labelled":   `(() => { const s = document.querySelector('select'); return !!s && !!(s.getAttribute('aria-label') || (s.labels && s.labels.length)); })()`,
 	}
 	for what, expr := range checks {
 		if !eval[bool](t, ctx, expr) {
@@ -76,10 +73,7 @@ func TestNotebook_KeyboardAndAccessibility(t *testing.T) {
 // Outputs as Jupyter shows them: streams with \r and ANSI colours, display updates,
 // clear_output(wait=True), markdown with math; completion (Tab) and inspection (Shift-Tab).
 func TestNotebook_OutputsCompletionAndInspection(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	notebookIn(t, ctx, srv, dir)
+	_, _, ctx, _ := newNotebook(t)
 
 	run(t, ctx, "carriage return and colours", time.Minute,
 		runCell(0, `print("abc\rX"); print("\x1b[31mred\x1b[0m plain")`),
@@ -124,10 +118,7 @@ func TestNotebook_OutputsCompletionAndInspection(t *testing.T) {
 // Saving never overwrites a file changed elsewhere unasked; checkpoints can be gone back to;
 // a rename keeps the page.
 func TestNotebook_ConflictCheckpointRevertRename(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	id := notebookIn(t, ctx, srv, dir)
+	srv, dir, ctx, id := newNotebook(t)
 	file := filepath.Join(srv.root, dir, "Untitled.ipynb")
 
 	run(t, ctx, "save a first version and checkpoint it", time.Minute,

@@ -33,6 +33,16 @@ func notebookIn(t *testing.T, ctx context.Context, srv *instance, dir string) st
 	return id
 }
 
+// newNotebook is the start of a notebook test: the instance, the test's directory, a fresh
+// browser on a new notebook there with its kernel idle, and the notebook's id.
+func newNotebook(t *testing.T) (*instance, string, context.Context, string) {
+	t.Helper()
+	srv := nbkube(t)
+	dir := srv.dir(t)
+	ctx := browser(t)
+	return srv, dir, ctx, notebookIn(t, ctx, srv, dir)
+}
+
 // cellSel is the selector of the i-th cell's part (e.g. ".cm-content", ".nb-outputs").
 func cellSel(i int, part string) string {
 	return fmt.Sprintf(`[data-cell-index="%d"] %s`, i, part)
@@ -98,10 +108,7 @@ func onDisk(t *testing.T, p string) map[string]any {
 // A person writes and runs code, sees rich output, answers input(), interrupts, saves, and
 // finds it all again after a reload; the copy and the print view show the same.
 func TestNotebook_RunRichOutputInputInterruptSaveReloadCopyPrint(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	id := notebookIn(t, ctx, srv, dir)
+	srv, dir, ctx, id := newNotebook(t)
 
 	run(t, ctx, "print(6*7)", time.Minute, runCell(0, "print(6*7)"), outputHas(0, "42"))
 	run(t, ctx, "a matplotlib plot", 2*time.Minute,
@@ -203,10 +210,7 @@ func TestNotebook_RunRichOutputInputInterruptSaveReloadCopyPrint(t *testing.T) {
 
 // Restart clears the kernel's state; HTML output cannot run script in the page.
 func TestNotebook_RestartClearsStateAndOutputScriptsDoNotRun(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	notebookIn(t, ctx, srv, dir)
+	_, _, ctx, _ := newNotebook(t)
 
 	run(t, ctx, "HTML with a script", time.Minute,
 		runCell(0, `from IPython.display import HTML; HTML('<b id="shown">bold</b><script>window.pwned = 1</script><img src="x" onerror="window.pwned = 2">')`),
@@ -232,10 +236,7 @@ func TestNotebook_RestartClearsStateAndOutputScriptsDoNotRun(t *testing.T) {
 // A WebSocket dropped in the middle of an execution comes back by itself, and the output
 // printed meanwhile appears.
 func TestNotebook_ReconnectsAndShowsMissedOutput(t *testing.T) {
-	srv := nbkube(t)
-	dir := srv.dir(t)
-	ctx := browser(t)
-	notebookIn(t, ctx, srv, dir)
+	srv, _, ctx, _ := newNotebook(t)
 
 	run(t, ctx, "start printing", time.Minute,
 		runCell(0, "import time"),
