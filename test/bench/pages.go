@@ -242,7 +242,7 @@ func pagesFixture(root string) error {
 func writePages(b *strings.Builder, r *pagesReport) {
 	fmt.Fprintf(b, "## Web pages\n\nChromium (Debian's) on the same machine, %d loads each after one that fills the browser's cache; "+
 		"times from the start of the navigation to the page's own mark (web/src/shell/ready.ts): *interactive* when its content is shown and takes input, "+
-		"*ready* when everything it loads has come (the dashboard's kernel specs, running sessions and clusters; the notebook's kernel, started, connected and idle). "+
+		"*ready* when everything it loads has come (the dashboard's kernel specs, running sessions and clusters; the notebook's kernel connected and idle: the first load starts it, the measured loads find its session). "+
 		"Budgets from the pages issue, held to the median; the slowest of the loads is shown beside it. "+
 		"Load average of the machine just after: %s.\n\n", pageRuns, r.load)
 	if r.err != nil {
@@ -263,7 +263,7 @@ func writePages(b *strings.Builder, r *pagesReport) {
 	row("dashboard of 1,000 notebooks, interactive", r.dashboardRendered, 300*time.Millisecond)
 	row("the same, ready", r.dashboardReady, 0)
 	row("notebook of 200 cells with outputs, interactive", r.notebookRendered, time.Second)
-	row("the same, ready (kernel started, connected and idle)", r.notebookReady, 0)
+	row("the same, ready (kernel connected and idle)", r.notebookReady, 0)
 	b.WriteString("\n| page | JavaScript loaded (gzipped) | budget | within |\n|---|---|---|---|\n")
 	for _, page := range []string{"dashboard", "notebook"} {
 		fmt.Fprintf(b, "| %s | %d KiB | 600 KiB | %v |\n", page, r.scripts[page]/1024, r.scripts[page] <= 600<<10)
