@@ -274,7 +274,10 @@ func until(expr string) Act {
 			}
 			select {
 			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("waiting until %s: %w (last: %v, %v)", expr, ctx.Err(), ok, err)
+				if err != nil {
+					return chromedp.Void{}, fmt.Errorf("waiting until %s: %w (the last ask failed: %w)", expr, ctx.Err(), err)
+				}
+				return chromedp.Void{}, fmt.Errorf("waiting until %s: %w", expr, ctx.Err())
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
