@@ -289,6 +289,13 @@ func freePort(t *testing.T) int {
 	return 0
 }
 
+// FreeAddr is a loopback address (host:port) free when asked, for a server a test starts
+// (freePort says why its port is below the ephemeral range).
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("127.0.0.1:%d", freePort(t))
+}
+
 // maxHubPage bounds what a login reads of one of the Hub's pages.
 const maxHubPage = 1 << 20
 

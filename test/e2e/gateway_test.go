@@ -261,7 +261,7 @@ func startJupyterGateway(t *testing.T, nbkube *jupyterAPI, env ...string) *jupyt
 			t.Fatal(err)
 		}
 	}
-	host, port, err := net.SplitHostPort(freeAddr(t))
+	host, port, err := net.SplitHostPort(testenv.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -341,7 +341,7 @@ func testAPIServerRestart(t *testing.T, inst *instance) {
 	if err := inst.client.Create(t.Context(), lease); err != nil {
 		t.Fatal(err)
 	}
-	api := newJupyterAPI("http://"+freeAddr(t)+"/", "e2e-manager-"+randomID(), 2*time.Minute)
+	api := newJupyterAPI("http://"+testenv.FreeAddr(t)+"/", "e2e-manager-"+randomID(), 2*time.Minute)
 	args := []string{"manager", "--listen", strings.TrimSuffix(strings.TrimPrefix(api.base, "http://"), "/"),
 		"--token", api.token, "--cookie-secret-file", filepath.Join(t.TempDir(), "cookie_secret"),
 		// The local instance's key, from which its controllers derived the kernels' tokens.

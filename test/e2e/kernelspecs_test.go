@@ -197,7 +197,7 @@ func startJupyterServer(t *testing.T, dataDir string) *jupyterAPI {
 			t.Fatal(err)
 		}
 	}
-	host, port, err := net.SplitHostPort(freeAddr(t))
+	host, port, err := net.SplitHostPort(testenv.FreeAddr(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,16 +21,6 @@ import (
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestManager_TwoReplicasElectOneLeaderThatReconciles runs `nbkube manager` as it runs in a
 // cluster (out of it, with a kubeconfig): two replicas, leader election, probes, metrics.
 func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
@@ -43,7 +32,7 @@ func TestManager_TwoReplicasElectOneLeaderThatReconciles(t *testing.T) {
 	type replica struct{ probes, metrics string }
 	var replicas []replica
 	for i := range 2 {
-		r := replica{probes: freeAddr(t), metrics: freeAddr(t)}
+		r := replica{probes: testenv.FreeAddr(t), metrics: testenv.FreeAddr(t)}
 		cmd := exec.Command(nbkubeBin, "manager", "--leader-elect", "--leader-election-namespace=default",
 			"--health-probe-bind-address="+r.probes, "--metrics-bind-address="+r.metrics)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.KubeconfigPath())

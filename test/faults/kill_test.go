@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	mathrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -76,7 +75,7 @@ func TestKill_SavesSurviveKill9OfTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := fmt.Sprintf("%x", key[:24])
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	srv := &apiProcess{
 		t: t, bin: bin, base: "http://" + addr + "/", token: token,
 		args: []string{"apiserver", "--listen", addr, "--token", token,
@@ -381,16 +380,6 @@ func leftovers(t *testing.T, dir string) []string {
 		}
 	}
 	return names
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // apiProcess is `nbkube apiserver` run as a process, killed and restarted by the test on
