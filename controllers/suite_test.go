@@ -98,6 +98,11 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// Claims per user on, as an admin who has made some sets the chart.
+	if opts.HomeClaims, err = homes.ParseClaims("home-{username}"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents, AgentTokenKey: agentTokenKey,
 		Hub: hub, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {

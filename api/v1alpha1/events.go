@@ -14,6 +14,9 @@ type EventReason string
 const (
 	// EventCreatedPod: the Kernel's pod was created.
 	EventCreatedPod EventReason = "CreatedPod"
+	// EventHomeOnSharedVolume: with claims per user (the manager's --home-claim), the
+	// Kernel's owner has none, so its pod mounts the home from the contents volume.
+	EventHomeOnSharedVolume EventReason = "HomeOnSharedVolume"
 	// EventReplacedPod: a restart request replaced the Kernel's pod, which could not restart
 	// the kernel.
 	EventReplacedPod EventReason = "ReplacedPod"

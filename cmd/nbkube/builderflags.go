@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/homes"
 )
 
 // bindBuilderFlags exposes the settings of the objects the controllers create.
@@ -18,6 +19,11 @@ func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	fs.StringVar(&o.DefaultClusterImage, "cluster-image", o.DefaultClusterImage, "image of clusters that name none (needs ipyparallel)")
 	fs.BoolVar(&o.ClusterControllerByPodIP, "cluster-by-pod-ip", o.ClusterControllerByPodIP, "engines and kernels reach a cluster's ipcontroller at its pod IP instead of its Service (for nodes without Services)")
 	fs.StringVar(&o.ContentsClaim, "contents-claim", o.ContentsClaim, "PersistentVolumeClaim with the notebooks, mounted into kernel pods")
+	fs.Func("home-claim", "`template` of the name of each user's own PersistentVolumeClaim, e.g. home-{username}: a kernel in its owner's home mounts that claim, where one exists, instead of the home's subPath of --contents-claim; each must hold the same directory as the user's home on it (default: off)", func(s string) error {
+		c, err := homes.ParseClaims(s)
+		o.HomeClaims = c
+		return err
+	})
 	fs.Func("image-pull-policy", "pull policy of kernel and cluster containers (Always, IfNotPresent, Never; default: Kubernetes')", func(s string) error {
 		o.ImagePullPolicy = corev1.PullPolicy(s)
 		return nil

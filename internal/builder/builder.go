@@ -41,6 +41,10 @@ type Options struct {
 	// UserHome places each owner's home on the contents volume: a kernel whose spec names no
 	// home mounts its owner's (KernelHome). Off (the whole volume) when zero.
 	UserHome homes.Template
+	// HomeClaims names each user's own PersistentVolumeClaim: a kernel whose home is its
+	// owner's mounts that claim, where the admin has made it, instead of the home's subPath
+	// of ContentsClaim (OwnClaim, UseClaim). Off when zero.
+	HomeClaims homes.Claims
 	// ClusterControllerByPodIP makes engines and kernels reach a cluster's ipcontroller at its
 	// pod IP instead of through its Service: the local node has no Services.
 	ClusterControllerByPodIP bool

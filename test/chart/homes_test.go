@@ -48,3 +48,41 @@ func TestChart_SchemaRefusesBadUserHomes(t *testing.T) {
 		}
 	}
 }
+
+// Claims per user are the manager's alone (the API server serves homes from the contents
+// volume), off unless set; the schema refuses a template that makes no claim name.
+func TestChart_HomeClaimGoesToTheManager(t *testing.T) {
+	argsOf := func(sets ...string) map[string][]string {
+		out := map[string][]string{}
+		for _, o := range render(t, "nb", sets...) {
+			if o.GetKind() != "Deployment" {
+				continue
+			}
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			c, _ := containers[0].(map[string]any)
+			out[o.GetName()], _, _ = unstructured.NestedStringSlice(c, "args")
+		}
+		return out
+	}
+	hasClaim := func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--home-claim") })
+	}
+	for name, args := range argsOf() {
+		if hasClaim(args) {
+			t.Errorf("by default %s has %v", name, args)
+		}
+	}
+	on := argsOf("contents.homeClaim=home-{username}")
+	if !slices.Contains(on["nb-nbkube-manager"], "--home-claim=home-{username}") {
+		t.Errorf("the manager's args %v lack --home-claim=home-{username}", on["nb-nbkube-manager"])
+	}
+	if hasClaim(on["nb-nbkube-apiserver"]) {
+		t.Errorf("the API server got a claim template: %v", on["nb-nbkube-apiserver"])
+	}
+	for _, bad := range []string{"home", "Home-{username}", "home_{username}", "homes/{username}"} {
+		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "contents.homeClaim="+bad)
+		if err == nil || !strings.Contains(err.Error(), "/contents/homeClaim") {
+			t.Errorf("contents.homeClaim=%s: got error %v, want one naming /contents/homeClaim", bad, err)
+		}
+	}
+}

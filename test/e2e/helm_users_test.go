@@ -19,7 +19,9 @@ import (
 
 	"github.com/gorilla/websocket"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -43,8 +45,9 @@ const (
 )
 
 // TestHelm_UsersSecretChangesApplyWithoutARestart installs the chart with the users provider:
-// each user sees only their own kernels and the file's admin sees everyone's with owners.
-// Then the users Secret changes, as an admin would change it with kubectl: one user's token
+// each user sees only their own kernels and the file's admin sees everyone's with owners;
+// each user's kernel sees only their home, ann's on a claim of her own, ben's on the contents
+// volume (claims per user on, ann's made, his not). Then the users Secret changes, as an admin would change it with kubectl: one user's token
 // rotates and another is removed. The kubelet swaps the mounted file and the same API server
 // pod, not restarted, refuses the old token and the removed user, takes the new token, and
 // closes the WebSocket the old token opened.
@@ -58,10 +61,15 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 		tokens[name] = newUsersToken(t, name)
 	}
 	values := usersValues(t, tokens, "root")
-	env.contentsVolume(t, usersContentsClass, filepath.Join(filepath.Dir(env.contentsDir), "users-notebooks"))
+	contents := filepath.Join(filepath.Dir(env.contentsDir), "users-notebooks")
+	env.contentsVolume(t, usersContentsClass, contents)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: usersNamespace}}); err != nil {
 		t.Fatal(err)
 	}
+	// ann has a claim of her own, a volume of her home's directory alone, as an admin would
+	// make one per user (an NFS export of the home, say); ben has none and keeps his home's
+	// subPath of the contents volume.
+	env.homeClaim(t, "ann", filepath.Join(contents, "ann"))
 	t.Cleanup(func() {
 		// Uninstalled so that the release's kernels go before the namespace does.
 		_ = exec.Command(env.helm, "uninstall", usersRelease, "--namespace", usersNamespace, "--wait", "--timeout", "2m").Run()
@@ -70,7 +78,8 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 	// One replica: the assertions after the Secret's change are about the pod the kubelet
 	// updates, and a second one would only make the Service's answers depend on its turn.
 	env.run(t, env.helm, env.helmArgsOf(usersRelease, usersNamespace, "install",
-		"--set", "contents.storageClass="+usersContentsClass, "--set", "apiserver.replicas=1", "-f", values)...)
+		"--set", "contents.storageClass="+usersContentsClass, "--set", "apiserver.replicas=1",
+		"--set", "contents.homeClaim=home-{username}", "-f", values)...)
 
 	base := env.serviceURL(t, usersRelease, usersNamespace)
 	as := func(name string) *jupyterAPI { return newJupyterAPI(base, tokens[name], 5*time.Minute) }
@@ -89,8 +98,12 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 		t.Errorf("the admin lists %v, want %v", got, want)
 	}
 	checkClusterAdmitsOnlyItsOwner(t, env, ann, ben)
+	checkHomeMounts(t, env, map[string]string{ann: "home-ann/", ben: usersRelease + "-nbkube-contents/ben"})
 	annWS := dialJupyterWS(t, as("ann"), "api/kernels/"+ann+"/channels", "")
 	checkKernelSeesOnlyItsHome(t, as("ann"), as("ben"), annWS)
+	// Both ways: what her kernel writes on her claim, the API serves from her home.
+	runCell(t, annWS, "open('from-kernel.txt', 'w').write('on her claim')")
+	as("ann").call(t, http.MethodGet, "api/contents/from-kernel.txt", nil).want(t, http.StatusOK)
 
 	// ann's token rotates and ben goes, in the Secret the chart made.
 	oldAnn, oldBen := tokens["ann"], tokens["ben"]
@@ -274,6 +287,68 @@ func checkClusterAdmitsOnlyItsOwner(t *testing.T, env *helmEnv, annKernel, benKe
 	agent := net.JoinHostPort(pod(annKernel).Status.PodIP, strconv.Itoa(agentapi.Port))
 	if ok, out := env.probe(t, pod(benKernel), agent, probeRefused); ok {
 		t.Errorf("ben's kernel reached the agent of ann's kernel %s: %s", agent, out)
+	}
+}
+
+// homeClaim makes user's own claim, home-<user>, in the users release's namespace: bound to a
+// hostPath volume of dir, their home on the release's contents volume, which the API server
+// makes before the user's first kernel.
+func (e *helmEnv) homeClaim(t *testing.T, user, dir string) {
+	t.Helper()
+	ctx := t.Context()
+	name := "home-" + user
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: usersNamespace + "-" + name},
+		Spec: corev1.PersistentVolumeSpec{
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			ClaimRef:                      &corev1.ObjectReference{Namespace: usersNamespace, Name: name},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{
+				Path: dir, Type: ptr.To(corev1.HostPathDirectory)}},
+		},
+	}
+	if err := e.client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.client.Delete(context.Background(), pv) })
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: usersNamespace, Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			StorageClassName: ptr.To(""),
+			VolumeName:       pv.Name,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if err := e.client.Create(ctx, pvc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkHomeMounts checks what each kernel's pod mounts at the contents' place, as
+// "<claim>/<subPath>".
+func checkHomeMounts(t *testing.T, env *helmEnv, want map[string]string) {
+	t.Helper()
+	for id, w := range want {
+		pod := &corev1.Pod{}
+		if err := env.client.Get(t.Context(), client.ObjectKey{Namespace: usersNamespace, Name: id}, pod); err != nil {
+			t.Fatal(err)
+		}
+		var claim, sub string
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == "contents" && v.PersistentVolumeClaim != nil {
+				claim = v.PersistentVolumeClaim.ClaimName
+			}
+		}
+		for _, m := range pod.Spec.Containers[0].VolumeMounts {
+			if m.Name == "contents" {
+				sub = m.SubPath
+			}
+		}
+		if got := claim + "/" + sub; got != w {
+			t.Errorf("kernel %s's pod mounts %s, want %s", id, got, w)
+		}
 	}
 }
 
