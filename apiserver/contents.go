@@ -131,10 +131,11 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
 		return notFound("file or directory %s does not exist", quote(requestPath(c)))
 	}
-	m, err := s.store(c.Request.Context()).Get(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
+	m, release, err := s.store(c.Request.Context()).GetStream(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
 	if err != nil {
 		return err
 	}
+	defer release()
 	return s.writeModel(c, http.StatusOK, m, false)
 }
 
@@ -327,11 +328,17 @@ func (s *Server) hidden(p string) bool {
 	return s.opts.Contents.RefusesHidden(strings.Trim(p, "/"))
 }
 
-// writeModel answers with a contents model and Jupyter's headers.
+// writeModel answers with a contents model and Jupyter's headers. A large file's content
+// (contents.Store.GetStream) is encoded as it is written; once the status is sent, an error
+// can only cut the answer short.
 func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel, location bool) error {
-	body, err := m.AppendJSON(make([]byte, 0, 4096))
-	if err != nil {
-		return err
+	_, streamed := m.Content.(jupyter.StreamedContent)
+	var body []byte
+	if !streamed {
+		var err error
+		if body, err = m.AppendJSON(make([]byte, 0, 4096)); err != nil {
+			return err
+		}
 	}
 	if location {
 		c.Header("Location", s.contentsURL(m.Path))
@@ -342,7 +349,23 @@ func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel
 		// only over it.
 		c.Header("ETag", m.ETag)
 	}
-	c.Data(status, "application/json", body)
+	if !streamed {
+		c.Data(status, "application/json", body)
+		return nil
+	}
+	c.Header("Content-Type", "application/json")
+	c.Status(status)
+	if err := m.WriteJSON(c.Writer); err != nil {
+		// A client gone away, or a file that failed or changed between the passes: the end of
+		// a chunked answer must not be sent, so that the client sees it cut rather than a
+		// model that is not the file's. net/http drops the connection on this panic.
+		if c.Request.Context().Err() != nil {
+			s.opts.Log.V(1).Info("Answer cut short", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err.Error())
+		} else {
+			s.opts.Log.Error(err, "Answer cut short", "method", c.Request.Method, "path", c.Request.URL.Path)
+		}
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
 

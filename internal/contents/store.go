@@ -57,8 +57,8 @@ type Options struct {
 	// abandoned and its partial file removed. Zero means DefaultUploadTTL.
 	UploadTTL time.Duration
 	// MaxReadSize bounds the files whose content a model carries (domainerr.ErrTooLarge beyond it),
-	// because a model holds the whole file, base64 encoded, in memory. Zero means
-	// DefaultMaxReadSize.
+	// because Get's model holds the whole file, base64 encoded, in memory (GetStream's does not,
+	// but still reads the file once or twice per request). Zero means DefaultMaxReadSize.
 	MaxReadSize int64
 }
 
@@ -98,6 +98,9 @@ type Store struct {
 	// their uploads in progress may hold (see ForUploader).
 	uploader  string
 	allowance int64
+	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
+	// the tests lower it to stream small files too).
+	streamFrom int64
 }
 
 // New opens the tree at root. Close releases it.
@@ -128,7 +131,7 @@ func New(root string, opts Options) (*Store, error) {
 		c = clock.RealClock{}
 	}
 	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
-		cpu: make(chan struct{}, runtime.GOMAXPROCS(0))}, nil
+		cpu: make(chan struct{}, runtime.GOMAXPROCS(0)), streamFrom: streamFromSize}, nil
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
@@ -183,25 +186,39 @@ func (s *Store) Exists(_ context.Context, path string) (isFile, isDir bool, err 
 
 // Get returns the model of a file, notebook or directory, with its content if asked.
 func (s *Store) Get(_ context.Context, path string, o GetOptions) (*jupyter.ContentsModel, error) {
-	if !slices.Contains([]string{"", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook}, o.Type) {
-		return nil, invalid("Type '%s' is invalid", o.Type)
-	}
-	if !slices.Contains([]string{"", jupyter.FormatText, jupyter.FormatBase64}, o.Format) {
-		return nil, invalid("Format '%s' is invalid", o.Format)
-	}
-	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	p, st, typ, err := s.resolve(path, o)
 	if err != nil {
 		return nil, err
 	}
+	return s.getResolved(p, st, typ, o)
+}
+
+// resolve checks the options and path of a Get and finds what the path is.
+func (s *Store) resolve(path string, o GetOptions) (string, statInfo, string, error) {
+	if !slices.Contains([]string{"", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook}, o.Type) {
+		return "", statInfo{}, "", invalid("Type '%s' is invalid", o.Type)
+	}
+	if !slices.Contains([]string{"", jupyter.FormatText, jupyter.FormatBase64}, o.Format) {
+		return "", statInfo{}, "", invalid("Format '%s' is invalid", o.Format)
+	}
+	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	if err != nil {
+		return "", statInfo{}, "", err
+	}
 	fi, err := s.root.Stat(osName(p))
 	if err != nil {
-		return nil, fsError(p, err)
+		return "", statInfo{}, "", fsError(p, err)
 	}
 	st := infoOf(fi)
 	typ, err := modelType(p, st, o.Type)
 	if err != nil {
-		return nil, err
+		return "", statInfo{}, "", err
 	}
+	return p, st, typ, nil
+}
+
+// getResolved is Get once resolve found that p (st) has a model of type typ.
+func (s *Store) getResolved(p string, st statInfo, typ string, o GetOptions) (*jupyter.ContentsModel, error) {
 	if typ == jupyter.TypeDirectory {
 		return s.dirModel(p, st, o.Content)
 	}
@@ -264,27 +281,40 @@ func (s *Store) model(p string, st statInfo, typ string, writable bool) *jupyter
 	return m
 }
 
-// read reads the regular file at p, following links inside the root. It opens without
-// blocking so that a FIFO cannot stall the request, and refuses anything but a regular file.
+// read reads the regular file at p, following links inside the root.
 func (s *Store) read(p string) ([]byte, statInfo, error) {
+	f, st, err := s.openRegular(p)
+	if err != nil {
+		return nil, st, err
+	}
+	defer f.Close()
+	data, err := readAll(f, p, st.size, s.opts.MaxReadSize)
+	return data, st, err
+}
+
+// openRegular opens the regular file at p for reading, following links inside the root. It
+// opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
+// regular file.
+func (s *Store) openRegular(p string) (*os.File, statInfo, error) {
 	f, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, statInfo{}, fsError(p, err)
 	}
-	defer f.Close()
 	if err := s.refuseMetaFile(p, f); err != nil {
+		f.Close()
 		return nil, statInfo{}, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return nil, statInfo{}, fsError(p, err)
 	}
 	st := infoOf(fi)
 	if !st.isRegular() {
+		f.Close()
 		return nil, st, invalid("Cannot read non-file %s", p)
 	}
-	data, err := readAll(f, p, st.size, s.opts.MaxReadSize)
-	return data, st, err
+	return f, st, nil
 }
 
 // contentModel is the model of the file or notebook p whose bytes are data.
@@ -310,15 +340,35 @@ func (s *Store) contentModel(p string, st statInfo, typ string, data []byte, o G
 		}
 		return m, nil
 	}
-	format := o.Format
-	switch {
-	case format != jupyter.FormatBase64 && utf8.Valid(data):
-		m.Content, format = string(data), jupyter.FormatText
-	case format == jupyter.FormatText:
-		return nil, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: p + " is not UTF-8 encoded", Reason: "bad format"}
-	default:
-		m.Content, format = encodeBase64Lines(data), jupyter.FormatBase64
+	format, err := fileFormat(p, o.Format, o.Format != jupyter.FormatBase64 && utf8.Valid(data))
+	if err != nil {
+		return nil, err
 	}
+	if format == jupyter.FormatText {
+		m.Content = string(data)
+	} else {
+		m.Content = encodeBase64Lines(data)
+	}
+	setFormat(m, format)
+	return m, nil
+}
+
+// fileFormat is the format a file's content is served in, given the format asked and whether
+// the file is UTF-8 (which need not be known when base64 is asked): text when it is and base64
+// was not asked, base64 when text was not asked, else the error Jupyter answers.
+func fileFormat(p, asked string, isUTF8 bool) (string, error) {
+	switch {
+	case asked != jupyter.FormatBase64 && isUTF8:
+		return jupyter.FormatText, nil
+	case asked == jupyter.FormatText:
+		return "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: p + " is not UTF-8 encoded", Reason: "bad format"}
+	}
+	return jupyter.FormatBase64, nil
+}
+
+// setFormat sets the format of a file's model and, when its name tells no mimetype, the one
+// Jupyter gives by format.
+func setFormat(m *jupyter.ContentsModel, format string) {
 	m.Format = &format
 	if m.Mimetype == nil {
 		mt := "text/plain"
@@ -327,7 +377,6 @@ func (s *Store) contentModel(p string, st statInfo, typ string, data []byte, o G
 		}
 		m.Mimetype = &mt
 	}
-	return m, nil
 }
 
 // encodeBase64Lines is Python's base64.encodebytes, which Jupyter uses: lines of 76

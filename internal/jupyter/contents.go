@@ -18,7 +18,8 @@ const (
 
 // ContentsModel is a file, notebook or directory of the contents API. Content and Format are
 // null when the content was not asked for; Content is a []ContentsModel (directory, entries
-// without content), a string (file, text or base64) or the notebook's JSON (notebook).
+// without content), a string (file, text or base64) or the notebook's JSON (notebook); a
+// large file's is a StreamedContent, which only WriteJSON and AppendJSON render.
 type ContentsModel struct {
 	Name         string  `json:"name"`
 	Path         string  `json:"path"`

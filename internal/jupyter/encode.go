@@ -2,30 +2,26 @@ package jupyter
 
 import (
 	"encoding/json"
+	"io"
 	"strconv"
 	"unicode/utf8"
 )
+
+// StreamedContent is a model's content that is written as the model is, not held in memory:
+// a large file's, which the contents store encodes as it reads the file.
+type StreamedContent interface {
+	// WriteJSON writes the content as a JSON value. The fields that follow content (format,
+	// size, hash) are rendered after it returns, so it may complete them: the hash of the
+	// bytes it wrote is known only then.
+	WriteJSON(w io.Writer) error
+}
 
 // AppendJSON appends m's JSON to b. It writes what json.Marshal would (field order aside from
 // the struct's), without reflection and without re-checking a notebook's raw content, which
 // the store produced and which encoding/json would scan once more: for a 50 KB notebook or a
 // directory of 200 entries that is most of the cost of an answer.
 func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"name":`...)
-	b = AppendString(b, m.Name)
-	b = append(b, `,"path":`...)
-	b = AppendString(b, m.Path)
-	b = append(b, `,"type":`...)
-	b = AppendString(b, m.Type)
-	b = append(b, `,"writable":`...)
-	b = strconv.AppendBool(b, m.Writable)
-	b = append(b, `,"created":`...)
-	b = m.Created.appendJSON(b)
-	b = append(b, `,"last_modified":`...)
-	b = m.LastModified.appendJSON(b)
-	b = append(b, `,"mimetype":`...)
-	b = appendStringPtr(b, m.Mimetype)
-	b = append(b, `,"content":`...)
+	b = m.appendHead(b)
 	var err error
 	switch c := m.Content.(type) {
 	case nil:
@@ -45,6 +41,12 @@ func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 			}
 		}
 		b = append(b, ']')
+	case StreamedContent:
+		w := appender{b}
+		if err := c.WriteJSON(&w); err != nil {
+			return nil, err
+		}
+		b = w.b
 	default:
 		data, err := json.Marshal(c)
 		if err != nil {
@@ -52,6 +54,52 @@ func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 		}
 		b = append(b, data...)
 	}
+	return m.appendTail(b), nil
+}
+
+// WriteJSON writes m's JSON, as AppendJSON makes it, to w. A StreamedContent goes straight to
+// w; anything else is assembled in memory first.
+func (m *ContentsModel) WriteJSON(w io.Writer) error {
+	c, ok := m.Content.(StreamedContent)
+	if !ok {
+		b, err := m.AppendJSON(nil)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	if _, err := w.Write(m.appendHead(make([]byte, 0, 512))); err != nil {
+		return err
+	}
+	if err := c.WriteJSON(w); err != nil {
+		return err
+	}
+	_, err := w.Write(m.appendTail(make([]byte, 0, 256)))
+	return err
+}
+
+// appendHead appends m's fields up to its content's value.
+func (m *ContentsModel) appendHead(b []byte) []byte {
+	b = append(b, `{"name":`...)
+	b = AppendString(b, m.Name)
+	b = append(b, `,"path":`...)
+	b = AppendString(b, m.Path)
+	b = append(b, `,"type":`...)
+	b = AppendString(b, m.Type)
+	b = append(b, `,"writable":`...)
+	b = strconv.AppendBool(b, m.Writable)
+	b = append(b, `,"created":`...)
+	b = m.Created.appendJSON(b)
+	b = append(b, `,"last_modified":`...)
+	b = m.LastModified.appendJSON(b)
+	b = append(b, `,"mimetype":`...)
+	b = appendStringPtr(b, m.Mimetype)
+	return append(b, `,"content":`...)
+}
+
+// appendTail appends m's fields after its content's value, and closes the object.
+func (m *ContentsModel) appendTail(b []byte) []byte {
 	b = append(b, `,"format":`...)
 	b = appendStringPtr(b, m.Format)
 	b = append(b, `,"size":`...)
@@ -72,7 +120,15 @@ func (m *ContentsModel) AppendJSON(b []byte) ([]byte, error) {
 		b = append(b, `,"message":`...)
 		b = AppendString(b, *m.Message)
 	}
-	return append(b, '}'), nil
+	return append(b, '}')
+}
+
+// appender is an io.Writer onto a byte slice.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
 }
 
 func (t Time) appendJSON(b []byte) []byte {
@@ -105,22 +161,7 @@ func AppendString(b []byte, s string) []byte {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
+			b = appendEscape(b, c)
 			i++
 			start = i
 			continue
@@ -137,4 +178,39 @@ func AppendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// AppendEscaped appends the JSON string escape of p, without the quotes, as AppendString
+// writes it. p must be valid UTF-8, which is copied as is (so that a string written in
+// pieces split between characters reads as AppendString writes it whole).
+func AppendEscaped(b, p []byte) []byte {
+	start := 0
+	for i, c := range p {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		b = append(b, p[start:i]...)
+		b = appendEscape(b, c)
+		start = i + 1
+	}
+	return append(b, p[start:]...)
+}
+
+// appendEscape appends the escape of c, an ASCII character a JSON string cannot hold as is.
+func appendEscape(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }

@@ -1,9 +1,12 @@
 package jupyter
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -59,5 +62,49 @@ func FuzzAppendString(f *testing.F) {
 		if got != w {
 			t.Errorf("%q decodes to %q, encoding/json's to %q", s, got, w)
 		}
+		// Valid text written in pieces (a streamed file's) reads as AppendString writes it.
+		if utf8.ValidString(s) {
+			var pieces []byte
+			for i, r := range s {
+				pieces = AppendEscaped(pieces, []byte(s[i:i+utf8.RuneLen(r)]))
+			}
+			if string(pieces) != string(b[1:len(b)-1]) {
+				t.Errorf("%q escaped in pieces as %s, whole as %s", s, pieces, b)
+			}
+		}
 	})
+}
+
+// streamed is a StreamedContent that completes the model's hash as it writes, as a streamed
+// file's content does.
+type streamed struct {
+	text string
+	hash string
+}
+
+func (c *streamed) WriteJSON(w io.Writer) error {
+	_, err := w.Write(AppendString(nil, c.text))
+	c.hash = "sum of " + c.text
+	return err
+}
+
+// A streamed content is written in its place, and the fields after it see what it completed.
+func TestWriteJSON_StreamsContentInPlace(t *testing.T) {
+	format, alg, size := FormatText, "sha256", int64(5)
+	c := &streamed{text: "a\n\"b\""}
+	m := ContentsModel{Name: "f.txt", Path: "f.txt", Type: TypeFile, Format: &format, Size: &size, HashAlgorithm: &alg,
+		Hash: &c.hash, Content: c}
+	var buf bytes.Buffer
+	if err := m.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sum := "sum of " + c.text
+	m.Content, m.Hash = c.text, &sum
+	want, err := m.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != string(want) {
+		t.Errorf("streamed:\n%s\nwant\n%s", buf.Bytes(), want)
+	}
 }
