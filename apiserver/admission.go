@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Admission by bytes: a request with a body waits, before anything reads it, until the bytes
@@ -30,9 +32,10 @@ const DefaultBodyMemory = 512 << 20
 // DefaultAdmissionWait is how long a request waits for room before it is refused.
 const DefaultAdmissionWait = 30 * time.Second
 
-// errBusy answers a request that found no room in time.
-var errBusy = &apiError{status: http.StatusServiceUnavailable,
-	message: "The server is handling too many large requests at once; try again in a few seconds"}
+// errBusy answers a request that found no room in time: 503 with Retry-After, as for any
+// refusal that a retry may get past (abortErr).
+var errBusy = &domainerr.Error{Kind: domainerr.ErrUnavailable,
+	Message: "The server is handling too many large requests at once; try again in a few seconds"}
 
 // admitBodies is the middleware that admits requests with bodies by bytes.
 func (s *Server) admitBodies(c *gin.Context) {
@@ -54,7 +57,6 @@ func (s *Server) admitBodies(c *gin.Context) {
 			return
 		}
 		s.metrics.refusedBusy.Inc()
-		c.Header("Retry-After", "5")
 		s.abortErr(c, errBusy)
 		return
 	}

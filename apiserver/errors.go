@@ -55,7 +55,14 @@ var domainErrors = []struct {
 	{domainerr.ErrNoSpace, http.StatusInsufficientStorage},
 	// As Jupyter answers a kernel that fails to start; the reason says why.
 	{domainerr.ErrStartFailed, http.StatusInternalServerError},
+	// The control plane did not answer: the request was fine and may be sent again
+	// (retryAfter), which a 500 would not say.
+	{domainerr.ErrUnavailable, http.StatusServiceUnavailable},
 }
+
+// retryAfter is the Retry-After of an answer for domainerr.ErrUnavailable, in seconds: a
+// control plane that restarts is back within seconds.
+const retryAfter = "5"
 
 // answerTo decides how the API answers err: the status and Jupyter's error body. It is the one
 // place where the errors of the handlers, the contents store, the repositories and the kernel
@@ -113,6 +120,9 @@ func (s *Server) abortErr(c *gin.Context, err error) {
 		s.opts.Log.Error(err, "Request failed", "method", c.Request.Method, "path", c.Request.URL.Path)
 	case status >= http.StatusInternalServerError:
 		s.opts.Log.V(1).Info("Request refused", "method", c.Request.Method, "path", c.Request.URL.Path, "status", status, "error", err.Error())
+	}
+	if errors.Is(err, domainerr.ErrUnavailable) {
+		c.Header("Retry-After", retryAfter)
 	}
 	c.AbortWithStatusJSON(status, body)
 }

@@ -100,6 +100,13 @@ func TestAnswerTo_MapsEveryKindOfErrorToJupytersAnswer(t *testing.T) {
 			failed: false,
 		},
 		{
+			name:   "control plane away",
+			err:    &domainerr.Error{Kind: domainerr.ErrUnavailable, Reason: "ControlPlaneUnavailable", Message: "The cluster's API server did not create the kernel within 5s: try again shortly"},
+			status: http.StatusServiceUnavailable,
+			body:   jupyter.Error{Message: "The cluster's API server did not create the kernel within 5s: try again shortly", Reason: reason("ControlPlaneUnavailable")},
+			failed: false,
+		},
+		{
 			name:   "agent's refusal",
 			err:    &agentclient.Error{Status: http.StatusConflict, Message: "busy"},
 			status: http.StatusConflict,

@@ -34,6 +34,10 @@ var (
 	// ErrStartFailed: a kernel could not start, or is not running; the reason says why.
 	// Jupyter answers it with 500.
 	ErrStartFailed = errors.New("kernel start failed")
+	// ErrUnavailable: the cluster's control plane (the Kubernetes API) did not answer in
+	// time, or refused the connection (503, Service Unavailable). Nothing is wrong with the
+	// request: the same one succeeds once the control plane is back.
+	ErrUnavailable = errors.New("unavailable")
 )
 
 // Error is a refusal: Kind is one of the kinds above, Message is what Jupyter would tell the

@@ -1,6 +1,16 @@
 package repository
 
-import "github.com/nbkube/nbkube/internal/domainerr"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
+)
 
 // The repositories refuse requests with domainerr.Error; a start that failed carries the
 // Kernel condition's reason (ImagePullBackOff, Unschedulable, KernelExited, StartTimeout, ...).
@@ -20,4 +30,25 @@ func conflict(message string) error {
 
 func startFailed(reason, message string) error {
 	return &domainerr.Error{Kind: domainerr.ErrStartFailed, Reason: reason, Message: message}
+}
+
+// ReasonControlPlaneUnavailable is the reason of a start refused because the Kubernetes API
+// did not answer (domainerr.ErrUnavailable).
+const ReasonControlPlaneUnavailable = "ControlPlaneUnavailable"
+
+// unavailable is the refusal of a request whose call to the Kubernetes API did not get
+// through within d; err is kept for the logs.
+func unavailable(what string, d time.Duration, err error) error {
+	return &domainerr.Error{Kind: domainerr.ErrUnavailable, Reason: ReasonControlPlaneUnavailable, Err: err,
+		Message: fmt.Sprintf("The cluster's API server did not %s within %s: try again shortly", what, d)}
+}
+
+// controlPlaneDown tells whether err, from a call to the Kubernetes API bounded by its own
+// deadline, says that the control plane is not there rather than that it refused the call:
+// the deadline passed (a stopped or overloaded API server or etcd), the connection was
+// refused (a restarting API server), or the API server itself answered that it cannot serve
+// (its etcd timed out).
+func controlPlaneDown(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionRefused(err) ||
+		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -62,7 +63,73 @@ type Kernels struct {
 	// Quota reserves room for each new kernel in its owner's ledger before it is created,
 	// and refuses a start past a limit (403); none when nil.
 	Quota *quota.Ledger
+	// APITimeout bounds each call of a start to the Kubernetes API (reading its spec, the
+	// owner's reservation, creating the Kernel or Session): when the control plane does not
+	// answer, the start fails with domainerr.ErrUnavailable (503) within it, rather than
+	// holding its client until StartTimeout or for good (a client of a stopped API server
+	// waits without end). DefaultAPITimeout when zero.
+	APITimeout time.Duration
 }
+
+// DefaultAPITimeout is Kernels.APITimeout when unset: a write takes milliseconds, and etcd
+// itself gives up on a request after about as long.
+const DefaultAPITimeout = 5 * time.Second
+
+func (k *Kernels) apiTimeout() time.Duration {
+	if k.APITimeout > 0 {
+		return k.APITimeout
+	}
+	return DefaultAPITimeout
+}
+
+// bounded runs one call of a start to the Kubernetes API within APITimeout. A control plane
+// that is not there makes it an ErrUnavailable refusal; what says what the call does, for
+// its message ("create the kernel"). A create whose answer did not come may still land once
+// the control plane is back: created names the object it creates, if any, deleted then in
+// the background, so that no kernel runs that nobody was told of.
+func (k *Kernels) bounded(ctx context.Context, what string, created client.Object, f func(context.Context) error) error {
+	d := k.apiTimeout()
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := f(wctx)
+	if err == nil || ctx.Err() != nil || !controlPlaneDown(err) {
+		return err
+	}
+	if created != nil {
+		go k.deleteLate(ctx, created)
+	}
+	return unavailable(what, d, err)
+}
+
+// deleteLate deletes an object whose creation got no answer, once the control plane answers
+// again, if the creation landed after all. The API server may serve the deletion before the
+// creation it still held, so a deletion that finds nothing is tried once more, later.
+func (k *Kernels) deleteLate(ctx context.Context, obj client.Object) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), k.StartTimeout)
+	defer cancel()
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(deleteLateAgain):
+			case <-ctx.Done():
+				return
+			}
+		}
+		err := k.Writer.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err == nil {
+			log.FromContext(ctx).Info("Deleted an object whose creation got no answer but landed", "name", obj.GetName())
+			return
+		}
+		if !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "Deleting an object whose creation got no answer failed", "name", obj.GetName())
+			return
+		}
+	}
+}
+
+// deleteLateAgain is how long after finding nothing deleteLate looks again: a creation the
+// API server held is served within moments of its return.
+const deleteLateAgain = 5 * time.Second
 
 // reserve makes room for a new kernel named name of spec, for owner, started by u.
 func (k *Kernels) reserve(ctx context.Context, u identity.User, owner, name string, spec *nbv1.KernelSpec) error {
@@ -227,8 +294,13 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 		}
 		owner, startedBy = start.Owner, u.Name
 	}
-	spec, err := k.Specs.resolveStart(ctx, start.Name)
-	if err != nil {
+	var spec *nbv1.KernelSpec
+	// The specs are read from the cache, but through the API for a moment after a sync of
+	// the host's (nbkube local), which also writes.
+	if err := k.bounded(ctx, "answer for the kernel specs", nil, func(ctx context.Context) (err error) {
+		spec, err = k.Specs.resolveStart(ctx, start.Name)
+		return err
+	}); err != nil {
 		return jupyter.Kernel{}, err
 	}
 	home, err := k.homeOf(u, owner)
@@ -245,10 +317,17 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	if startedBy != "" {
 		kn.Annotations = map[string]string{nbv1.AnnotationStartedBy: startedBy}
 	}
-	if err := k.reserve(ctx, u, owner, kn.Name, spec); err != nil {
+	if err := k.bounded(ctx, "record the kernel in its owner's usage", nil, func(ctx context.Context) error {
+		return k.reserve(ctx, u, owner, kn.Name, spec)
+	}); err != nil {
 		return jupyter.Kernel{}, err
 	}
-	if err := k.Writer.Create(ctx, kn); err != nil {
+	if err := k.bounded(ctx, "create the kernel", kn, func(ctx context.Context) error { return k.Writer.Create(ctx, kn) }); err != nil {
+		if errors.Is(err, domainerr.ErrUnavailable) {
+			// Giving the room back needs the control plane too: it is done once it answers.
+			go k.release(ctx, owner, kn.Name)
+			return jupyter.Kernel{}, err
+		}
 		k.release(ctx, owner, kn.Name)
 		return jupyter.Kernel{}, fmt.Errorf("create kernel: %w", err)
 	}

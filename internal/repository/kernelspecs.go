@@ -138,6 +138,11 @@ func (k *KernelSpecs) resolveStart(ctx context.Context, name string) (*nbv1.Kern
 // spec's Jupyter name. It reads what the last sync left and does not sync: a failed read
 // leaves kernels called by their resource names.
 func (k *KernelSpecs) kernelNames(ctx context.Context) kernelNames {
+	// Bounded: the names only decorate the models, which must not wait on a control plane
+	// that does not answer (right after a sync of the host's specs the read goes through the
+	// API, not the cache).
+	ctx, cancel := context.WithTimeout(ctx, namesTimeout)
+	defer cancel()
 	var list nbv1.KernelSpecList
 	// Only names are read, so the cache's objects need no copies.
 	if err := k.current().List(ctx, &list, client.InNamespace(k.Namespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -152,6 +157,9 @@ func (k *KernelSpecs) kernelNames(ctx context.Context) kernelNames {
 	}
 	return names
 }
+
+// namesTimeout bounds kernelNames' read.
+const namesTimeout = 2 * time.Second
 
 // kernelNames maps KernelSpec resource names to their Jupyter names where they differ.
 type kernelNames map[string]string

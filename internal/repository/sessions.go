@@ -169,7 +169,11 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	if err := r.setKernel(ctx, u, s, ch); err != nil {
 		return jupyter.Session{}, false, err
 	}
-	if err := r.Writer.Create(ctx, s); err != nil {
+	if err := r.Kernels.bounded(ctx, "create the session", s, func(ctx context.Context) error { return r.Writer.Create(ctx, s) }); err != nil {
+		if errors.Is(err, domainerr.ErrUnavailable) {
+			go r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
+			return jupyter.Session{}, false, err
+		}
 		r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
 		if apierrors.IsInvalid(err) {
 			return jupyter.Session{}, false, invalid(err.Error())
@@ -211,8 +215,11 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 		}
 		return nil
 	}
-	spec, err := r.Kernels.Specs.resolveStart(ctx, *ch.KernelSpec)
-	if err != nil {
+	var spec *nbv1.KernelSpec
+	if err := r.Kernels.bounded(ctx, "answer for the kernel specs", nil, func(ctx context.Context) (err error) {
+		spec, err = r.Kernels.Specs.resolveStart(ctx, *ch.KernelSpec)
+		return err
+	}); err != nil {
 		return err
 	}
 	return r.newKernel(ctx, u, s, spec, ch.Cluster)
@@ -242,7 +249,9 @@ func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	}
 	// The session's controller creates the kernel; its room is reserved now, so that a start
 	// past a limit is refused before anything is made.
-	if err := r.Kernels.reserve(ctx, u, string(s.Spec.Owner), cmp.Or(name, s.Name), spec); err != nil {
+	if err := r.Kernels.bounded(ctx, "record the kernel in its owner's usage", nil, func(ctx context.Context) error {
+		return r.Kernels.reserve(ctx, u, string(s.Spec.Owner), cmp.Or(name, s.Name), spec)
+	}); err != nil {
 		return err
 	}
 	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec.Name, Cluster: c, Home: home}
