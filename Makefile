@@ -81,7 +81,7 @@ test: k8s-bins hydra test-deps helm kustomize web ## Run all tests (web unit tes
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-faults
-test-faults: k8s-bins ## Fault-injection suite (root, for a tmpfs): kill -9 under saves, a full volume, fuzzed routes and frames; figures in docs/reliability.md.
+test-faults: k8s-bins test-deps ## Fault-injection suite (root, for a tmpfs): kill -9 under saves, a full volume, the control plane stopped, kernels killed and their pods deleted, fuzzed routes and frames; figures in docs/reliability.md.
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" go test -tags faults ./test/faults/ -count=1 -v $(TEST_FLAGS)
 	go test -tags faults ./test/faults/ -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0
 

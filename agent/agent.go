@@ -66,7 +66,9 @@ type Agent struct {
 	pending map[string]chan *wire.Message
 	// autoRestarts counts restarts after deaths since the kernel last ran for a while.
 	autoRestarts int
-	stopping     bool
+	// lastDeath is the kernel's last death nobody asked for (Status.LastDeath).
+	lastDeath *agentapi.Death
+	stopping  bool
 
 	ready     chan struct{}
 	readyOnce sync.Once

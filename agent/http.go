@@ -137,6 +137,10 @@ func (a *Agent) Status() agentapi.Status {
 		since := a.unusedSince.UTC()
 		st.UnusedSince = &since
 	}
+	if a.lastDeath != nil {
+		d := *a.lastDeath
+		st.LastDeath = &d
+	}
 	return st
 }
 

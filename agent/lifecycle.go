@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -192,6 +194,7 @@ func (a *Agent) watch(inc *incarnation) {
 	}
 	a.autoRestarts++
 	giveUp := a.autoRestarts > a.cfg.MaxRestarts
+	a.lastDeath = death(inc.exitErr, time.Now(), int(a.restarts.Load())+1)
 	a.mu.Unlock()
 	inc.close()
 	a.cfg.Log.Info("Kernel died", "kernel", a.cfg.KernelID, "error", fmt.Sprint(inc.exitErr), "ranFor", ranFor.Round(time.Millisecond))
@@ -328,6 +331,21 @@ func (a *Agent) writeTerminationLog(err error) {
 	if werr := os.WriteFile(a.cfg.TerminationLog, []byte(msg), 0o644); werr != nil {
 		a.cfg.Log.Error(werr, "Write the termination message")
 	}
+}
+
+// death describes the end of a kernel process whose Wait returned err, seen at, before
+// the restart numbered restart.
+func death(err error, at time.Time, restart int) *agentapi.Death {
+	d := &agentapi.Death{At: at.UTC(), ExitCode: -1, Restart: restart}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		d.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			d.ExitCode = 128 + int(ws.Signal())
+			d.Signal = unix.SignalName(ws.Signal())
+		}
+	}
+	return d
 }
 
 // exitError is the exit of the kernel's process as an *ExitError, a death by a signal as a

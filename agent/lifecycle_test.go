@@ -124,8 +124,8 @@ func TestAgent_RestartKeepsClientsConnected(t *testing.T) {
 	if r.reply["ename"] != "NameError" {
 		t.Errorf("x survived the restart: %v", r.reply)
 	}
-	if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != agentapi.ExecutionIdle {
-		t.Errorf("status after restart %+v", st)
+	if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != agentapi.ExecutionIdle || st.LastDeath != nil {
+		t.Errorf("status after restart %+v (a restart asked for is no death)", st)
 	}
 }
 
@@ -141,6 +141,10 @@ func TestAgent_KernelThatDiesIsRestartedAndClientsAreTold(t *testing.T) {
 	})
 	if got := c.execute("1+1").of("execute_result"); len(got) != 1 {
 		t.Error("the restarted kernel does not execute")
+	}
+	// The status says why the kernel restarted, for the Kernel's Restarted condition.
+	if d := ra.status(t, "").LastDeath; d == nil || d.Signal != "SIGKILL" || d.ExitCode != 137 || d.Restart != 1 || time.Since(d.At) > time.Minute {
+		t.Errorf("last death %+v, want SIGKILL, exit code 137, restart 1, just now", d)
 	}
 }
 

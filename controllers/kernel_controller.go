@@ -79,6 +79,7 @@ const (
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile makes the Kernel's Secret and Pod exist and computes its status.
@@ -236,6 +237,12 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("get kernel pod: %w", err)
 	}
+	if asked := k.Annotations[nbv1.AnnotationRestart]; k.Status.PodIP != "" && (asked == "" || asked == k.Status.PodRestart) {
+		// The status still holds the address of a pod that is gone, and no restart replaced
+		// it (that clears the address): someone deleted it.
+		obs.podDeleted = k.Name
+		log.FromContext(ctx).Info("The kernel's pod was deleted; making a new one", "pod", klog.KRef(k.Namespace, k.Name))
+	}
 	if err := r.kernelSpec(ctx, k, obs); err != nil || obs.problem != nil {
 		return err
 	}
@@ -247,7 +254,14 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	if err != nil || obs.problem != nil {
 		return err
 	}
+	claim, err := r.ownClaim(ctx, k)
+	if err != nil {
+		return err
+	}
 	pod = builder.KernelPod(k, spec, r.Options)
+	if claim != "" {
+		builder.UseClaim(pod, claim)
+	}
 	if err := r.Create(ctx, pod); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create kernel pod: %w", err)
@@ -266,9 +280,39 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 		return nil
 	}
 	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
-	recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s", pod.Name)
+	if claim != "" {
+		recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s with the owner's claim %s", pod.Name, claim)
+	} else {
+		recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s", pod.Name)
+	}
 	obs.pod = pod
 	return nil
+}
+
+// ownClaim is the claim of the kernel's owner that its pod mounts instead of the home's
+// subPath of the contents volume: with per-user claims on (--home-claim), the owner's claim
+// where the admin has made one. An owner without one, or whose name makes no claim name,
+// keeps the subPath, which isolates homes too; the kernel's events say which.
+func (r *KernelReconciler) ownClaim(ctx context.Context, k *nbv1.Kernel) (string, error) {
+	name, err := builder.OwnClaim(k, r.Options)
+	if err != nil {
+		recordEvent(r.Recorder, k, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: %v", err)
+		return "", nil
+	}
+	if name == "" {
+		return "", nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: name}, pvc); {
+	case apierrors.IsNotFound(err):
+		recordEvent(r.Recorder, k, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: the owner has no claim %s", name)
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get the owner's claim %s: %w", name, err)
+	case pvc.DeletionTimestamp != nil:
+		return "", fmt.Errorf("the owner's claim %s is being deleted", name)
+	}
+	return name, nil
 }
 
 // restartPod acts on a new restart request (AnnotationRestart): a pod that is not ready is

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -31,6 +32,9 @@ type kernelObservation struct {
 	recheck time.Duration
 	// podRestart is the restart request acted on (see restartPod).
 	podRestart string
+	// podDeleted names the kernel's pod that is gone without a restart request: someone
+	// deleted it, and a new one replaces it.
+	podDeleted string
 }
 
 // kernelStatus computes the status for what was observed. It is pure so that every pod state
@@ -50,6 +54,11 @@ func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.K
 	if p == nil {
 		p, ready = podState(obs.pod)
 	}
+	if obs.podDeleted != "" {
+		setCondition(&st.Conditions, nbv1.ConditionRestarted, metav1.ConditionTrue, nbv1.ReasonPodDeleted,
+			fmt.Sprintf("the kernel's pod %s was deleted at %s; the kernel runs again in a new pod, without its variables",
+				obs.podDeleted, now.UTC().Format(time.RFC3339)), k.Generation, now)
+	}
 	switch {
 	case obs.pod != nil:
 		st.PodIP = obs.pod.Status.PodIP
@@ -64,6 +73,11 @@ func kernelStatus(k *nbv1.Kernel, obs kernelObservation, now metav1.Time) nbv1.K
 		switch {
 		case obs.agent != nil:
 			applyAgentReport(&st, *obs.agent)
+			if d := obs.agent.LastDeath; d != nil {
+				setCondition(&st.Conditions, nbv1.ConditionRestarted, metav1.ConditionTrue, nbv1.ReasonKernelDied,
+					fmt.Sprintf("%s at %s; the agent started it again in the same pod, without its variables (restart %d)",
+						d, d.At.UTC().Format(time.RFC3339), d.Restart), k.Generation, now)
+			}
 		case st.LastActivity == nil && (st.ExecutionState == "" || st.ExecutionState == nbv1.ExecutionStateStarting || st.ExecutionState == nbv1.ExecutionStateDead):
 			// Until the agent first reports (every report has a last activity), a ready
 			// agent means a kernel that has started and waits for work.

@@ -43,6 +43,9 @@ func TestKernelStatus_FromPodStates(t *testing.T) {
 		{name: "pull of an image whose registry does not resolve fails at once", prior: "", pod: &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
 			`failed to pull and unpack image "nbkube.io/does-not-exist:1": failed to resolve reference "nbkube.io/does-not-exist:1": failed to do request: Head "https://nbkube.io/v2/does-not-exist/manifests/1": dial tcp: lookup nbkube.io on 10.255.255.53:53: no such host`)}},
 			wantReady: metav1.ConditionFalse, wantReason: "ErrImagePull", wantFailed: true, wantState: nbv1.ExecutionStateDead},
+		{name: "pull from a registry address that refuses fails at once", prior: "", pod: &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
+			`failed to pull and unpack image "127.0.0.1:1/nbkube/does-not-exist:1": failed to resolve reference "127.0.0.1:1/nbkube/does-not-exist:1": failed to do request: Head "https://127.0.0.1:1/v2/nbkube/does-not-exist/manifests/1": dial tcp 127.0.0.1:1: connect: connection refused`)}},
+			wantReady: metav1.ConditionFalse, wantReason: "ErrImagePull", wantFailed: true, wantState: nbv1.ExecutionStateDead},
 		{name: "pull of a tag that does not exist fails at once", prior: "", pod: &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: waitingFor("ErrImagePull",
 			`rpc error: code = NotFound desc = failed to pull and unpack image "docker.io/library/python:0.0": failed to resolve reference "docker.io/library/python:0.0": docker.io/library/python:0.0: not found`)}},
 			wantReady: metav1.ConditionFalse, wantReason: "ErrImagePull", wantFailed: true, wantState: nbv1.ExecutionStateDead},
@@ -127,6 +130,49 @@ func TestKernelStatus_AgentReport(t *testing.T) {
 			k := &nbv1.Kernel{Status: tc.prior}
 			st := kernelStatus(k, kernelObservation{pod: tc.pod, agent: tc.report}, now)
 			got := nbv1.KernelStatus{ExecutionState: st.ExecutionState, LastActivity: st.LastActivity, Connections: st.Connections, RestartCount: st.RestartCount}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+func TestKernelStatus_RestartedSaysWhyTheKernelRestartedUnasked(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	died := time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)
+	ready := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, PodIP: "10.0.0.9"}}
+	killed := metav1.Condition{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue, Reason: string(nbv1.ReasonKernelDied),
+		Message: "the kernel process was killed by SIGKILL (exit code 137) at 2026-01-02T03:04:00Z; the agent started it again in the same pod, without its variables (restart 2)"}
+	tests := []struct {
+		name  string
+		prior []metav1.Condition
+		obs   kernelObservation
+		want  *metav1.Condition
+	}{
+		{name: "never restarted unasked", obs: kernelObservation{pod: ready, agent: &agentapi.Status{ExecutionState: "idle", RestartCount: 1}}, want: nil},
+		{name: "killed kernel process", obs: kernelObservation{pod: ready, agent: &agentapi.Status{ExecutionState: "idle", RestartCount: 2,
+			LastDeath: &agentapi.Death{At: died, ExitCode: 137, Signal: "SIGKILL", Restart: 2}}}, want: &killed},
+		{name: "exited kernel process", obs: kernelObservation{pod: ready, agent: &agentapi.Status{ExecutionState: "restarting",
+			LastDeath: &agentapi.Death{At: died, ExitCode: 1, Restart: 1}}},
+			want: &metav1.Condition{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue, Reason: string(nbv1.ReasonKernelDied),
+				Message: "the kernel process exited with code 1 at 2026-01-02T03:04:00Z; the agent started it again in the same pod, without its variables (restart 1)"}},
+		{name: "deleted pod", prior: []metav1.Condition{killed}, obs: kernelObservation{pod: &corev1.Pod{}, podDeleted: "k1"},
+			want: &metav1.Condition{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue, Reason: string(nbv1.ReasonPodDeleted),
+				Message: "the kernel's pod k1 was deleted at 2026-01-02T03:04:05Z; the kernel runs again in a new pod, without its variables"}},
+		{name: "the new pod's agent, which saw no death, keeps the reason", prior: []metav1.Condition{{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue, Reason: string(nbv1.ReasonPodDeleted), Message: "m"}},
+			obs:  kernelObservation{pod: ready, agent: &agentapi.Status{ExecutionState: "idle"}},
+			want: &metav1.Condition{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue, Reason: string(nbv1.ReasonPodDeleted), Message: "m"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &nbv1.Kernel{Status: nbv1.KernelStatus{Conditions: tc.prior}}
+			st := kernelStatus(k, tc.obs, now)
+			got := meta.FindStatusCondition(st.Conditions, nbv1.ConditionRestarted)
+			if got != nil {
+				c := *got
+				c.LastTransitionTime, c.ObservedGeneration = metav1.Time{}, 0
+				got = &c
+			}
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Error(d)
 			}

@@ -32,9 +32,10 @@ var fatalWaitingReasons = map[string]bool{
 }
 
 // definitivePullErrors are what the runtime's ErrImagePull message says when the image does
-// not exist, its registry's name does not resolve, or access is refused: the back-off that
-// follows (measured 40 s in a real cluster) would only delay the same answer.
-var definitivePullErrors = []string{"not found", "no such host", "unauthorized", "denied"}
+// not exist, its registry's name does not resolve, nothing listens at the registry's address,
+// or access is refused: the back-off that follows (measured 40 s in a real cluster) would
+// only delay the same answer. A timeout is not among them: a slow network may answer next.
+var definitivePullErrors = []string{"not found", "no such host", "connection refused", "unauthorized", "denied"}
 
 // fatalWaiting says whether a container waiting so will not start without a change.
 func fatalWaiting(w *corev1.ContainerStateWaiting) bool {

@@ -20,6 +20,11 @@ const (
 	// ConditionCulled is set on a Kernel just before the culler deletes it; its reason is
 	// ReasonIdleTimeout or ReasonKernelDead.
 	ConditionCulled = "Culled"
+	// ConditionRestarted is True on a Kernel once it was restarted without anyone asking:
+	// its reason says why the last time (ReasonKernelDied, ReasonPodDeleted), its message
+	// how and when. Jupyter's clients only see "restarting" or "dead"; an admin reads here
+	// what happened. It stays until the next such restart replaces it.
+	ConditionRestarted = "Restarted"
 )
 
 // ConditionReason is the reason of a condition nbkube sets: what `kubectl get -o wide` and
@@ -59,6 +64,17 @@ const (
 	ReasonQuotaExceeded ConditionReason = "QuotaExceeded"
 	// ReasonKernelSpecNotAllowed: the owner's UserPolicies do not allow the kernel's spec.
 	ReasonKernelSpecNotAllowed ConditionReason = "KernelSpecNotAllowed"
+)
+
+// Reasons of a Kernel's Restarted condition.
+const (
+	// ReasonKernelDied: the kernel process exited or was killed; the agent started it again
+	// in the same pod, without its variables. The message gives the exit code or signal.
+	ReasonKernelDied ConditionReason = "KernelDied"
+	// ReasonPodDeleted: the kernel's pod was deleted by someone other than nbkube (an admin,
+	// an eviction, a node drain); the kernel runs again in a new pod under the same id,
+	// without its variables.
+	ReasonPodDeleted ConditionReason = "PodDeleted"
 )
 
 // Reasons of a Kernel's Culled condition.

@@ -66,7 +66,9 @@ type KernelStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions: Ready (the kernel pod is ready to take connections), Failed (it cannot
-	// run; the reason says why) and Culled (set just before the culler deletes the kernel).
+	// run; the reason says why), Culled (set just before the culler deletes the kernel) and
+	// Restarted (why the kernel last restarted without being asked: KernelDied, its process
+	// ended, or PodDeleted, its pod was deleted).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

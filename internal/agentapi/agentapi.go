@@ -9,7 +9,10 @@
 // carry the Kubernetes client along with the contract.
 package agentapi
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // BinaryName is the agent's binary: in the operator's image beside the nbkube binary, and in
 // kernel pods, which run it as their main container's command.
@@ -127,6 +130,32 @@ type Status struct {
 	// UnusedSince is when the agent started, while no client has connected to the channels
 	// since; absent once one has (and from agents older than this field).
 	UnusedSince *time.Time `json:"unused_since,omitempty"`
+	// LastDeath is the kernel process's last death that nobody asked for, after which the
+	// agent started it again (or gave up); absent when it never died (and from agents older
+	// than this field). It tells an admin why RestartCount grew.
+	LastDeath *Death `json:"last_death,omitempty"`
+}
+
+// Death is how a kernel process ended without being asked to.
+type Death struct {
+	// At is when the agent saw the process end.
+	At time.Time `json:"at"`
+	// ExitCode is the process's exit code, or 128 + the signal that killed it, as a shell
+	// and a container's status report it.
+	ExitCode int `json:"exit_code"`
+	// Signal names the signal that killed the process (SIGKILL); empty when it exited.
+	Signal string `json:"signal,omitempty"`
+	// Restart is the RestartCount the restart after it was to bring the kernel to: a death
+	// the agent gave up after is RestartCount + 1.
+	Restart int `json:"restart"`
+}
+
+// String says how the process ended, for a condition's message.
+func (d Death) String() string {
+	if d.Signal != "" {
+		return fmt.Sprintf("the kernel process was killed by %s (exit code %d)", d.Signal, d.ExitCode)
+	}
+	return fmt.Sprintf("the kernel process exited with code %d", d.ExitCode)
 }
 
 // Jupyter's execution states, as a kernel's status messages and the kernel model say them.
