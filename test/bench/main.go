@@ -101,7 +101,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 func measureContents(servers []*server, d time.Duration) (map[string]map[string]result, error) {
 	results := map[string]map[string]result{}
 	for _, sc := range contentsScenarios() {
-		for _, c := range []int{1, 16, 64} {
+		for _, c := range sc.concurrencies() {
 			key := fmt.Sprintf("%s@%d", sc.name, c)
 			results[key] = map[string]result{}
 			for _, s := range servers {
@@ -124,6 +124,9 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // of the export scenarios.
 func fixture(root string) error {
 	if err := nbconvertFixture(root); err != nil {
+		return err
+	}
+	if err := shapesFixture(root); err != nil {
 		return err
 	}
 	dir := filepath.Join(root, "many")
@@ -250,6 +253,16 @@ type scenario struct {
 	name    string
 	title   string
 	request func(s *server, worker, i int) (*http.Request, error)
+	// clients are the concurrencies it is measured at; nil is 1, 16 and 64.
+	clients []int
+}
+
+// concurrencies are the numbers of clients sc is measured with.
+func (sc scenario) concurrencies() []int {
+	if sc.clients != nil {
+		return sc.clients
+	}
+	return []int{1, 16, 64}
 }
 
 func contentsScenarios() []scenario {
@@ -260,7 +273,7 @@ func contentsScenarios() []scenario {
 			return http.NewRequest(http.MethodGet, s.base+"api/contents/"+path, nil)
 		}
 	}
-	return []scenario{
+	return append([]scenario{
 		{name: "list-dir", title: "list a directory of 200 notebooks", request: get("many?content=1")},
 		{name: "get-notebook", title: "get one 50 KB notebook", request: get("many/nb007.ipynb")},
 		{
@@ -273,7 +286,7 @@ func contentsScenarios() []scenario {
 				return req, err
 			},
 		},
-	}
+	}, shapesScenarios()...)
 }
 
 type result struct {
@@ -411,10 +424,10 @@ func previousSections(out string) map[string]string {
 }
 
 func writeContents(b *strings.Builder, results map[string]map[string]result) {
-	fmt.Fprintf(b, "## Contents\n\n200 notebooks of ~50 KB in one directory. Targets: listings ≥ 10× Jupyter's requests/s, notebook reads ≥ 5×, durable saves ≥ 3×, nbkube's p99 below Jupyter's p50.\n\n")
+	fmt.Fprintf(b, "## Contents\n\n200 notebooks of ~50 KB in one directory (many small code cells), a 60 KB notebook of mixed outputs (small PNGs, an HTML table, streams, an error) and a 5.4 MB notebook of plots (150 cells, 125 outputs, 25 PNGs of 216 KB). Targets: listings ≥ 10× Jupyter's requests/s, notebook reads ≥ 5×, durable saves ≥ 3×, nbkube's p99 below Jupyter's p50.\n\n")
 	fmt.Fprintf(b, "| scenario | clients | nbkube req/s | nbkube p50 / p99 ms | Jupyter req/s | Jupyter p50 / p99 ms | ratio | p99 < Jupyter p50 |\n|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range contentsScenarios() {
-		for _, c := range []int{1, 16, 64} {
+		for _, c := range sc.concurrencies() {
 			r := results[fmt.Sprintf("%s@%d", sc.name, c)]
 			n := r["nbkube"]
 			row := fmt.Sprintf("| %s | %d | %.0f | %.2f / %.2f |", sc.title, c, n.rps, ms(n.p50), ms(n.p99))
@@ -455,4 +468,14 @@ const notes = `
   as there are cores, which keeps the p99 close to the median.
 * "Scaling with cores" cannot be shown on a 2-core machine; nothing in the contents path is
   serialised beyond the per-core admission of notebook encodings.
+* With homes on (` + "`--user-home`" + `), a user's request first opens a view of their home
+  (` + "`contents.Store.Sub`" + `: a ` + "`MkdirAll`" + ` that finds the home, an ` + "`os.Root`" + ` open and a
+  ` + "`/proc/self/fd`" + ` read): 33 µs, 25 allocations (` + "`go test -bench BenchmarkSub ./internal/contents/`" + `), under 5 % of the cheapest request above. Every operation also reads
+  where the system resolved what it opened, to refuse links into ` + "`.nbkube`" + `: one ` + "`readlink`" + `
+  per opened directory or file; ` + "`BenchmarkGetNotebook/warm`" + ` read 475 µs against 404 µs
+  before on the loaded machine, within its run-to-run spread.
+* The notebooks of mixed outputs and of plots (issue 25) are where Jupyter Server still wins
+  or nbkube wins by less than its targets: durable saves of large outputs, checkpoints (a
+  durable copy: two fsyncs against Jupyter's unsynced copy) and the single-client read of a
+  small notebook's p99. Those rows stay here until they are won.
 `
