@@ -89,3 +89,8 @@ export async function pick(title: string, message: string, items: Choice[], okLa
   const r = await result;
   return r === 'ok' ? v : null;
 }
+
+/** messageOf is an error's message, for a dialog. */
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

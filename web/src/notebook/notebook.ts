@@ -7,13 +7,16 @@ import { renderOutput } from '../render/index';
 import { config, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { CellView } from './cellview';
-import { alert, choose, pick, prompt } from './dialogs';
+import { alert, choose, messageOf } from './dialogs';
 import { editorModule, loadEditor } from './editorloader';
+import { FileActions } from './fileactions';
 import { KernelSession, type ShownStatus } from './kernel';
 import { installKeyboard, type Command, type EditContext, type Mode } from './keyboard';
+import { LazyEditors } from './lazyeditors';
 import { makeCell, NotebookModel, type CellType, type Change } from './model';
-import { DisplayRegistry, outputFromMessage } from './outputs';
-import { Autosave, basename, Saver, withIpynb } from './save';
+import { DisplayRegistry } from './outputs';
+import { CellRunner } from './run';
+import { Autosave, basename, Saver } from './save';
 import { Toolbar, type Action } from './toolbar';
 
 export class NotebookPage {
@@ -27,8 +30,8 @@ export class NotebookPage {
   private selected = 0;
   private lazy: LazyEditors;
   private autosave: Autosave;
-  /** Each cell's latest execution, so that an earlier one's late output is not shown. */
-  private runs = new WeakMap<CellView, number>();
+  private runner: CellRunner;
+  private file: FileActions;
 
   constructor(
     private manager: Services,
@@ -42,6 +45,16 @@ export class NotebookPage {
     );
     this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
     this.lazy = new LazyEditors(() => this.views);
+    this.runner = new CellRunner(this.kernel, () => this.model.markChanged());
+    this.file = new FileActions({
+      model: this.model,
+      saver: this.saver,
+      toolbar: this.toolbar,
+      kernel: this.kernel,
+      loaded: () => this.select(Math.min(this.selected, this.views.length - 1), false),
+      renamed: () => this.setTitle(),
+      refocus: () => this.refocus(),
+    });
     this.model.onChange((c) => this.onModelChange(c));
     this.model.onDirty((d) => {
       this.toolbar.setDirty(d);
@@ -443,13 +456,13 @@ export class NotebookPage {
         await this.shutdown();
         return;
       case 'checkpoint':
-        await this.checkpoint();
+        await this.file.checkpoint();
         return;
       case 'revert':
-        await this.revert();
+        await this.file.revert();
         return;
       case 'rename':
-        await this.rename();
+        await this.file.rename();
         return;
       case 'copy-notebook':
       case 'print':
@@ -479,81 +492,9 @@ export class NotebookPage {
     }
     const done: Promise<void>[] = [];
     for (const v of views) {
-      done.push(this.runOne(v));
+      done.push(this.runner.run(v));
     }
     await Promise.all(done);
-  }
-
-  private runOne(v: CellView): Promise<void> {
-    if (v.cell.type === 'markdown') {
-      v.renderMarkdownCell();
-      return Promise.resolve();
-    }
-    if (v.cell.type !== 'code' || !v.outputs) {
-      return Promise.resolve();
-    }
-    const out = v.outputs;
-    if (v.cell.source.trim() === '') {
-      out.clear();
-      v.setExecutionCount(null);
-      return Promise.resolve();
-    }
-    out.clear();
-    v.setRunning('queued');
-    this.model.markChanged();
-    // Running a cell again leaves what its earlier execution still sends unshown.
-    const run = (this.runs.get(v) ?? 0) + 1;
-    this.runs.set(v, run);
-    const current = () => this.runs.get(v) === run;
-    let p: Promise<void>;
-    try {
-      p = this.kernel.execute(v.cell.source, {
-        onIOPub: (m) => {
-          if (!current()) return;
-          const t = m.header.msg_type;
-          if (t === 'execute_input') {
-            v.setRunning('running');
-            return;
-          }
-          if (t === 'clear_output') {
-            out.clear((m.content as KernelMessage.IClearOutputMsg['content']).wait);
-            return;
-          }
-          if (t === 'update_display_data') {
-            return; // the registry's, by display id
-          }
-          const o = outputFromMessage({ msgType: t, content: m.content as Record<string, unknown> });
-          if (o) {
-            out.add(o.output, o.displayId);
-          }
-        },
-        onInput: (p, password) => out.requestInput(p, password),
-        onReply: (r) => {
-          if (!current()) return;
-          if (r.status === 'ok' || r.status === 'error') {
-            v.setExecutionCount(r.execution_count ?? null);
-          }
-          if (r.status === 'ok') {
-            for (const pl of (r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }).payload ?? []) {
-              if (pl.source === 'page' && pl.data) {
-                out.add({ output_type: 'display_data', data: pl.data, metadata: {} } as nbformat.IDisplayData);
-              }
-            }
-          }
-          this.model.markChanged();
-        },
-      });
-    } catch (err) {
-      v.setRunning(null);
-      return Promise.resolve();
-    }
-    // When the execution ends (an interrupt ends a pending input() too), no input field stays.
-    const end = () => {
-      if (!current()) return;
-      v.setRunning(null);
-      out.cancelInput();
-    };
-    return p.then(end, end);
   }
 
   private async inspect(v: CellView): Promise<void> {
@@ -623,189 +564,12 @@ export class NotebookPage {
   // ---- Saving ----
 
   /** save saves the notebook, asking first if the file changed on the server. */
-  async save(force = false, quiet = false): Promise<void> {
-    const version = this.model.version;
-    this.toolbar.setSaveState('Saving…');
-    let r;
-    try {
-      r = await this.saver.save(this.model.toJSON(), force);
-    } catch (err) {
-      this.toolbar.setSaveState('Save failed');
-      if (!quiet) void alert('Save failed', messageOf(err));
-      return;
-    }
-    if (r === 'conflict') {
-      this.toolbar.setSaveState('');
-      const c = await choose(
-        'Notebook changed on the server',
-        'The file was changed since it was opened or last saved here. Overwrite it with this page’s notebook, or reload the file (losing this page’s changes)?',
-        [
-          { value: 'cancel', label: 'Cancel' },
-          { value: 'reload', label: 'Reload' },
-          { value: 'overwrite', label: 'Overwrite', primary: true },
-        ],
-      );
-      if (c === 'overwrite') {
-        await this.save(true, quiet);
-      } else if (c === 'reload') {
-        await this.reload();
-      }
-      return;
-    }
-    if (this.model.version === version) {
-      this.model.setDirty(false);
-    }
-    const t = new Date();
-    this.toolbar.setSaveState(`Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`);
+  save(force = false, quiet = false): Promise<void> {
+    return this.file.save(force, quiet);
   }
 
   /** reload reads the file again (after a conflict or a revert). */
-  async reload(): Promise<void> {
-    const nb = await this.saver.load();
-    this.model.load(nb);
-    this.select(Math.min(this.selected, this.views.length - 1), false);
-  }
-
-  private async checkpoint(): Promise<void> {
-    try {
-      if (this.model.dirty) {
-        await this.save();
-      }
-      const cp = await this.saver.createCheckpoint();
-      this.toolbar.setSaveState('Checkpoint at ' + new Date(cp.last_modified).toLocaleTimeString());
-    } catch (err) {
-      void alert('Checkpoint failed', messageOf(err));
-    }
-  }
-
-  private async revert(): Promise<void> {
-    let cps;
-    try {
-      cps = await this.saver.listCheckpoints();
-    } catch (err) {
-      void alert('Revert failed', messageOf(err));
-      return;
-    }
-    if (cps.length === 0) {
-      await alert('Revert', 'This notebook has no checkpoints.');
-      return;
-    }
-    const id = await pick(
-      'Revert to a checkpoint',
-      'Checkpoint',
-      // Newest first: the one most likely wanted is the one preselected.
-      [...cps]
-        .sort((a, b) => Date.parse(b.last_modified) - Date.parse(a.last_modified))
-        .map((c) => ({ value: c.id, label: new Date(c.last_modified).toLocaleString() })),
-      'Revert',
-    );
-    if (!id) return;
-    try {
-      await this.saver.restoreCheckpoint(id);
-      await this.reload();
-    } catch (err) {
-      void alert('Revert failed', messageOf(err));
-    }
-  }
-
-  private async rename(): Promise<void> {
-    const name = await prompt('Rename notebook', 'New name', basename(this.path), 'Rename');
-    if (!name || name === basename(this.path)) {
-      this.refocus();
-      return;
-    }
-    if (name.includes('/')) {
-      await alert('Rename', 'A name cannot contain “/”.');
-      return;
-    }
-    try {
-      const path = await this.saver.rename(withIpynb(name));
-      this.setTitle();
-      await this.kernel.setPath(path, basename(path)).catch(() => undefined);
-    } catch (err) {
-      void alert('Rename failed', messageOf(err));
-    }
-    this.refocus();
-  }
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** LazyEditors makes the editors of cells as they come into view, a few per frame, so that
- * the page shows a long notebook at once and the editors follow; then, when the browser is
- * idle, the editors of the cells out of view too (so that every cell has its editor soon). */
-class LazyEditors {
-  private io: IntersectionObserver | null = null;
-  private queue: CellView[] = [];
-  private scheduled = false;
-  private byNode = new Map<Element, CellView>();
-  private sweep = 0;
-
-  constructor(private all: () => CellView[]) {
-    if (typeof IntersectionObserver === 'function') {
-      this.io = new IntersectionObserver(
-        (entries) => {
-          for (const e of entries) {
-            const v = this.byNode.get(e.target);
-            if (e.isIntersecting && v) {
-              this.queue.push(v);
-              this.io?.unobserve(e.target);
-            }
-          }
-          this.kick();
-        },
-        { rootMargin: '400px' },
-      );
-    }
-  }
-
-  observe(v: CellView): void {
-    this.sweep = 0;
-    if (!this.io || v.cell.type === 'markdown') return;
-    this.byNode.set(v.node, v);
-    this.io.observe(v.node);
-    this.kick();
-  }
-
-  unobserve(v: CellView): void {
-    this.byNode.delete(v.node);
-    this.io?.unobserve(v.node);
-  }
-
-  private next(): CellView | undefined {
-    const v = this.queue.shift();
-    if (v) return v;
-    const all = this.all();
-    while (this.sweep < all.length) {
-      const w = all[this.sweep++];
-      if (w.cell.type !== 'markdown' && !w.hasEditor) return w;
-    }
-    return undefined;
-  }
-
-  kick(): void {
-    if (this.scheduled || !editorModule()) return;
-    this.scheduled = true;
-    const run = (deadline?: { timeRemaining(): number }) => {
-      this.scheduled = false;
-      const until = performance.now() + Math.max(4, Math.min(12, deadline ? deadline.timeRemaining() : 8));
-      let v: CellView | undefined;
-      let more = false;
-      while (performance.now() < until) {
-        v = this.next();
-        if (!v) break;
-        more = true;
-        if (v.node.isConnected && v.cell.type !== 'markdown') {
-          this.unobserve(v);
-          v.ensureEditor();
-        }
-      }
-      if (more) this.kick();
-    };
-    const ric = (window as unknown as { requestIdleCallback?: (f: (d: { timeRemaining(): number }) => void, o?: { timeout: number }) => void }).requestIdleCallback;
-    if (ric) ric(run, { timeout: 500 });
-    else setTimeout(run, 16);
+  reload(): Promise<void> {
+    return this.file.reload();
   }
 }

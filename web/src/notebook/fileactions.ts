@@ -1,0 +1,133 @@
+// The notebook file's actions that talk to the user: save (with the choice a conflict needs),
+// reload, checkpoint, revert to a checkpoint, rename.
+import type { KernelSession } from './kernel';
+import { alert, choose, messageOf, pick, prompt } from './dialogs';
+import type { NotebookModel } from './model';
+import { basename, type Saver, withIpynb } from './save';
+import type { Toolbar } from './toolbar';
+
+/** FileHost is what the file's actions need of the page. */
+export interface FileHost {
+  readonly model: NotebookModel;
+  readonly saver: Saver;
+  readonly toolbar: Toolbar;
+  readonly kernel: KernelSession;
+  /** loaded shows the notebook the model was loaded with again. */
+  loaded(): void;
+  /** renamed shows the file's new name. */
+  renamed(): void;
+  /** refocus gives the focus back to the notebook after a dialog. */
+  refocus(): void;
+}
+
+export class FileActions {
+  constructor(private host: FileHost) {}
+
+  /** save saves the notebook, asking first if the file changed on the server. */
+  async save(force = false, quiet = false): Promise<void> {
+    const { model, toolbar } = this.host;
+    const version = model.version;
+    toolbar.setSaveState('Saving…');
+    let r;
+    try {
+      r = await this.host.saver.save(model.toJSON(), force);
+    } catch (err) {
+      toolbar.setSaveState('Save failed');
+      if (!quiet) void alert('Save failed', messageOf(err));
+      return;
+    }
+    if (r === 'conflict') {
+      toolbar.setSaveState('');
+      const c = await choose(
+        'Notebook changed on the server',
+        'The file was changed since it was opened or last saved here. Overwrite it with this page’s notebook, or reload the file (losing this page’s changes)?',
+        [
+          { value: 'cancel', label: 'Cancel' },
+          { value: 'reload', label: 'Reload' },
+          { value: 'overwrite', label: 'Overwrite', primary: true },
+        ],
+      );
+      if (c === 'overwrite') {
+        await this.save(true, quiet);
+      } else if (c === 'reload') {
+        await this.reload();
+      }
+      return;
+    }
+    if (model.version === version) {
+      model.setDirty(false);
+    }
+    const t = new Date();
+    toolbar.setSaveState(`Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`);
+  }
+
+  /** reload reads the file again (after a conflict or a revert). */
+  async reload(): Promise<void> {
+    const nb = await this.host.saver.load();
+    this.host.model.load(nb);
+    this.host.loaded();
+  }
+
+  async checkpoint(): Promise<void> {
+    try {
+      if (this.host.model.dirty) {
+        await this.save();
+      }
+      const cp = await this.host.saver.createCheckpoint();
+      this.host.toolbar.setSaveState('Checkpoint at ' + new Date(cp.last_modified).toLocaleTimeString());
+    } catch (err) {
+      void alert('Checkpoint failed', messageOf(err));
+    }
+  }
+
+  async revert(): Promise<void> {
+    let cps;
+    try {
+      cps = await this.host.saver.listCheckpoints();
+    } catch (err) {
+      void alert('Revert failed', messageOf(err));
+      return;
+    }
+    if (cps.length === 0) {
+      await alert('Revert', 'This notebook has no checkpoints.');
+      return;
+    }
+    const id = await pick(
+      'Revert to a checkpoint',
+      'Checkpoint',
+      // Newest first: the one most likely wanted is the one preselected.
+      [...cps]
+        .sort((a, b) => Date.parse(b.last_modified) - Date.parse(a.last_modified))
+        .map((c) => ({ value: c.id, label: new Date(c.last_modified).toLocaleString() })),
+      'Revert',
+    );
+    if (!id) return;
+    try {
+      await this.host.saver.restoreCheckpoint(id);
+      await this.reload();
+    } catch (err) {
+      void alert('Revert failed', messageOf(err));
+    }
+  }
+
+  async rename(): Promise<void> {
+    const { saver, kernel } = this.host;
+    const name = await prompt('Rename notebook', 'New name', basename(saver.path), 'Rename');
+    if (!name || name === basename(saver.path)) {
+      this.host.refocus();
+      return;
+    }
+    if (name.includes('/')) {
+      await alert('Rename', 'A name cannot contain “/”.');
+      return;
+    }
+    try {
+      const path = await saver.rename(withIpynb(name));
+      this.host.renamed();
+      await kernel.setPath(path, basename(path)).catch(() => undefined);
+    } catch (err) {
+      void alert('Rename failed', messageOf(err));
+    }
+    this.host.refocus();
+  }
+}
