@@ -29,7 +29,7 @@ import (
 
 // The fuzz targets of this file run their seeds in every `go test`; run one for longer with
 //
-//	go test ./test/faults/ -run '^$' -fuzz=FuzzAPI -fuzztime=20s
+//	go test ./test/faults/ -run '^$' -fuzz=FuzzAPI -fuzztime=5000x
 //	go test ./test/faults/ -run '^$' -fuzz=FuzzClientFrame -fuzztime=20s
 
 const (
