@@ -13,17 +13,18 @@ import (
 const validationCacheSize = 4096
 
 // validationKey identifies a version of a file: the store replaces files by renaming new
-// inodes over them, and any write in place changes the modification and change times, which
-// no client can set back (ctime). A key therefore names one content, the same on every
-// replica, which is what makes caching a pure function of the content safe.
+// inodes over them, and any write in place changes the modification time, to the nanosecond.
+// A key therefore names one content, the same on every replica, which is what makes caching a
+// pure function of the content safe. The change time (ctime) is left out, as in etagOf: a
+// checkpoint's link to the file changes it without changing a byte.
 type validationKey struct {
-	dev, ino     uint64
-	size         int64
-	mtime, ctime int64
+	dev, ino uint64
+	size     int64
+	mtime    int64
 }
 
 func keyOf(st statInfo) validationKey {
-	return validationKey{dev: st.dev, ino: st.ino, size: st.size, mtime: st.mtime.UnixNano(), ctime: st.ctime.UnixNano()}
+	return validationKey{dev: st.dev, ino: st.ino, size: st.size, mtime: st.mtime.UnixNano()}
 }
 
 // validationCache remembers the validation message of notebooks already read or written:

@@ -113,8 +113,8 @@ func (s *Store) ListCheckpoints(_ context.Context, path string) ([]jupyter.Check
 	return out, nil
 }
 
-// CreateCheckpoint is POST /api/contents/<path>/checkpoints: it copies the file, dated by the
-// clock, and drops the oldest checkpoints beyond MaxCheckpoints.
+// CreateCheckpoint is POST /api/contents/<path>/checkpoints: it keeps the file's version
+// (a reflink, a link or a copy: see checkpointshare.go), dated by the clock, and drops the oldest checkpoints beyond MaxCheckpoints.
 func (s *Store) CreateCheckpoint(_ context.Context, path string) (*jupyter.Checkpoint, error) {
 	p, err := s.check(path, "Cannot create a checkpoint of hidden file '%s'")
 	if err != nil {
@@ -138,12 +138,21 @@ func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
 	}
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	id := s.newCheckpointID(now)
-	err = s.writeFile(checkpointPath(p, id), true, func(w *os.File) error {
-		_, err := io.Copy(w, in)
-		return err
-	})
+	cp := checkpointPath(p, id)
+	linked, err := s.linkCheckpoint(in, cp)
 	if err != nil {
-		return nil, err
+		return nil, fsError(p, err)
+	}
+	if linked {
+		s.unshareLater(p)
+	} else {
+		err = s.writeFile(cp, true, func(w *os.File) error {
+			_, err := io.Copy(w, in)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	if err := s.pruneCheckpoints(p); err != nil {
 		return nil, err
@@ -174,6 +183,24 @@ func (s *Store) ensureCheckpoint(p string) error {
 	}
 	_, err = s.createCheckpoint(p)
 	return err
+}
+
+// linkCheckpoint makes cp (a new checkpoint's path) the open file in without copying it,
+// where the file system allows.
+func (s *Store) linkCheckpoint(in *os.File, cp string) (bool, error) {
+	cdir, name := splitPath(cp)
+	d, err := s.openDir(cdir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	var linked bool
+	err = withFD(d, func(cdfd int) error {
+		var err error
+		linked, err = s.shareCheckpoint(in, cdfd, name)
+		return err
+	})
+	return linked, err
 }
 
 // checkpointFileOf validates a checkpoint id (it becomes part of a file name) and returns the
@@ -265,6 +292,8 @@ func (s *Store) renameCheckpoints(old, p string) error {
 			return fsError(p, err)
 		}
 	}
+	// The file keeps its inode through a rename: checkpoints still linked to it follow it.
+	s.unshareLater(p)
 	return nil
 }
 

@@ -54,16 +54,18 @@ const reasonChanged = "changed on disk"
 
 // etagOf is the strong entity tag of the version of a file that st describes. Every save
 // writes a new file and renames it over the old one, so the inode tells versions apart;
-// the size and the modification and change times tell apart versions written in place (by a
-// kernel), even one whose modification time was set back. The device is left out: a volume
-// that replicas share has a different device number on each machine. The fields are hashed
-// so as not to publish inode numbers.
+// the size and the modification time (to the nanosecond) tell apart versions written in
+// place (by a kernel). The change time is left out: a checkpoint links the file's inode,
+// which changes it without changing the version (checkpointshare.go), and a client holding
+// the tag must still be able to save; what it no longer tells apart is a write in place that
+// keeps the size and sets the modification time back to the nanosecond, which takes doing on
+// purpose. The device is left out: a volume that replicas share has a different device
+// number on each machine. The fields are hashed so as not to publish inode numbers.
 func etagOf(st statInfo) string {
-	var b [32]byte
+	var b [24]byte
 	binary.LittleEndian.PutUint64(b[0:], st.ino)
 	binary.LittleEndian.PutUint64(b[8:], uint64(st.size))
 	binary.LittleEndian.PutUint64(b[16:], uint64(st.mtime.UnixNano()))
-	binary.LittleEndian.PutUint64(b[24:], uint64(st.ctime.UnixNano()))
 	sum := sha256.Sum256(b[:])
 	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }

@@ -98,6 +98,8 @@ type Store struct {
 	// their uploads in progress may hold (see ForUploader).
 	uploader  string
 	allowance int64
+	// share is how checkpoints are made without copies (see checkpointshare.go).
+	share *sharing
 	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
 	// the tests lower it to stream small files too).
 	streamFrom int64
@@ -131,7 +133,7 @@ func New(root string, opts Options) (*Store, error) {
 		c = clock.RealClock{}
 	}
 	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
-		cpu: make(chan struct{}, runtime.GOMAXPROCS(0)), streamFrom: streamFromSize}, nil
+		cpu: make(chan struct{}, runtime.GOMAXPROCS(0)), share: newSharing(), streamFrom: streamFromSize}, nil
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
@@ -140,6 +142,7 @@ func (s *Store) Close() error {
 	if s.borrowed {
 		return nil
 	}
+	s.share.close()
 	return s.root.Close()
 }
 

@@ -38,7 +38,9 @@ func (s *Store) Sub(dir string) (*Store, error) {
 		_ = r.Close()
 		return nil, fsError(p, err)
 	}
-	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, cpu: s.cpu}, nil
+	// Its own sharing: the unsharing resolves paths in its root, and ends with it.
+	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, cpu: s.cpu,
+		share: newSharing(), streamFrom: s.streamFrom}, nil
 }
 
 // realPathOf is where the system resolved r's directory to, from /proc, which names an open

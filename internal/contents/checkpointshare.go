@@ -1,0 +1,243 @@
+package contents
+
+import (
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// A checkpoint is made without copying the file where the file system allows, since copying
+// and syncing a notebook of plots (5 MB) is most of a checkpoint's time and Jupyter's
+// unsynced copy is faster than a durable one:
+//
+//   - a reflink (FICLONE: XFS, Btrfs, bcachefs, ZFS 2.2) is an independent file sharing the
+//     blocks until either is written, so it is a copy in all but cost;
+//   - otherwise a hard link to the file's inode. The store never changes a file in place
+//     (saves write a new file and rename it over the old), so the checkpoint keeps the
+//     version it linked when the next save replaces the file. Until then a program that
+//     writes the file in place (nbformat.write, nbconvert --inplace, jupytext, an editor
+//     keeping links) would change the checkpoint too; so the store then copies the
+//     checkpoint in the background (unshare below): the checkpoint is durable when the
+//     request is answered, and its own file a moment later.
+//
+// Where neither works (a link refused by fs.protected_hardlinks, a file system without
+// links), the checkpoint is copied and synced, as before.
+
+// shareCheckpoint makes name in the directory cdfd the content of the open regular file in,
+// durably, without copying its bytes. It reports false, and leaves nothing behind, where the
+// file system can do neither a reflink nor a link; the caller copies then.
+func (s *Store) shareCheckpoint(in *os.File, cdfd int, name string) (linked bool, err error) {
+	err = withFD(in, func(infd int) error {
+		if !s.share.noReflink.Load() {
+			cloned, err := reflinkInto(infd, cdfd, name)
+			if err != nil || cloned {
+				linked = cloned
+				return err
+			}
+			// One refusal says it of the file system: no clone is tried again.
+			s.share.noReflink.Store(true)
+		}
+		// The version linked must be on disk before its new name is: a file written by a
+		// kernel may not have been synced (one written by the store was; then this costs
+		// nothing).
+		if err := unix.Fdatasync(infd); err != nil {
+			return err
+		}
+		// Through /proc so that exactly the inode opened (and checked regular) is linked,
+		// not whatever the name holds by now; linkat's AT_EMPTY_PATH would need a capability.
+		err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(infd), cdfd, name, unix.AT_SYMLINK_FOLLOW)
+		if err != nil {
+			if linkUnsupported(err) {
+				return nil
+			}
+			return err
+		}
+		linked = true
+		return unix.Fsync(cdfd)
+	})
+	return linked, err
+}
+
+// reflinkInto clones infd into a new file name in cdfd, synced and in place by rename. It
+// reports false where the file system has no reflinks.
+func reflinkInto(infd, cdfd int, name string) (bool, error) {
+	tmp := tempPrefix + randomHex(8) + ".tmp"
+	fd, err := unix.Openat(cdfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = unix.Close(fd) }() // closed after the rename; its errors came from fsync
+	if err := unix.IoctlFileClone(fd, infd); err != nil {
+		_ = unix.Unlinkat(cdfd, tmp, 0)
+		if linkUnsupported(err) || errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOTTY) {
+			return false, nil
+		}
+		return false, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(infd, &st)
+	if err == nil {
+		err = unix.Fchmod(fd, st.Mode&0o7777)
+	}
+	if err == nil {
+		err = unix.Fsync(fd)
+	}
+	if err == nil {
+		err = unix.Renameat(cdfd, tmp, cdfd, name)
+	}
+	if err != nil {
+		_ = unix.Unlinkat(cdfd, tmp, 0)
+		return false, err
+	}
+	return true, unix.Fsync(cdfd)
+}
+
+// linkUnsupported says a link or clone was refused for what the file system is or allows,
+// not for a fault: the caller falls back to copying.
+func linkUnsupported(err error) bool {
+	for _, e := range []error{unix.EOPNOTSUPP, unix.EXDEV, unix.EPERM, unix.EMLINK, unix.ENOSYS, unix.ENOENT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// sharing is the state of a store's checkpoint sharing, shared by its views (ForUploader).
+type sharing struct {
+	noReflink atomic.Bool
+
+	mu sync.Mutex
+	// pending are the API paths of files whose checkpoints may share the file's inode.
+	pending map[string]struct{}
+	running bool
+	closed  bool
+	idle    *sync.Cond
+}
+
+func newSharing() *sharing {
+	sh := &sharing{pending: map[string]struct{}{}}
+	sh.idle = sync.NewCond(&sh.mu)
+	return sh
+}
+
+// unshareLater asks for p's checkpoints that share its inode to get files of their own.
+func (s *Store) unshareLater(p string) {
+	sh := s.share
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.closed {
+		return
+	}
+	sh.pending[p] = struct{}{}
+	if !sh.running {
+		sh.running = true
+		go s.unshareLoop()
+	}
+}
+
+// unshareLoop copies the checkpoints asked for, one file at a time, and ends when none are
+// left; a later checkpoint starts another.
+func (s *Store) unshareLoop() {
+	sh := s.share
+	for {
+		sh.mu.Lock()
+		var p string
+		found := false
+		for q := range sh.pending {
+			p, found = q, true
+			delete(sh.pending, q)
+			break
+		}
+		if !found || sh.closed {
+			sh.running = false
+			sh.idle.Broadcast()
+			sh.mu.Unlock()
+			return
+		}
+		sh.mu.Unlock()
+		// A checkpoint that could not be copied stays a link: still the version it was,
+		// unless the file is written in place; the file's next checkpoint asks again.
+		_ = s.unshare(p)
+	}
+}
+
+// waitUnshared waits until no unshare is pending or running.
+func (sh *sharing) waitUnshared() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for sh.running {
+		sh.idle.Wait()
+	}
+}
+
+// close stops the unsharing after the file in progress; checkpoints still linked stay
+// links until the file's next checkpoint asks again.
+func (sh *sharing) close() {
+	sh.mu.Lock()
+	sh.closed = true
+	sh.mu.Unlock()
+	sh.waitUnshared()
+}
+
+// unshare gives each checkpoint of p that is still p's own inode a copy of its own: one copy,
+// synced, renamed over each of them (several checkpoints of an unchanged file share it).
+func (s *Store) unshare(p string) error {
+	in, st, err := s.openRegular(p)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	list, err := s.checkpoints(p)
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	dir, _ := splitPath(p)
+	d, err := s.openDir(joinPath(dir, checkpointDir))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return withFD(d, func(cdfd int) error {
+		var shared []string
+		for _, c := range list {
+			_, name := splitPath(c.path)
+			if cst, err := fstatat(cdfd, name); err == nil && cst.dev == st.dev && cst.ino == st.ino {
+				shared = append(shared, name)
+			}
+		}
+		if len(shared) == 0 {
+			return nil
+		}
+		tmp := tempPrefix + randomHex(8) + ".tmp"
+		f, err := writeTemp(cdfd, tmp, &st, func(w *os.File) error {
+			_, err := io.Copy(w, in)
+			return err
+		})
+		defer func() { _ = unix.Unlinkat(cdfd, tmp, 0) }() // the copy lives on under the checkpoints' names
+		if err != nil {
+			return err
+		}
+		f.Close()
+		for _, name := range shared {
+			// A checkpoint pruned or replaced meanwhile is left alone.
+			if cur, err := fstatat(cdfd, name); err != nil || cur.ino != st.ino {
+				continue
+			}
+			next := tempPrefix + randomHex(8) + ".tmp"
+			if err := unix.Linkat(cdfd, tmp, cdfd, next, 0); err != nil {
+				return err
+			}
+			if err := unix.Renameat(cdfd, next, cdfd, name); err != nil {
+				_ = unix.Unlinkat(cdfd, next, 0)
+				return err
+			}
+		}
+		return unix.Fsync(cdfd)
+	})
+}
