@@ -14,10 +14,16 @@ import (
 // encoder gives once U+2028 and U+2029 are unescaped (FuzzAppendNotebook holds it to that),
 // without that encoder's reflection, which is a large part of the cost of a save.
 func appendNotebook(b []byte, v any) []byte {
-	return append(appendValue(b, v, 0), '\n')
+	return appendNotebookElided(b, v, nil)
 }
 
-func appendValue(b []byte, v any, depth int) []byte {
+// appendNotebookElided is appendNotebook of a notebook decoded with its large strings elided
+// (see elide.go): each placeholder is written as the string it stands for.
+func appendNotebookElided(b []byte, v any, e *elided) []byte {
+	return append(appendValue(b, v, 0, e), '\n')
+}
+
+func appendValue(b []byte, v any, depth int, e *elided) []byte {
 	switch t := v.(type) {
 	case nil:
 		return append(b, "null"...)
@@ -26,6 +32,9 @@ func appendValue(b []byte, v any, depth int) []byte {
 	case json.Number:
 		return append(b, t...)
 	case string:
+		if span, ok := e.span(t); ok {
+			return append(b, span...)
+		}
 		return jupyter.AppendString(b, t)
 	case map[string]any:
 		if len(t) == 0 {
@@ -44,7 +53,7 @@ func appendValue(b []byte, v any, depth int) []byte {
 			b = newline(b, depth+1)
 			b = jupyter.AppendString(b, k)
 			b = append(b, ": "...)
-			b = appendValue(b, t[k], depth+1)
+			b = appendValue(b, t[k], depth+1, e)
 		}
 		b = newline(b, depth)
 		return append(b, '}')
@@ -53,12 +62,12 @@ func appendValue(b []byte, v any, depth int) []byte {
 			return append(b, "[]"...)
 		}
 		b = append(b, '[')
-		for i, e := range t {
+		for i, el := range t {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = newline(b, depth+1)
-			b = appendValue(b, e, depth+1)
+			b = appendValue(b, el, depth+1, e)
 		}
 		b = newline(b, depth)
 		return append(b, ']')

@@ -171,15 +171,32 @@ func encodeNotebook(content []byte) ([]byte, string, error) {
 // that a save can validate while the bytes go to disk: an invalid notebook is saved all the
 // same, so nothing about the write waits for the verdict.
 func prepareNotebook(content []byte) ([]byte, func() (string, error), error) {
+	small, e := elideLargeStrings(content)
+	nb, err := decodeNotebook(small)
+	if err != nil {
+		return nil, nil, err
+	}
+	if major, _ := version(nb); e != nil && major != nbformatMajor {
+		// Older notebooks are converted and written their own way (ASCII only); they are
+		// rare enough to decode whole.
+		if nb, err = decodeNotebook(content); err != nil {
+			return nil, nil, err
+		}
+		e = nil
+	}
+	return encodeForWriteElided(nb, e, len(content))
+}
+
+func decodeNotebook(content []byte) (map[string]any, error) {
 	v, err := decodeJSON(content)
 	if err != nil {
-		return nil, nil, invalid("Unreadable notebook content: %v", err)
+		return nil, invalid("Unreadable notebook content: %v", err)
 	}
 	nb, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, invalid("Unreadable notebook content: not a JSON object")
+		return nil, invalid("Unreadable notebook content: not a JSON object")
 	}
-	return encodeForWrite(nb)
+	return nb, nil
 }
 
 func writeNotebook(nb map[string]any) ([]byte, string, error) {
@@ -195,6 +212,12 @@ func writeNotebook(nb map[string]any) ([]byte, string, error) {
 // notebooks as nbwrite_v3.go writes them). The returned validation works on a copy, so it
 // may run concurrently with the write.
 func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
+	return encodeForWriteElided(nb, nil, 0)
+}
+
+// encodeForWriteElided is encodeForWrite of a notebook decoded with its large strings elided
+// (e, nil if none; see elide.go) from a body of size bytes.
+func encodeForWriteElided(nb map[string]any, e *elided, size int) ([]byte, func() (string, error), error) {
 	major, minor := version(nb)
 	if major == 3 {
 		return encodeV3ForWrite(nb)
@@ -210,7 +233,17 @@ func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	// and a validation message must show the notebook as the client sent it.
 	orig := deepCopyJSON(nb).(map[string]any)
 	splitLines(nb)
-	return appendNotebook(make([]byte, 0, 64<<10), nb), func() (string, error) { return validateNotebook(orig) }, nil
+	validate := func() (string, error) {
+		msg, err := validateNotebook(orig)
+		if msg != "" && e != nil {
+			// The message quotes the notebook: with the client's strings, not placeholders.
+			msg, err = validateNotebook(e.expand(orig).(map[string]any))
+		}
+		return msg, err
+	}
+	// The encoding is about the body's size (one-space indents, lines split); room for it at
+	// once spares the copies of growing.
+	return appendNotebookElided(make([]byte, 0, max(64<<10, size+size/8)), nb, e), validate, nil
 }
 
 // deepCopyJSON copies a decoded JSON value.

@@ -64,7 +64,7 @@ func validateNotebook(nb map[string]any) (string, error) {
 			defer wg.Done()
 			var buf []byte
 			for i := w; i < len(cells); i += workers {
-				buf = appendValue(buf[:0], cells[i], 0)
+				buf = appendValue(buf[:0], cells[i], 0, nil)
 				key := validCellKey{variant: sch.variant, sum: sha256.Sum256(buf)}
 				if validCells.has(key) {
 					continue
