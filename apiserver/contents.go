@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -328,13 +329,22 @@ func (s *Server) hidden(p string) bool {
 	return s.opts.Contents.RefusesHidden(strings.Trim(p, "/"))
 }
 
+// rawPartsFrom is the size of a notebook's content from which writeModel writes it in parts:
+// below it, one write of one body costs less than three.
+const rawPartsFrom = 16 << 10
+
 // writeModel answers with a contents model and Jupyter's headers. A large file's content
 // (contents.Store.GetStream) is encoded as it is written; once the status is sent, an error
 // can only cut the answer short.
 func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel, location bool) error {
 	_, streamed := m.Content.(jupyter.StreamedContent)
+	head, raw, tail, parts := m.RawParts()
+	// A notebook's content is written as the store holds it (often kept from an earlier
+	// read): copying it into one body would make megabytes of garbage per read of a notebook
+	// of plots, and the collections that follow are what stalls other requests.
+	parts = parts && len(raw) >= rawPartsFrom
 	var body []byte
-	if !streamed {
+	if !streamed && !parts {
 		var err error
 		if body, err = m.AppendJSON(make([]byte, 0, 4096)); err != nil {
 			return err
@@ -348,6 +358,17 @@ func (s *Server) writeModel(c *gin.Context, status int, m *jupyter.ContentsModel
 		// The version of a file or notebook the model describes: If-Match names it to save
 		// only over it.
 		c.Header("ETag", m.ETag)
+	}
+	if parts {
+		c.Header("Content-Type", "application/json")
+		c.Header("Content-Length", strconv.Itoa(len(head)+len(raw)+len(tail)))
+		c.Status(status)
+		for _, b := range [][]byte{head, raw, tail} {
+			if _, err := c.Writer.Write(b); err != nil {
+				break // the client went away: nothing more to say to it
+			}
+		}
+		return nil
 	}
 	if !streamed {
 		c.Data(status, "application/json", body)

@@ -64,7 +64,7 @@ func (c *validationCache) put(k validationKey, msg string) {
 // readNotebook returns the content of the notebook file p (st, data) as Jupyter's get
 // returns it, and its validation message.
 func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessage, string, error) {
-	content, minor, err := transformNotebook(data)
+	content, minor, newIDs, err := transformNotebookIDs(data)
 	if errors.Is(err, errOlderFormat) {
 		return s.readUpgraded(p, data)
 	}
@@ -72,13 +72,16 @@ func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessag
 		return nil, "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
 	}
 	key := keyOf(st)
-	if msg, ok := s.results.get(key); ok {
-		return content, msg, nil
+	msg, ok := s.results.get(key)
+	if !ok {
+		if msg, err = validateStored(data, minor); err != nil {
+			return nil, "", err
+		}
+		s.results.put(key, msg)
 	}
-	msg, err := validateStored(data, minor)
-	if err != nil {
-		return nil, "", err
+	if !newIDs {
+		// The same file always reads the same: the next read can skip all this.
+		s.notebooks.put(cachedNotebook{key: key, content: content, msg: msg})
 	}
-	s.results.put(key, msg)
 	return content, msg, nil
 }

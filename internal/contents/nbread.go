@@ -30,23 +30,32 @@ var (
 type notebookReader struct {
 	doc jsonspan.Doc
 	out []byte
+	// newIDs counts the cell ids made up (missing or repeated): random, so another read
+	// gives others, as Jupyter's does.
+	newIDs int
 }
 
 // transformNotebook returns the notebook JSON text b as nbformat's reader and Jupyter's
 // get present it, and the notebook's minor format version. A notebook of nbformat 1 to 3
 // is errOlderFormat; anything else but a JSON object of nbformat 4 is an error.
 func transformNotebook(b []byte) ([]byte, int, error) {
+	out, minor, _, err := transformNotebookIDs(b)
+	return out, minor, err
+}
+
+// transformNotebookIDs is transformNotebook, also saying whether ids were made up.
+func transformNotebookIDs(b []byte) (_ []byte, minor int, newIDs bool, _ error) {
 	doc, top, err := jsonspan.ParseObject(b, maxJSONDepth)
 	switch {
 	case errors.Is(err, jsonspan.ErrNotUTF8):
-		return nil, 0, fmt.Errorf("notebook is not UTF-8 encoded")
+		return nil, 0, false, fmt.Errorf("notebook is not UTF-8 encoded")
 	case errors.Is(err, jsonspan.ErrNotObject):
-		return nil, 0, fmt.Errorf("notebook does not appear to be a JSON object")
+		return nil, 0, false, fmt.Errorf("notebook does not appear to be a JSON object")
 	case err != nil:
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	r := &notebookReader{doc: doc}
-	major, minor := 1, 0
+	major := 1
 	if s, ok := jsonspan.Last(top, "nbformat"); ok {
 		major = r.integer(s)
 	}
@@ -54,10 +63,10 @@ func transformNotebook(b []byte) ([]byte, int, error) {
 		minor = r.integer(s)
 	}
 	if major >= 1 && major < nbformatMajor {
-		return nil, 0, errOlderFormat
+		return nil, 0, false, errOlderFormat
 	}
 	if major != nbformatMajor {
-		return nil, 0, fmt.Errorf("Unsupported nbformat version %s", r.versionText(top)) //nolint:staticcheck // nbformat's message
+		return nil, 0, false, fmt.Errorf("Unsupported nbformat version %s", r.versionText(top)) //nolint:staticcheck // nbformat's message
 	}
 	r.out = make([]byte, 0, len(b)+len(b)/16)
 	r.writeMembers(top, func(m jsonspan.Member) {
@@ -70,7 +79,7 @@ func transformNotebook(b []byte) ([]byte, int, error) {
 			r.copySpan(m.Value)
 		}
 	})
-	return r.out, minor, nil
+	return r.out, minor, r.newIDs > 0, nil
 }
 
 func (r *notebookReader) integer(s jsonspan.Span) int {
@@ -190,6 +199,7 @@ func (r *notebookReader) writeCells(s jsonspan.Span, withIDs bool) {
 		if !present || (isString && seen[id]) {
 			id = newCellID()
 			newIDs[i] = id
+			r.newIDs++
 		}
 		seen[id] = true
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// because Get's model holds the whole file, base64 encoded, in memory (GetStream's does not,
 	// but still reads the file once or twice per request). Zero means DefaultMaxReadSize.
 	MaxReadSize int64
+	// NotebookCacheBytes bounds the notebooks kept ready to serve (see notebookCache). Zero
+	// means DefaultNotebookCacheBytes; negative keeps none.
+	NotebookCacheBytes int64
 }
 
 // GetOptions are the query parameters of GET /api/contents/<path>.
@@ -89,6 +92,8 @@ type Store struct {
 	opts    Options
 	clock   clock.PassiveClock
 	results *validationCache
+	// notebooks are notebooks' contents ready to serve, shared with sub stores as results is.
+	notebooks *notebookCache
 	// cpu admits notebook encodings and validations, the CPU-heavy part of a save, as many at a
 	// time as there are processors and in arrival order (blocked channel sends are served
 	// first in, first out). Without it, 64 concurrent saves share two cores at random and the
@@ -128,12 +133,16 @@ func New(root string, opts Options) (*Store, error) {
 	if opts.MaxReadSize <= 0 {
 		opts.MaxReadSize = DefaultMaxReadSize
 	}
+	if opts.NotebookCacheBytes == 0 {
+		opts.NotebookCacheBytes = DefaultNotebookCacheBytes
+	}
 	c := opts.Clock
 	if c == nil {
 		c = clock.RealClock{}
 	}
 	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
-		cpu: make(chan struct{}, runtime.GOMAXPROCS(0)), share: newSharing(), streamFrom: streamFromSize}, nil
+		notebooks: newNotebookCache(opts.NotebookCacheBytes),
+		cpu:       make(chan struct{}, runtime.GOMAXPROCS(0)), share: newSharing(), streamFrom: streamFromSize}, nil
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
@@ -230,7 +239,18 @@ func (s *Store) getResolved(p string, st statInfo, typ string, o GetOptions) (*j
 		m.ETag = etagOf(st)
 		return m, nil
 	}
-	data, st, err := s.read(p)
+	f, st, err := s.openRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cacheable := typ == jupyter.TypeNotebook && o.Content
+	if cacheable {
+		if n, ok := s.notebooks.get(keyOf(st)); ok && (n.hash != "" || !o.Hash) {
+			return s.cachedModel(p, st, n, o), nil
+		}
+	}
+	data, err := readAll(f, p, st.size, s.opts.MaxReadSize)
 	if err != nil {
 		return nil, err
 	}
@@ -238,9 +258,29 @@ func (s *Store) getResolved(p string, st statInfo, typ string, o GetOptions) (*j
 	if err != nil {
 		return nil, err
 	}
+	if cacheable && m.Hash != nil {
+		s.notebooks.addHash(keyOf(st), *m.Hash)
+	}
 	// The stat of the file read: the tag names the version of the content served.
 	m.ETag = etagOf(st)
 	return m, nil
+}
+
+// cachedModel is the model of the notebook p (st) whose content n keeps.
+func (s *Store) cachedModel(p string, st statInfo, n cachedNotebook, o GetOptions) *jupyter.ContentsModel {
+	m := s.model(p, st, jupyter.TypeNotebook, s.writable(p))
+	format := jupyter.FormatJSON
+	m.Content, m.Format = n.content, &format
+	if n.msg != "" {
+		msg := n.msg
+		m.Message = &msg
+	}
+	if o.Hash {
+		h, alg := n.hash, "sha256"
+		m.Hash, m.HashAlgorithm = &h, &alg
+	}
+	m.ETag = etagOf(st)
+	return m
 }
 
 // modelType decides the type of the model of p as Jupyter's get does: directories are

@@ -39,7 +39,7 @@ func (s *Store) Sub(dir string) (*Store, error) {
 		return nil, fsError(p, err)
 	}
 	// Its own sharing: the unsharing resolves paths in its root, and ends with it.
-	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, cpu: s.cpu,
+	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, notebooks: s.notebooks, cpu: s.cpu,
 		share: newSharing(), streamFrom: s.streamFrom}, nil
 }
 

@@ -79,6 +79,17 @@ func (m *ContentsModel) WriteJSON(w io.Writer) error {
 	return err
 }
 
+// RawParts are m's JSON, as AppendJSON makes it, in three parts whose middle is the content
+// itself, not a copy, when the content is raw JSON (a notebook's): written one after the
+// other they spare a large notebook's answer a copy of it. ok is false for other contents.
+func (m *ContentsModel) RawParts() (head, content, tail []byte, ok bool) {
+	raw, ok := m.Content.(json.RawMessage)
+	if !ok {
+		return nil, nil, nil, false
+	}
+	return m.appendHead(make([]byte, 0, 512)), raw, m.appendTail(make([]byte, 0, 256)), true
+}
+
 // appendHead appends m's fields up to its content's value.
 func (m *ContentsModel) appendHead(b []byte) []byte {
 	b = append(b, `{"name":`...)
