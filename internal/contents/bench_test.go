@@ -137,3 +137,31 @@ func BenchmarkSaveNotebookEncodePlots(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCreateCheckpoint is POST .../checkpoints of a 55 KB and a 5.4 MB file, on the file
+// system of the test's temporary directory, the unsharing copies that follow included (each
+// iteration waits for them).
+func BenchmarkCreateCheckpoint(b *testing.B) {
+	for _, size := range []int{55 << 10, 5400 << 10} {
+		b.Run(strconv.Itoa(size>>10)+"KB", func(b *testing.B) {
+			s, dir := newTestStore(b, Options{})
+			writeTree(b, dir, map[string]string{"n.ipynb": strings.Repeat("x", size)})
+			b.Run("answer", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.CreateCheckpoint(ctx, "n.ipynb"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.share.waitUnshared()
+			})
+			b.Run("with-unshare", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := s.CreateCheckpoint(ctx, "n.ipynb"); err != nil {
+						b.Fatal(err)
+					}
+					s.share.waitUnshared()
+				}
+			})
+		})
+	}
+}
