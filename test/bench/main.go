@@ -293,6 +293,7 @@ type result struct {
 	rps      float64
 	p50, p99 time.Duration
 	errors   int64
+	mem      memory
 }
 
 // measure runs concurrency workers that send requests back to back for d (after a short
@@ -307,8 +308,9 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 	measureFrom := start.Add(warm)
 	var mu sync.Mutex
 	var lat []time.Duration
-	var errs atomic.Int64
+	var errs, done atomic.Int64
 	var firstErr atomic.Value
+	allocBefore, allocKnown := allocatedBytes(s)
 	var wg sync.WaitGroup
 	for w := range concurrency {
 		wg.Add(1)
@@ -332,6 +334,7 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 				}
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
+				done.Add(1)
 				if resp.StatusCode >= 300 {
 					errs.Add(1)
 					firstErr.CompareAndSwap(nil, fmt.Errorf("status %d", resp.StatusCode))
@@ -347,6 +350,11 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 		}()
 	}
 	wg.Wait()
+	mem := memory{requests: done.Load(), elapsed: time.Since(start)}
+	mem.rss, _ = rss(s.pid)
+	if allocAfter, ok := allocatedBytes(s); ok && allocKnown {
+		mem.allocated, mem.allocatedKnown = allocAfter-allocBefore, true
+	}
 	if err, _ := firstErr.Load().(error); err != nil && len(lat) == 0 {
 		return result{}, err
 	}
@@ -359,6 +367,7 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 		p50:    lat[len(lat)/2],
 		p99:    lat[len(lat)*99/100],
 		errors: errs.Load(),
+		mem:    mem,
 	}, nil
 }
 
@@ -425,7 +434,7 @@ func previousSections(out string) map[string]string {
 
 func writeContents(b *strings.Builder, results map[string]map[string]result) {
 	fmt.Fprintf(b, "## Contents\n\n200 notebooks of ~50 KB in one directory (many small code cells), a 60 KB notebook of mixed outputs (small PNGs, an HTML table, streams, an error) and a 5.4 MB notebook of plots (150 cells, 125 outputs, 25 PNGs of 216 KB). Targets: listings ≥ 10× Jupyter's requests/s, notebook reads ≥ 5×, durable saves ≥ 3×, nbkube's p99 below Jupyter's p50.\n\n")
-	fmt.Fprintf(b, "| scenario | clients | nbkube req/s | nbkube p50 / p99 ms | Jupyter req/s | Jupyter p50 / p99 ms | ratio | p99 < Jupyter p50 |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(b, "| scenario | clients | nbkube req/s | nbkube p50 / p99 ms | Jupyter req/s | Jupyter p50 / p99 ms | ratio | p99 < Jupyter p50 | nbkube allocated per request, MiB/s | RSS nbkube / Jupyter MiB |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range contentsScenarios() {
 		for _, c := range sc.concurrencies() {
 			r := results[fmt.Sprintf("%s@%d", sc.name, c)]
@@ -435,6 +444,12 @@ func writeContents(b *strings.Builder, results map[string]map[string]result) {
 				row += fmt.Sprintf(" %.0f | %.2f / %.2f | %.1f× | %v |", j.rps, ms(j.p50), ms(j.p99), n.rps/j.rps, n.p99 < j.p50)
 			} else {
 				row += " – | – | – | – |"
+			}
+			row += fmt.Sprintf(" %s, %s | %.0f / ", n.mem.perRequest(), n.mem.rate(), float64(n.mem.rss)/(1<<20))
+			if j, ok := r["jupyter"]; ok {
+				row += fmt.Sprintf("%.0f |", float64(j.mem.rss)/(1<<20))
+			} else {
+				row += "– |"
 			}
 			b.WriteString(row + "\n")
 		}
@@ -474,8 +489,16 @@ const notes = `
   where the system resolved what it opened, to refuse links into ` + "`.nbkube`" + `: one ` + "`readlink`" + `
   per opened directory or file; ` + "`BenchmarkGetNotebook/warm`" + ` read 475 µs against 404 µs
   before on the loaded machine, within its run-to-run spread.
-* The notebooks of mixed outputs and of plots (issue 25) are where Jupyter Server still wins
-  or nbkube wins by less than its targets: durable saves of large outputs, checkpoints (a
-  durable copy: two fsyncs against Jupyter's unsynced copy) and the single-client read of a
-  small notebook's p99. Those rows stay here until they are won.
+* The notebooks of mixed outputs and of plots (issue 25) were where Jupyter Server won or
+  nbkube won by less than its targets: durable saves of large outputs, checkpoints (a durable
+  copy against Jupyter's unsynced one) and the tails of reads. Saves now write large base64
+  strings from the body without decoding them, checkpoints are links or reflinks (copied in
+  the background where they are links), and unchanged notebooks are read from a cache of
+  their served content (docs/api.md says how each stays exact and durable). A row Jupyter
+  still wins stays here until it is won.
+* Memory: "allocated per request" is what nbkube's Go runtime allocated over the measurement,
+  warm-up included (` + "`go_memstats_alloc_bytes_total`" + ` from its /metrics, the whole
+  process: API server, controllers and the local node, which idle), divided by the requests
+  answered, and the rate beside it in MiB/s; RSS is each server's process at the end of the
+  row (nbkube's kube-apiserver and etcd are other processes, not counted).
 `
