@@ -81,20 +81,49 @@ func readJSONRaw(c *gin.Context, raw *json.RawMessage) (bool, error) {
 	return true, nil
 }
 
-// readJSON decodes the request body into v. An empty body is not an error: it reports false,
-// as Jupyter's get_json_body returns None.
-func readJSON(c *gin.Context, v any) (bool, error) {
-	body, err := io.ReadAll(c.Request.Body)
+// readJSON decodes the request body into v. An empty body is not an error: v is left as it
+// is, as Jupyter's get_json_body returns None.
+func readJSON(c *gin.Context, v any) error {
+	body, err := readBody(c)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return badRequest("Invalid JSON in body of request")
+	}
+	return nil
+}
+
+// readSaveModel is readJSON of a contents model, whose content stays the body's text (see
+// jupyter.DecodeSaveModel).
+func readSaveModel(c *gin.Context, m *jupyter.SaveModel) (bool, error) {
+	body, err := readBody(c)
 	if err != nil {
 		return false, err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return false, nil
 	}
-	if err := json.Unmarshal(body, v); err != nil {
+	if err := jupyter.DecodeSaveModel(body, m); err != nil {
 		return false, badRequest("Invalid JSON in body of request")
 	}
 	return true, nil
+}
+
+// readBody reads the request body into a buffer of its declared length, when it has one
+// (the body admission bounded it), rather than one grown by doubling: a 5 MB save copied
+// itself about twice over and left the copies to the collector.
+func readBody(c *gin.Context) ([]byte, error) {
+	n := c.Request.ContentLength
+	if n <= 0 || n > 1<<30 {
+		return io.ReadAll(c.Request.Body)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, n+1)) // +1: the read that finds the end
+	_, err := buf.ReadFrom(c.Request.Body)
+	return buf.Bytes(), err
 }
 
 func boolQuery(c *gin.Context, name, def string) (bool, error) {
@@ -142,7 +171,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 
 func (s *Server) patchContents(c *gin.Context, p string) error {
 	var body jupyter.SaveModel
-	present, err := readJSON(c, &body)
+	present, err := readSaveModel(c, &body)
 	if err != nil {
 		return err
 	}
@@ -181,7 +210,7 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 		}
 	}
 	var body jupyter.SaveModel
-	if _, err := readJSON(c, &body); err != nil {
+	if _, err := readSaveModel(c, &body); err != nil {
 		return err
 	}
 	var (
@@ -209,7 +238,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		return err
 	}
 	var body jupyter.SaveModel
-	present, err := readJSON(c, &body)
+	present, err := readSaveModel(c, &body)
 	if err != nil {
 		return err
 	}

@@ -99,7 +99,7 @@ func (s *Server) exportModel(c *gin.Context) error {
 		Name    *string         `json:"name"`
 		Content json.RawMessage `json:"content"`
 	}
-	if _, err := readJSON(c, &model); err != nil {
+	if err := readJSON(c, &model); err != nil {
 		return err
 	}
 	if len(model.Content) == 0 || string(model.Content) == "null" {

@@ -38,7 +38,7 @@ type restoreBody struct {
 // model, as a rename's.
 func (s *Server) restoreTrash(c *gin.Context) error {
 	var body restoreBody
-	if _, err := readJSON(c, &body); err != nil {
+	if err := readJSON(c, &body); err != nil {
 		return err
 	}
 	m, err := s.store(c.Request.Context()).RestoreTrash(c.Request.Context(), userOf(c).Name, c.Param("id"), body.Path)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,7 @@ import (
 //     writes the file in place (nbformat.write, nbconvert --inplace, jupytext, an editor
 //     keeping links) would change the checkpoint too; so the store then copies the
 //     checkpoint in the background (unshare below): the checkpoint is durable when the
-//     request is answered, and its own file a moment later.
+//     request is answered, and its own file half a second later.
 //
 // Where neither works (a link refused by fs.protected_hardlinks, a file system without
 // links), the checkpoint is copied and synced, as before.
@@ -118,10 +119,20 @@ type sharing struct {
 	running bool
 	closed  bool
 	idle    *sync.Cond
+	// stop is closed by close, to end a wait before unsharing.
+	stop chan struct{}
 }
 
+// unshareDelay is how long after a checkpoint its copy is made. The checkpoints of a
+// moment share one copy, and a checkpoint pruned or whose file is saved meanwhile needs
+// none: a client checkpointing in a loop would otherwise have a copy made, and synced, after
+// each, and the journal commits of those copies hold up the links' own (ext4 commits file
+// data with the metadata in its default mode). A program writing the file in place within
+// the delay changes the checkpoint too.
+const unshareDelay = 500 * time.Millisecond
+
 func newSharing() *sharing {
-	sh := &sharing{pending: map[string]struct{}{}}
+	sh := &sharing{pending: map[string]struct{}{}, stop: make(chan struct{})}
 	sh.idle = sync.NewCond(&sh.mu)
 	return sh
 }
@@ -145,6 +156,12 @@ func (s *Store) unshareLater(p string) {
 // left; a later checkpoint starts another.
 func (s *Store) unshareLoop() {
 	sh := s.share
+	t := time.NewTimer(unshareDelay)
+	select {
+	case <-t.C:
+	case <-sh.stop:
+		t.Stop()
+	}
 	for {
 		sh.mu.Lock()
 		var p string
@@ -180,7 +197,10 @@ func (sh *sharing) waitUnshared() {
 // links until the file's next checkpoint asks again.
 func (sh *sharing) close() {
 	sh.mu.Lock()
-	sh.closed = true
+	if !sh.closed {
+		sh.closed = true
+		close(sh.stop)
+	}
 	sh.mu.Unlock()
 	sh.waitUnshared()
 }

@@ -15,6 +15,7 @@ package jsonspan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -225,6 +226,14 @@ func (d *Doc) str(i int) (int, error) {
 		return d.skipString(i), nil
 	}
 	for i++; i < len(d.b); {
+		// Eight bytes at a time while none ends the string, escapes or is a control
+		// character: a base64 image of a megabyte is passed over in a fraction of a millisecond.
+		for i+8 <= len(d.b) && plain8(binary.LittleEndian.Uint64(d.b[i:])) {
+			i += 8
+		}
+		if i >= len(d.b) {
+			break
+		}
 		switch c := d.b[i]; {
 		case c == '"':
 			return i + 1, nil
@@ -255,6 +264,18 @@ func (d *Doc) str(i int) (int, error) {
 		}
 	}
 	return i, d.syntaxError(i)
+}
+
+// plain8 says none of the eight bytes of w is a quote, a backslash or below 0x20: each is
+// a character of a string as it is (UTF-8 was checked beforehand). Each test is the classic
+// one for a byte below n, (w - n·ones) &^ w in the high bits, which borrows across bytes only
+// from a byte that is below n: exact as to whether there is one.
+func plain8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote := w ^ (ones * '"')
+	backslash := w ^ (ones * '\\')
+	control := (w - 0x20*ones) &^ w
+	return (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0
 }
 
 // skipString returns the end of the valid string at i: the first quote that an even number of

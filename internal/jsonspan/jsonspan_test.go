@@ -2,6 +2,7 @@ package jsonspan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -204,4 +205,25 @@ func mustMembers(t *testing.T, d Doc, s Span) []Member {
 		t.Fatalf("top value %q is not an object", d.Text(s))
 	}
 	return m
+}
+
+// plain8 passes eight bytes only when none would end, escape or break a string: every byte
+// value at every position.
+func TestPlain8(t *testing.T) {
+	for pos := range 8 {
+		for c := range 256 {
+			b := []byte("abcdefgh")
+			b[pos] = byte(c)
+			want := c != '"' && c != '\\' && c >= 0x20
+			if got := plain8(binary.LittleEndian.Uint64(b)); got != want {
+				t.Fatalf("byte %#x at %d: plain8 = %v, want %v", c, pos, got, want)
+			}
+		}
+	}
+	// Several special bytes at once, and special bytes beside bytes of 0x80 and more.
+	for _, s := range []string{"\x00\xff\"\\\x1f\x80ab", "\xe2\x82\xac\xe2\x82\xac\x01a", "\xff\xff\xff\xff\xff\xff\xff\x1f"} {
+		if plain8(binary.LittleEndian.Uint64([]byte(s))) {
+			t.Errorf("%q taken as plain", s)
+		}
+	}
 }
