@@ -121,10 +121,13 @@ func Start(ctx context.Context, cfg Config) (cp *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp = &ControlPlane{cfg: cfg, lock: lock, kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig")}
+	// started is stopped on error through its own variable: `return nil, err` has set cp to
+	// nil by the time deferred calls run.
+	started := &ControlPlane{cfg: cfg, lock: lock, kubeconfig: filepath.Join(cfg.DataDir, "kubeconfig")}
+	cp = started
 	defer func() {
 		if err != nil {
-			_ = cp.Stop()
+			_ = started.Stop()
 			cp = nil
 		}
 	}()

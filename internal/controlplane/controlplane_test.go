@@ -3,6 +3,7 @@ package controlplane_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nbkube/nbkube/internal/controlplane"
@@ -143,4 +145,21 @@ func TestControlPlane_ChildrenDieWhenNbkubeIsKilled(t *testing.T) {
 	})
 	// The lock went with the process: the data dir is usable again.
 	start(t, dir, false).Stop()
+}
+
+func TestControlPlane_AFailedStartStopsWhatItStartedAndFreesTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	refused := errors.New("refused by the test")
+	_, err := controlplane.Start(context.Background(), controlplane.Config{
+		BinDir: testenv.KubeBinDir(), DataDir: dir, ControllerManager: true, UnsafeNoFsync: true,
+		BeforeControllerManager: func(context.Context, *rest.Config) error { return refused },
+	})
+	if !errors.Is(err, refused) {
+		t.Fatalf("Start = %v, want the hook's error", err)
+	}
+	// etcd and the API server are gone and the directory is free: a new start gets them back.
+	cp := start(t, dir, true)
+	if err := cp.Stop(); err != nil {
+		t.Fatal(err)
+	}
 }
