@@ -28,10 +28,10 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages or all")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle or all")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "all"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages or all")
+	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle or all")
 		os.Exit(2)
 	}
 	if err := run(*out, *nbkube, *jupyter, *only, *duration); err != nil {
@@ -55,6 +55,15 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+
+	// At rest first, on its own: the servers of the other scenarios would share its machine.
+	var idle *idleReport
+	if only == "idle" || only == "all" {
+		idle = measureIdle(nbkubeBin, filepath.Join(work, "idle"))
+	}
+	if only == "idle" {
+		return writeReport(out, nil, nil, nil, nil, idle, d)
+	}
 
 	var servers []*server
 	nb, err := startNbkube(nbkubeBin, filepath.Join(work, "nbkube"))
@@ -95,7 +104,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, contents, exports, kernels, pages, d)
+	return writeReport(out, contents, exports, kernels, pages, idle, d)
 }
 
 func measureContents(servers []*server, d time.Duration) (map[string]map[string]result, error) {
@@ -372,15 +381,15 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 }
 
 // writeReport writes the sections that were measured: contents unless results is nil,
-// exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil. The
-// sections of the report already at out that were not measured this time are kept, so that
-// `-only pages` updates the pages' section alone.
-func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, d time.Duration) error {
+// exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil, the
+// state at rest unless idle is nil. The sections of the report already at out that were not
+// measured this time are kept, so that `-only pages` updates the pages' section alone.
+func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, idle *idleReport, d time.Duration) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	today := time.Now().UTC().Format("2006-01-02")
 	old := previousSections(out)
-	partial := results == nil || exports == nil || kernels == nil || pages == nil
+	partial := results == nil || exports == nil || kernels == nil || pages == nil || idle == nil
 	if head, ok := old[""]; ok && partial {
 		// Some sections are kept from the last full run: so is its heading, and the sections
 		// measured now say when.
@@ -410,6 +419,7 @@ func writeReport(out string, results, exports map[string]map[string]result, kern
 	section("Exports (nbconvert)", exports != nil, func(sb *strings.Builder) { writeNbconvert(sb, exports) })
 	section("Kernels", kernels != nil, func(sb *strings.Builder) { writeKernels(sb, kernels) })
 	section("Web pages", pages != nil, func(sb *strings.Builder) { writePages(sb, pages) })
+	section("At rest", idle != nil, func(sb *strings.Builder) { writeIdle(sb, idle) })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}

@@ -1,0 +1,196 @@
+package main
+
+// The embedded default at rest (issue 25): a fresh `nbkube local`, ready and without kernels,
+// costs its user memory and CPU for as long as it runs. This reads both for every process of
+// its tree: nbkube itself, the control plane it runs as children (etcd, kube-apiserver,
+// kube-controller-manager) and the pods of its local node (the reStructuredText renderer).
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	// idleSettle is how long the tree is left alone after nbkube answers before the window:
+	// the start's own work (kernel specs, the renderer's pod, the controller manager's first
+	// discovery) is over by then.
+	idleSettle = 20 * time.Second
+	// idleWindow is the window the CPU is measured over.
+	idleWindow = 20 * time.Second
+)
+
+// idleReport is the tree of `nbkube local` at rest.
+type idleReport struct {
+	procs   []idleProc
+	window  time.Duration
+	startup time.Duration // from the start of nbkube to its first answer
+	load    string        // the machine's load average before the window
+	err     error
+}
+
+// idleProc is one process of the tree.
+type idleProc struct {
+	name      string
+	rss, file int64         // resident bytes; of those, the pages of files it maps (its binary's)
+	cpu       time.Duration // CPU time spent in the window
+}
+
+func measureIdle(bin, dir string) *idleReport {
+	r := &idleReport{}
+	r.err = r.measure(bin, dir)
+	if r.err != nil {
+		fmt.Fprintln(os.Stderr, "bench: idle:", r.err)
+	}
+	return r
+}
+
+func (r *idleReport) measure(bin, dir string) error {
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	token := "bench-token-0123456789abcdef0123456789"
+	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
+	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"))
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	s := &server{name: "nbkube", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
+	started := time.Now()
+	if err := startAndWait(cmd, s); err != nil {
+		return err
+	}
+	defer s.stop()
+	r.startup = time.Since(started)
+	time.Sleep(idleSettle)
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		r.load = strings.Join(strings.Fields(string(data))[:3], " ")
+	}
+	pids, err := descendants(s.pid)
+	if err != nil {
+		return err
+	}
+	before, err := cpuTimes(pids)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	time.Sleep(idleWindow)
+	after, err := cpuTimes(pids)
+	if err != nil {
+		return err
+	}
+	r.window = time.Since(t0)
+	for _, pid := range pids {
+		t1, ok := after[pid]
+		if !ok {
+			return fmt.Errorf("process %d exited during the window", pid)
+		}
+		rssBytes, err := rss(pid)
+		if err != nil {
+			return err
+		}
+		file, err := statusBytes(pid, "RssFile:")
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, idleProc{name: procName(pid), rss: rssBytes, file: file, cpu: t1 - before[pid]})
+	}
+	return nil
+}
+
+// descendants is root and every process below it, root first.
+func descendants(root int) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		f, err := procStat(pid)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		children[ppid] = append(children[ppid], pid)
+	}
+	tree := []int{root}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree, nil
+}
+
+// procName is the base name of the process's program, which /proc/<pid>/comm cuts at 15 bytes
+// (kube-controller-manager).
+func procName(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return strconv.Itoa(pid)
+	}
+	argv0, _, _ := strings.Cut(string(data), "\x00")
+	return filepath.Base(argv0)
+}
+
+// statusBytes reads a "<key> <n> kB" line of /proc/<pid>/status.
+func statusBytes(pid int, key string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == key && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status: no %s", pid, key)
+}
+
+func writeIdle(b *strings.Builder, r *idleReport) {
+	b.WriteString("## At rest\n\n")
+	b.WriteString("A fresh `nbkube local` (`go run ./test/bench -only idle`) without kernels: nbkube, the control plane it runs as " +
+		"children and its local node's pods (the reStructuredText renderer's agent), read from /proc " +
+		fmt.Sprintf("%.0f s after nbkube first answered; CPU over the %.0f s after that. ", idleSettle.Seconds(), idleWindow.Seconds()) +
+		"Targets (issue 25): under 250 MiB resident and under 1 % of a core in all.\n\n")
+	if r.err != nil {
+		fmt.Fprintf(b, "Not measured: %v\n", r.err)
+		return
+	}
+	procs := slices.Clone(r.procs)
+	slices.SortStableFunc(procs, func(a, b idleProc) int { return int(b.rss - a.rss) })
+	b.WriteString("| process | RSS MiB | of which its binary's pages | CPU % of a core |\n|---|---|---|---|\n")
+	var total idleProc
+	for _, p := range procs {
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.2f |\n", p.name, mib(p.rss), mib(p.file), pctCore(p.cpu, r.window))
+		total.rss += p.rss
+		total.file += p.file
+		total.cpu += p.cpu
+	}
+	fmt.Fprintf(b, "| **total** | **%.0f** | %.0f | **%.2f** |\n\n", mib(total.rss), mib(total.file), pctCore(total.cpu, r.window))
+	fmt.Fprintf(b, "nbkube answered %.1f s after its start; load average before the window %s. ", r.startup.Seconds(), r.load)
+	b.WriteString("CPU is read in clock ticks (10 ms): over 20 s one tick is 0.05 % of a core. " +
+		"The binary's pages (RssFile) are the page cache of the executables the processes touched: counted in RSS, " +
+		"shared with any other process running the same binary, and dropped first under memory pressure.\n")
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+func pctCore(cpu, window time.Duration) float64 { return 100 * cpu.Seconds() / window.Seconds() }
