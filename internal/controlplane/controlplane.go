@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,6 +40,36 @@ const (
 	startTimeout = 2 * time.Minute
 	stopGrace    = 15 * time.Second
 )
+
+// apiServerEnv is kube-apiserver's environment. At rest its live heap is about 100 MiB and
+// the collector, left to itself, lets the process grow to twice that before it collects;
+// the soft limit makes it collect sooner, at the cost of more collections only once the heap
+// nears it. It is soft: a heap that needs more gets it, with the collector busier.
+var apiServerEnv = []string{"GOMEMLIMIT=160MiB"}
+
+// controllers are the controllers of kube-controller-manager the control plane runs: those
+// that nbkube and what users do through it rely on. The others (jobs, volumes, nodes,
+// endpoints, quotas...) have nothing to act on here, and each costs memory for its informers
+// and CPU for its periodic passes.
+var controllers = []string{
+	// The `default` service account, and tokens for the controllers' own accounts
+	// (--use-service-account-credentials).
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	// The kube-root-ca.crt ConfigMap that pods mounting a service account token need.
+	"root-ca-certificate-publisher-controller",
+	// Deleting an owner deletes what it owns: Kernels' and Clusters' pods and secrets.
+	"garbage-collector-controller",
+	// The reStructuredText renderer is a Deployment.
+	"deployment-controller",
+	"replicaset-controller",
+	// A deleted namespace is emptied and goes.
+	"namespace-controller",
+	// The aggregated roles (admin, edit, view) that RBAC bindings of users name.
+	"clusterrole-aggregation-controller",
+	// Pods of a node that no longer exists (a renamed --node-name) are deleted.
+	"pod-garbage-collector-controller",
+}
 
 // KubeVersion is the Kubernetes release nbkube runs and tests against; hack/build-k8s.sh
 // and the Makefile pin the same.
@@ -261,8 +292,8 @@ func freePort(taken map[int]bool) (int, error) {
 	return 0, errors.New("no free loopback port")
 }
 
-func (c *ControlPlane) start(name string, args []string) (*process, error) {
-	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, name), args, c.LogDir())
+func (c *ControlPlane) start(name string, args, env []string) (*process, error) {
+	p, err := startProcess(name, filepath.Join(c.cfg.BinDir, name), args, env, c.LogDir())
 	if err != nil {
 		return nil, err
 	}
@@ -294,13 +325,19 @@ func (c *ControlPlane) startEtcd(ctx context.Context, p ports, ca *keyPair) erro
 		"--key-file=" + filepath.Join(pki, "etcd-server.key"),
 		"--listen-metrics-urls=",
 		"--log-level=warn",
+		// One member has no peer to send heartbeats to, yet raft still ticks at every
+		// heartbeat interval (100 ms by default): slower ticks halve etcd's CPU at rest. The
+		// election timeout keeps the ratio etcd requires, and a single member elects itself at
+		// start without waiting for it.
+		"--heartbeat-interval=500",
+		"--election-timeout=5000",
 	}
 	if c.cfg.UnsafeNoFsync {
 		args = append(args, "--unsafe-no-fsync")
 	}
 	started := time.Now()
 	c.progress("starting etcd")
-	proc, err := c.start("etcd", args)
+	proc, err := c.start("etcd", args, nil)
 	if err != nil {
 		return err
 	}
@@ -357,6 +394,19 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 		"--cert-dir=" + c.cfg.dir("pki", "apiserver-generated"),
+		// API Priority and Fairness shares the server among tenants; here there is one, and
+		// its configuration objects and their controller cost memory and a steady trickle of
+		// CPU. The plain limits of in-flight requests (400 reads, 200 writes) apply instead.
+		"--enable-priority-and-fairness=false",
+		// The watch cache keeps every object of every resource in memory a second time and
+		// sends each watcher a bookmark every few seconds, which is most of the server's CPU at
+		// rest. Without it lists and watches are served by etcd itself, as consistent as
+		// before; a cluster of one user's kernels is small enough for that.
+		"--watch-cache=false",
+		// Both polls of etcd feed metrics only (objects per resource every minute, the
+		// database's size every 30 s), and nobody scrapes them here.
+		"--etcd-count-metric-poll-period=0",
+		"--etcd-db-metric-poll-interval=0",
 	}
 	if !c.cfg.ControllerManager {
 		// Without the controller manager no `default` service account ever appears, and the
@@ -365,7 +415,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 	}
 	started := time.Now()
 	c.progress("starting kube-apiserver")
-	proc, err := c.start("kube-apiserver", args)
+	proc, err := c.start("kube-apiserver", args, apiServerEnv)
 	if err != nil {
 		return err
 	}
@@ -412,10 +462,11 @@ func (c *ControlPlane) startControllerManager(ctx context.Context, p ports) erro
 		"--allocate-node-cidrs=false",
 		"--secure-port=0",
 		"--profiling=false",
+		"--controllers=" + strings.Join(controllers, ","),
 	}
 	started := time.Now()
 	c.progress("starting kube-controller-manager")
-	proc, err := c.start("kube-controller-manager", args)
+	proc, err := c.start("kube-controller-manager", args, nil)
 	if err != nil {
 		return err
 	}

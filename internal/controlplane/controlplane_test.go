@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -162,4 +164,54 @@ func TestControlPlane_AFailedStartStopsWhatItStartedAndFreesTheDataDir(t *testin
 	if err := cp.Stop(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The controller manager runs a chosen few controllers; these are the ones nbkube's objects
+// need: owners' deletions reach what they own, and Deployments (the reStructuredText
+// renderer's) get their ReplicaSet and pods.
+func TestControlPlane_ControllerManagerCollectsGarbageAndRunsDeployments(t *testing.T) {
+	cp := testenv.ControlPlane(t, true)
+	cs := kubernetes.NewForConfigOrDie(cp.RESTConfig())
+	ctx := context.Background()
+	owner, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owned", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID},
+	}}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, owned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, owner.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the owned ConfigMap to be collected", time.Minute, func() error {
+		_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "owned", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%w)", err)
+	})
+
+	labels := map[string]string{"app": "d"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d"}, Spec: appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: labels},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "example.invalid/c"}},
+		}},
+	}}
+	if _, err := cs.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "the Deployment's pod", time.Minute, func() error {
+		pods, err := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=d"})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) != 1 {
+			return fmt.Errorf("%d pods", len(pods.Items))
+		}
+		return nil
+	})
 }

@@ -19,8 +19,9 @@ type process struct {
 	err  error         // exit status, valid once done is closed
 }
 
-// startProcess runs bin with args, its output appended to logDir/<name>.log.
-func startProcess(name, bin string, args []string, logDir string) (*process, error) {
+// startProcess runs bin with args and, beside PATH, the environment env (NAME=value), its
+// output appended to logDir/<name>.log.
+func startProcess(name, bin string, args, env []string, logDir string) (*process, error) {
 	logFile, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, err
@@ -30,7 +31,7 @@ func startProcess(name, bin string, args []string, logDir string) (*process, err
 	cmd.Stderr = logFile
 	// The environment is not inherited: the binaries need none of it, and the user's may hold
 	// credentials or proxy settings that have no business in the control plane.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// A terminal's Ctrl-C goes to the foreground process group; keeping the children out of
 		// it lets nbkube stop them in order.
