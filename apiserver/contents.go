@@ -121,9 +121,13 @@ func readBody(c *gin.Context) ([]byte, error) {
 	if n <= 0 || n > 1<<30 {
 		return io.ReadAll(c.Request.Body)
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, n+1)) // +1: the read that finds the end
-	_, err := buf.ReadFrom(c.Request.Body)
-	return buf.Bytes(), err
+	// Not bytes.Buffer.ReadFrom, which keeps 512 bytes free and so doubles a buffer of the
+	// exact size at its last read. net/http ends the body at its declared length.
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.Request.Body, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 func boolQuery(c *gin.Context, name, def string) (bool, error) {
