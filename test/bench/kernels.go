@@ -8,6 +8,7 @@ import (
 	"cmp"
 	_ "embed" // floor.py
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -91,6 +92,12 @@ func (r *kernelResults) fail(err error, scs ...kernelScenario) {
 	}
 }
 
+// concurrentOnly narrows the kernel section to scenario 4 (with 6, measured on the way): the
+// scenario whose cost is spread over the whole control plane, compared A/B without the other
+// scenarios' minutes of drift in between.
+var concurrentOnly = flag.Bool("kernels-concurrent-only", false,
+	"in the kernels section, measure only the twenty kernels started at once")
+
 // kernelReport is the three columns of the kernel section; nil columns were not measured.
 type kernelReport struct {
 	nbkube, jupyter, direct *kernelResults
@@ -100,6 +107,24 @@ type kernelReport struct {
 // without a working kernel API gets errors in its column; nothing here aborts the bench.
 func measureKernels(servers []*server, python, work string) *kernelReport {
 	rep := &kernelReport{}
+	if *concurrentOnly {
+		skipped := errors.New("not measured (-kernels-concurrent-only)")
+		for _, s := range servers {
+			r := newKernelResults(s.name)
+			r.fail(skipped, scStart, scRoundTrip, scStream, scDelete, scCPU)
+			if s.name == "nbkube" {
+				rep.nbkube = r
+			} else {
+				rep.jupyter = r
+			}
+		}
+		if python != "" {
+			rep.direct = newKernelResults("direct")
+			rep.direct.fail(skipped, scStart, scRoundTrip, scStream, scDelete)
+		}
+		measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
+		return rep
+	}
 	for _, s := range servers {
 		waitQuiet(servers)
 		r := measureServerKernels(s)
