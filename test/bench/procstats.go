@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,28 +69,12 @@ func (c *kernelClient) rssPerKernel(before int64, beforeErr error, n int) (rssRe
 // agentPIDs finds the agent processes (`nbkube-agent -- <kernel argv>`) below root, the process of
 // `nbkube local`, which runs the containers of kernel pods as its own children.
 func agentPIDs(root int) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
+	tree, err := descendants(root)
 	if err != nil {
 		return nil, err
 	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		f, err := procStat(pid)
-		if err != nil {
-			continue // exited meanwhile
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
-	}
 	var agents []int
-	queue := slices.Clone(children[root])
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = append(queue[1:], children[pid]...)
+	for _, pid := range tree[1:] {
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue
