@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nbkube/nbkube/internal/jsonspan"
 	"github.com/nbkube/nbkube/internal/pytext"
 )
 
@@ -17,12 +18,21 @@ const (
 	nbformatMinor = 5
 )
 
+// decodeDepth is encoding/json's own limit of nesting, which decodeJSON kept before it
+// decoded with jsonspan.
+const decodeDepth = 10000
+
 // decodeJSON decodes a JSON document keeping numbers as written, so that saving a notebook
 // does not change them, and refuses trailing data.
 func decodeJSON(data []byte) (any, error) {
+	v, err := jsonspan.Decode(data, decodeDepth)
+	if !errors.Is(err, jsonspan.ErrNotUTF8) {
+		return v, err
+	}
+	// encoding/json reads what is not UTF-8 as U+FFFD, as Python's json reads a file
+	// opened with errors="replace"; rare enough to take the slower decoder.
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
