@@ -20,6 +20,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -56,8 +57,13 @@ type KernelReconciler struct {
 	// its owner past a limit, whoever made it (see reconcileQuota).
 	Quota *quota.Ledger
 
+	// Workers is how many kernels are reconciled at once (DefaultKernelWorkers when zero):
+	// one worker made the pods of twenty kernels started together one after the other.
+	Workers int
+
 	starts kernelStarts
 	replay replayHeld
+	held   heldWrites
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -89,12 +95,14 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
+		r.held.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
+		r.held.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var obs kernelObservation
@@ -118,6 +126,14 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	now := metav1.NewTime(r.Clock.Now())
 	st := kernelStatus(kernel, obs, now)
 	r.starts.observe(kernel, &obs, &st, began, now.Time)
+	// The hold is timed by the real clock, as the requeue that ends it is: r.Clock stamps
+	// conditions and may be a test's, which only moves when told.
+	if wait := r.held.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 && obs.stepErr == nil {
+		// A routine step of a start (scheduled, container creating, not ready yet): the
+		// pod's next change, usually its readiness well within the wait, brings the kernel
+		// back and writes once what would have been two or three writes.
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	lost, werr := r.updateStatus(ctx, kernel, st)
 	if lost && werr == nil {
 		// The cache had not caught up with a write, most often this controller's own of a
@@ -280,13 +296,16 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 		return nil
 	}
 	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
+	// A pod made as usual is no event of its own (the Kernel's status says as much, and the
+	// event was one more API write in every start); one mounting the owner's claim is, since
+	// nothing else tells which home it got.
 	if claim != "" {
 		recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s with the owner's claim %s", pod.Name, claim)
-	} else {
-		recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s", pod.Name)
 	}
 	obs.pod = pod
-	return nil
+	// The creation brings the kernel back; a reconcile that ran before the cache held the pod
+	// would create it again, to be refused and read around the cache.
+	return waitCache(ctx, r.Client, client.ObjectKeyFromObject(pod), func(_ *corev1.Pod, err error) bool { return err == nil })
 }
 
 // ownClaim is the claim of the kernel's owner that its pod mounts instead of the home's
@@ -443,7 +462,12 @@ func kernelStatusOf(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
 // with its activity, and if each of our writes brought the kernel back its agent would be
 // asked again at once, as fast as the API server answers. StatusInterval paces it instead.
 func (r *KernelReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	workers := r.Workers
+	if workers <= 0 {
+		workers = DefaultKernelWorkers
+	}
 	return ctrl.NewControllerManagedBy(mgr).
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		For(&nbv1.Kernel{}, ctrlbuilder.WithPredicates(predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&corev1.Pod{}).

@@ -50,6 +50,9 @@ type Options struct {
 	// StatusInterval is how often a running kernel's agent is asked for its status
 	// (DefaultStatusInterval when zero).
 	StatusInterval time.Duration
+	// KernelWorkers is how many kernels the kernel controller reconciles at once
+	// (DefaultKernelWorkers when zero).
+	KernelWorkers int
 	// Culling shuts idle kernels down.
 	Culling CullingOptions
 	// Hub asks clusters' ipcontrollers about their engines; ipcluster.QueryHub when nil.
@@ -66,6 +69,12 @@ type Options struct {
 
 // DefaultStatusInterval is how often a running kernel's status is refreshed by default.
 const DefaultStatusInterval = 10 * time.Second
+
+// DefaultKernelWorkers is how many kernels are reconciled at once by default. A reconcile
+// mostly waits on the API server (creating the Secret and the Pod, writing the status) or on
+// an agent, so workers cost little; with one, the last of twenty kernels started together got
+// its pod seven seconds after the first.
+const DefaultKernelWorkers = 16
 
 const (
 	// kernelSpecIndex indexes Kernels by the KernelSpec they run.
@@ -138,7 +147,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		err  error
 	}{
 		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
-			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval, Quota: ledger}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval, Quota: ledger, Workers: opts.KernelWorkers}).SetupWithManager(mgr)},
 		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
 			Agents: opts.Agents, Options: opts.Culling})},
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),

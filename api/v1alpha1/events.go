@@ -12,7 +12,7 @@ type EventReason string
 
 // Events of a Kernel.
 const (
-	// EventCreatedPod: the Kernel's pod was created.
+	// EventCreatedPod: the Kernel's pod was created with its owner's own claim as its home.
 	EventCreatedPod EventReason = "CreatedPod"
 	// EventHomeOnSharedVolume: with claims per user (the manager's --home-claim), the
 	// Kernel's owner has none, so its pod mounts the home from the contents volume.

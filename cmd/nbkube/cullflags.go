@@ -7,7 +7,8 @@ import (
 )
 
 // bindCullFlags exposes idle culling, Jupyter Server's MappingKernelManager.cull_* settings
-// (in seconds there, as they may be here), and how often running kernels report their state.
+// (in seconds there, as they may be here), how often running kernels report their state, and
+// how many kernels are reconciled at once.
 func bindCullFlags(fs *flag.FlagSet, o *controllers.Options) {
 	o.Culling.Interval, o.StatusInterval = controllers.DefaultCullInterval, controllers.DefaultStatusInterval
 	o.Culling.UnusedTimeout = controllers.DefaultUnusedTimeout
@@ -22,4 +23,6 @@ func bindCullFlags(fs *flag.FlagSet, o *controllers.Options) {
 		"shut down kernels that no client has connected to this long after their start, even with idle culling off (0 never): what an API server that died before its client came leaves")
 	durationFlag(fs, &o.StatusInterval, "kernel-status-interval", false,
 		"how often a running kernel's agent is asked for its state, activity and connections")
+	fs.IntVar(&o.KernelWorkers, "kernel-workers", controllers.DefaultKernelWorkers,
+		"how many kernels the kernel controller reconciles at once (starts, status reports)")
 }

@@ -263,11 +263,13 @@ func (n *Node) Start(ctx context.Context) error {
 	logger.Info("Local node running", "dataDir", n.cfg.DataDir)
 
 	loops.Go(func() { n.heartbeat(ctx) })
-	loops.Go(func() {
-		s := scheduler{node: n, queue: queue, lister: pending.Lister(), nodes: self.Core().V1().Nodes().Lister()}
-		for s.next(ctx) {
-		}
-	})
+	s := &scheduler{node: n, queue: queue, lister: pending.Lister(), nodes: self.Core().V1().Nodes().Lister()}
+	for range schedulerWorkers {
+		loops.Go(func() {
+			for s.next(ctx) {
+			}
+		})
+	}
 	<-ctx.Done()
 	return nil
 }

@@ -27,6 +27,10 @@ const (
 	nodeSelectorMismatchFmt = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector (node %s has labels %v)."
 )
 
+// schedulerWorkers is how many pods are bound at once: a bind is an API round trip, and the
+// pods of kernels started together otherwise waited for each other's.
+const schedulerWorkers = 4
+
 // scheduler binds the default scheduler's pods to the node, or marks them unschedulable.
 type scheduler struct {
 	node   *Node

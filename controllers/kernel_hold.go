@@ -1,0 +1,76 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// holdWindow is how long a routine step of a kernel's start may wait to be written: a local
+// kernel goes from created to ready in well under it, so its start writes its status twice
+// (starting, then ready with its address) rather than once per step of the pod.
+const holdWindow = 2 * time.Second
+
+// heldWrites remembers, per kernel, since when a routine status change waits unwritten.
+type heldWrites struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]time.Time
+}
+
+// hold tells how long the write of desired over current may wait: zero to write it now. Only
+// a routine step waits: the kernel was already not ready and still is, for another reason of
+// a start going as it should, and nothing else changed. Each wait counts from the first
+// change held, so a step is never more than holdWindow late.
+func (h *heldWrites) hold(key types.NamespacedName, current, desired nbv1.KernelStatus, now time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !routineStep(current, desired) {
+		delete(h.since, key)
+		return 0
+	}
+	first, ok := h.since[key]
+	if !ok {
+		if h.since == nil {
+			h.since = map[types.NamespacedName]time.Time{}
+		}
+		h.since[key], first = now, now
+	}
+	if wait := holdWindow - now.Sub(first); wait > 0 {
+		return wait
+	}
+	delete(h.since, key)
+	return 0
+}
+
+func (h *heldWrites) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.since, key)
+}
+
+// routineStep tells a change of the Ready=False condition's reason alone, between two states
+// of a start that has not failed: pending, container creating, agent not ready yet.
+func routineStep(current, desired nbv1.KernelStatus) bool {
+	if equality.Semantic.DeepEqual(current, desired) {
+		return false
+	}
+	for _, st := range []nbv1.KernelStatus{current, desired} {
+		ready := meta.FindStatusCondition(st.Conditions, nbv1.ConditionReady)
+		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason == string(nbv1.ReasonPodTerminating) ||
+			meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed) != nil {
+			return false
+		}
+	}
+	a, b := *current.DeepCopy(), *desired.DeepCopy()
+	for _, st := range []*nbv1.KernelStatus{&a, &b} {
+		c := meta.FindStatusCondition(st.Conditions, nbv1.ConditionReady)
+		c.Reason, c.Message = "", ""
+	}
+	return equality.Semantic.DeepEqual(a, b)
+}
