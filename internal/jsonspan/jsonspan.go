@@ -278,6 +278,14 @@ func plain8(w uint64) bool {
 	return (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0
 }
 
+// PlainASCII8 says each of the eight bytes of w (little-endian: w's low byte first) is
+// ASCII that a JSON string holds as it is: no quote, backslash, control character or byte
+// of a multi-byte character. Encoders copy such runs of a string without looking closer.
+func PlainASCII8(w uint64) bool {
+	const highs = 0x8080808080808080
+	return w&highs == 0 && plain8(w)
+}
+
 // skipString returns the end of the valid string at i: the first quote that an even number of
 // backslashes precedes.
 func (d *Doc) skipString(i int) int {

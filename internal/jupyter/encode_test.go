@@ -47,7 +47,7 @@ func TestAppendJSON_MatchesEncodingJSON(t *testing.T) {
 }
 
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "\"\\\n\r\t\x00\x1f", "\xff\xfe", "é\u2028😀"} {
+	for _, s := range []string{"", "plain", "<td>row 12</td><td>\"quoted\" \\ and é after sixteen plain bytes</td>\n", "\"\\\n\r\t\x00\x1f", "\xff\xfe", "é\u2028😀"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
