@@ -407,6 +407,10 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 		// database's size every 30 s), and nobody scrapes them here.
 		"--etcd-count-metric-poll-period=0",
 		"--etcd-db-metric-poll-interval=0",
+		// The server's identity Lease (renewed every 10 s, an etcd write each time) serves
+		// coordination among several API servers, as does the proxy to peers of another
+		// version that depends on it; there is one server here.
+		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 	}
 	if !c.cfg.ControllerManager {
 		// Without the controller manager no `default` service account ever appears, and the

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -78,6 +79,42 @@ func TestLocalNode(t *testing.T) {
 		if lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
 			t.Errorf("lease renewed at %v", lease.Spec.RenewTime)
 		}
+	})
+
+	// Its own node, so that the shared one's pods never lose theirs.
+	t.Run("ANodeDeletedByHandRegistersAgainAtItsNextLeaseRenewal", func(t *testing.T) {
+		cfg := localnode.Config{NodeName: "nbkube-deleted", DataDir: t.TempDir()}
+		defer startNode(t, client, cfg)()
+		nodes, leases := client.CoreV1().Nodes(), client.CoordinationV1().Leases(corev1.NamespaceNodeLease)
+		var first *corev1.Node
+		testenv.Eventually(t, "the node and its lease", 10*time.Second, func() error {
+			var err error
+			if first, err = nodes.Get(t.Context(), cfg.NodeName, metav1.GetOptions{}); err != nil {
+				return err
+			}
+			_, err = leases.Get(t.Context(), cfg.NodeName, metav1.GetOptions{})
+			return err
+		})
+		if err := nodes.Delete(t.Context(), cfg.NodeName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// What the garbage collector does after the node goes.
+		if err := leases.Delete(t.Context(), cfg.NodeName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		// The status is reported every five minutes; the lease every ten seconds.
+		testenv.Eventually(t, "the node registered again, Ready", 15*time.Second, func() error {
+			node, err := nodes.Get(t.Context(), cfg.NodeName, metav1.GetOptions{})
+			switch {
+			case err != nil:
+				return err
+			case node.UID == first.UID:
+				return errors.New("still the deleted node")
+			case !nodeReady(node):
+				return fmt.Errorf("not Ready, conditions %+v", node.Status.Conditions)
+			}
+			return nil
+		})
 	})
 
 	// Sequential: it stops and restarts a node of its own while the shared one runs.
