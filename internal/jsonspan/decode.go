@@ -69,51 +69,33 @@ func (d *decoder) any(i, depth int) (any, int, error) {
 }
 
 func (d *decoder) object(i, depth int) (any, int, error) {
-	if depth > d.maxDepth {
-		return nil, i, d.depthError(i)
-	}
 	m := map[string]any{}
-	i = d.space(i + 1)
-	if i < len(d.b) && d.b[i] == '}' {
-		return m, i + 1, nil
+	i, empty, err := d.open(i, depth, '}')
+	if err != nil || empty {
+		return m, i, err
 	}
 	for {
-		if i >= len(d.b) || d.b[i] != '"' {
-			return nil, i, d.syntaxError(i)
-		}
-		key, end, err := d.string(i)
+		keyEnd, valueStart, err := d.key(i)
 		if err != nil {
-			return nil, i, err
+			return nil, valueStart, err
 		}
-		i = d.space(end)
-		if i >= len(d.b) || d.b[i] != ':' {
-			return nil, i, d.syntaxError(i)
-		}
-		v, end, err := d.any(d.space(i+1), depth)
+		v, end, err := d.any(valueStart, depth)
 		if err != nil {
 			return nil, end, err
 		}
-		m[key.(string)] = v
-		i = d.space(end)
-		if i < len(d.b) && d.b[i] == ',' {
-			i = d.space(i + 1)
-			continue
+		m[d.text(i, keyEnd)] = v
+		var done bool
+		if i, done, err = d.after(end, '}'); err != nil || done {
+			return m, i, err
 		}
-		if i < len(d.b) && d.b[i] == '}' {
-			return m, i + 1, nil
-		}
-		return nil, i, d.syntaxError(i)
 	}
 }
 
 func (d *decoder) array(i, depth int) (any, int, error) {
-	if depth > d.maxDepth {
-		return nil, i, d.depthError(i)
-	}
 	a := []any{}
-	i = d.space(i + 1)
-	if i < len(d.b) && d.b[i] == ']' {
-		return a, i + 1, nil
+	i, empty, err := d.open(i, depth, ']')
+	if err != nil || empty {
+		return a, i, err
 	}
 	for {
 		v, end, err := d.any(d.space(i), depth)
@@ -121,15 +103,10 @@ func (d *decoder) array(i, depth int) (any, int, error) {
 			return nil, end, err
 		}
 		a = append(a, v)
-		i = d.space(end)
-		if i < len(d.b) && d.b[i] == ',' {
-			i++
-			continue
+		var done bool
+		if i, done, err = d.after(end, ']'); err != nil || done {
+			return a, i, err
 		}
-		if i < len(d.b) && d.b[i] == ']' {
-			return a, i + 1, nil
-		}
-		return nil, i, d.syntaxError(i)
 	}
 }
 
@@ -139,13 +116,18 @@ func (d *decoder) string(i int) (any, int, error) {
 	if err != nil {
 		return nil, end, err
 	}
-	text := d.b[i+1 : end-1]
+	return d.text(i, end), end, nil
+}
+
+// text decodes the valid string from start to end, quotes included.
+func (d *decoder) text(start, end int) string {
+	text := d.b[start+1 : end-1]
 	esc := bytes.IndexByte(text, '\\')
 	if esc < 0 {
-		return string(text), end, nil
+		return string(text)
 	}
 	d.buf = unescape(append(d.buf[:0], text[:esc]...), text[esc:])
-	return string(d.buf), end, nil
+	return string(d.buf)
 }
 
 // unescape appends the valid string text s (between its quotes, escapes included) to out, its

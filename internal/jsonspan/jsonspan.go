@@ -316,28 +316,18 @@ func (d *Doc) depthError(i int) error {
 
 // object validates the object at i and returns its members if collect is set.
 func (d *Doc) object(i, depth int, collect bool) ([]Member, int, error) {
-	if depth > d.maxDepth {
-		return nil, i, d.depthError(i)
-	}
 	var members []Member
-	i = d.space(i + 1)
-	if i < len(d.b) && d.b[i] == '}' {
-		return members, i + 1, nil
+	i, empty, err := d.open(i, depth, '}')
+	if err != nil || empty {
+		return members, i, err
 	}
 	for {
-		if i >= len(d.b) || d.b[i] != '"' {
-			return nil, i, d.syntaxError(i)
-		}
-		keyEnd, err := d.str(i)
+		keyEnd, valueStart, err := d.key(i)
 		if err != nil {
-			return nil, i, err
+			return nil, valueStart, err
 		}
 		m := Member{KeyText: Span{i, keyEnd}}
-		i = d.space(keyEnd)
-		if i >= len(d.b) || d.b[i] != ':' {
-			return nil, i, d.syntaxError(i)
-		}
-		if m.Value, err = d.value(i+1, depth); err != nil {
+		if m.Value, err = d.value(valueStart, depth); err != nil {
 			return nil, i, err
 		}
 		if collect {
@@ -346,27 +336,19 @@ func (d *Doc) object(i, depth int, collect bool) ([]Member, int, error) {
 			}
 			members = append(members, m)
 		}
-		i = d.space(m.Value.End)
-		if i < len(d.b) && d.b[i] == ',' {
-			i = d.space(i + 1)
-			continue
+		var done bool
+		if i, done, err = d.after(m.Value.End, '}'); err != nil || done {
+			return members, i, err
 		}
-		if i < len(d.b) && d.b[i] == '}' {
-			return members, i + 1, nil
-		}
-		return nil, i, d.syntaxError(i)
 	}
 }
 
 // array validates the array at i and returns its elements if collect is set.
 func (d *Doc) array(i, depth int, collect bool) ([]Span, int, error) {
-	if depth > d.maxDepth {
-		return nil, i, d.depthError(i)
-	}
 	var elems []Span
-	i = d.space(i + 1)
-	if i < len(d.b) && d.b[i] == ']' {
-		return elems, i + 1, nil
+	i, empty, err := d.open(i, depth, ']')
+	if err != nil || empty {
+		return elems, i, err
 	}
 	for {
 		v, err := d.value(i, depth)
@@ -376,16 +358,53 @@ func (d *Doc) array(i, depth int, collect bool) ([]Span, int, error) {
 		if collect {
 			elems = append(elems, v)
 		}
-		i = d.space(v.End)
-		if i < len(d.b) && d.b[i] == ',' {
-			i++
-			continue
+		var done bool
+		if i, done, err = d.after(v.End, ']'); err != nil || done {
+			return elems, i, err
 		}
-		if i < len(d.b) && d.b[i] == ']' {
-			return elems, i + 1, nil
-		}
-		return nil, i, d.syntaxError(i)
 	}
+}
+
+// key validates the member's key at i and the colon after it: it returns the key's end and
+// where the member's value starts (or where the text went wrong, with the error).
+func (d *Doc) key(i int) (keyEnd, value int, err error) {
+	if i >= len(d.b) || d.b[i] != '"' {
+		return i, i, d.syntaxError(i)
+	}
+	if keyEnd, err = d.str(i); err != nil {
+		return i, i, err
+	}
+	j := d.space(keyEnd)
+	if j >= len(d.b) || d.b[j] != ':' {
+		return keyEnd, j, d.syntaxError(j)
+	}
+	return keyEnd, d.space(j + 1), nil
+}
+
+// open enters the object or array at i, depth deep (counting it): it returns where its first
+// member or element starts, or, when it is empty, its end and empty.
+func (d *Doc) open(i, depth int, close byte) (next int, empty bool, err error) {
+	if depth > d.maxDepth {
+		return i, false, d.depthError(i)
+	}
+	i = d.space(i + 1)
+	if i < len(d.b) && d.b[i] == close {
+		return i + 1, true, nil
+	}
+	return i, false, nil
+}
+
+// after reads what follows a member or an element that ends at i: a comma, after which it
+// returns where the next one starts, or close, after which it returns the end and done.
+func (d *Doc) after(i int, close byte) (next int, done bool, err error) {
+	i = d.space(i)
+	switch {
+	case i < len(d.b) && d.b[i] == ',':
+		return d.space(i + 1), false, nil
+	case i < len(d.b) && d.b[i] == close:
+		return i + 1, true, nil
+	}
+	return i, false, d.syntaxError(i)
 }
 
 // decodeString decodes a validated string; most keys have no escapes and need no decoder.
