@@ -128,7 +128,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	r.starts.observe(kernel, &obs, &st, began, now.Time)
 	// The hold is timed by the real clock, as the requeue that ends it is: r.Clock stamps
 	// conditions and may be a test's, which only moves when told.
-	if wait := r.held.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 && obs.stepErr == nil {
+	if wait := r.held.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 {
 		// A routine step of a start (scheduled, container creating, not ready yet): the
 		// pod's next change, usually its readiness well within the wait, brings the kernel
 		// back and writes once what would have been two or three writes.

@@ -55,15 +55,18 @@ func (h *heldWrites) forget(key types.NamespacedName) {
 }
 
 // routineStep tells a change of the Ready=False condition's reason alone, between two states
-// of a start that has not failed: pending, container creating, agent not ready yet.
+// of a start going as it should: pending, container creating, agent not ready yet. A failure,
+// a reconcile error (Ready's reason too, see setReconcileError) or the end of one is news.
 func routineStep(current, desired nbv1.KernelStatus) bool {
 	if equality.Semantic.DeepEqual(current, desired) {
 		return false
 	}
 	for _, st := range []nbv1.KernelStatus{current, desired} {
 		ready := meta.FindStatusCondition(st.Conditions, nbv1.ConditionReady)
-		if ready == nil || ready.Status != metav1.ConditionFalse || ready.Reason == string(nbv1.ReasonPodTerminating) ||
-			meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed) != nil {
+		if ready == nil || ready.Status != metav1.ConditionFalse || meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed) != nil {
+			return false
+		}
+		if r := nbv1.ConditionReason(ready.Reason); r == nbv1.ReasonPodTerminating || r == nbv1.ReasonReconcileError {
 			return false
 		}
 	}

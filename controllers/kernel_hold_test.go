@@ -25,6 +25,7 @@ func TestRoutineStep(t *testing.T) {
 	setCondition(&failed.Conditions, nbv1.ConditionFailed, metav1.ConditionTrue, "ImagePullBackOff", "back-off", 1, metav1.Now())
 	withAddress := holdStatus(metav1.ConditionFalse, nbv1.ReasonPodNotReady, nbv1.ExecutionStateStarting, "10.0.0.7")
 	terminating := holdStatus(metav1.ConditionFalse, nbv1.ReasonPodTerminating, nbv1.ExecutionStateStarting, "")
+	reconcileErr := holdStatus(metav1.ConditionFalse, nbv1.ReasonReconcileError, nbv1.ExecutionStateStarting, "")
 	for _, tc := range []struct {
 		name             string
 		current, desired nbv1.KernelStatus
@@ -38,6 +39,8 @@ func TestRoutineStep(t *testing.T) {
 		{"the address appears", notReady, withAddress, false},
 		{"terminating", pending, terminating, false},
 		{"from ready", ready, notReady, false},
+		{"a reconcile error", pending, reconcileErr, false},
+		{"over a reconcile error", reconcileErr, notReady, false},
 	} {
 		if got := routineStep(tc.current, tc.desired); got != tc.want {
 			t.Errorf("%s: routineStep = %v, want %v", tc.name, got, tc.want)

@@ -1,7 +1,6 @@
 package jsonspan
 
 import (
-	"bytes"
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -83,7 +82,7 @@ func (d *decoder) object(i, depth int) (any, int, error) {
 		if err != nil {
 			return nil, end, err
 		}
-		m[d.text(i, keyEnd)] = v
+		m[d.text(i, keyEnd, &d.buf)] = v
 		var done bool
 		if i, done, err = d.after(end, '}'); err != nil || done {
 			return m, i, err
@@ -116,18 +115,7 @@ func (d *decoder) string(i int) (any, int, error) {
 	if err != nil {
 		return nil, end, err
 	}
-	return d.text(i, end), end, nil
-}
-
-// text decodes the valid string from start to end, quotes included.
-func (d *decoder) text(start, end int) string {
-	text := d.b[start+1 : end-1]
-	esc := bytes.IndexByte(text, '\\')
-	if esc < 0 {
-		return string(text)
-	}
-	d.buf = unescape(append(d.buf[:0], text[:esc]...), text[esc:])
-	return string(d.buf)
+	return d.text(i, end, &d.buf), end, nil
 }
 
 // unescape appends the valid string text s (between its quotes, escapes included) to out, its

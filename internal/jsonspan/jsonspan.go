@@ -16,7 +16,6 @@ package jsonspan
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -97,8 +96,7 @@ func (d *Doc) StringValue(s Span) (string, bool) {
 	if d.b[s.Start] != '"' {
 		return "", false
 	}
-	v, err := d.decodeString(s)
-	return v, err == nil
+	return d.text(s.Start, s.End, nil), true
 }
 
 // RawString returns the text of the string at s between its quotes, escapes as written, or
@@ -331,9 +329,7 @@ func (d *Doc) object(i, depth int, collect bool) ([]Member, int, error) {
 			return nil, i, err
 		}
 		if collect {
-			if m.Key, err = d.decodeString(m.KeyText); err != nil {
-				return nil, i, err
-			}
+			m.Key = d.text(m.KeyText.Start, m.KeyText.End, nil)
 			members = append(members, m)
 		}
 		var done bool
@@ -407,13 +403,18 @@ func (d *Doc) after(i int, close byte) (next int, done bool, err error) {
 	return i, false, d.syntaxError(i)
 }
 
-// decodeString decodes a validated string; most keys have no escapes and need no decoder.
-func (d *Doc) decodeString(s Span) (string, error) {
-	text := d.b[s.Start:s.End]
-	if bytes.IndexByte(text, '\\') < 0 {
-		return string(text[1 : len(text)-1]), nil
+// text decodes the valid string from start to end, quotes included; most have no escapes
+// and are their bytes. buf, when not nil, holds the bytes to reuse for unescaping.
+func (d *Doc) text(start, end int, buf *[]byte) string {
+	text := d.b[start+1 : end-1]
+	esc := bytes.IndexByte(text, '\\')
+	if esc < 0 {
+		return string(text)
 	}
-	var v string
-	err := json.Unmarshal(text, &v)
-	return v, err
+	var own []byte
+	if buf == nil {
+		buf = &own
+	}
+	*buf = unescape(append((*buf)[:0], text[:esc]...), text[esc:])
+	return string(*buf)
 }
