@@ -69,6 +69,11 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		return nil
 	}
 	want := int(c.Spec.Engines)
+	if obs.invalid = builder.CheckEngineTemplate(c.Spec.EngineTemplate, r.Options.ContentsClaim); len(obs.invalid) > 0 {
+		// No engine starts from a template that would override nbkube's parts of its pod;
+		// the schema refuses most such templates, this guards those it never saw.
+		want = len(current)
+	}
 	if err := r.reserveEngines(ctx, c, want > len(current)+waiting, obs); err != nil {
 		return err
 	}

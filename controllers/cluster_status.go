@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +26,8 @@ type clusterObservation struct {
 	refused error
 	// overQuota: more engines would take the owner past a limit; none was started.
 	overQuota error
+	// invalid lists what is wrong with the engine template; no engine was started.
+	invalid []string
 	// stepErr is the error of the step that failed; the steps after it did not run.
 	stepErr error
 	requeue time.Duration
@@ -105,6 +108,9 @@ func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv
 // clusterFailure reports what keeps the cluster's pods from running without a change: a
 // failed ipcontroller, or a pod that cannot be scheduled or whose image cannot be pulled.
 func clusterFailure(obs clusterObservation) (nbv1.ConditionReason, string, bool) {
+	if len(obs.invalid) > 0 {
+		return nbv1.ReasonSpecInvalid, "engines not started: " + strings.Join(obs.invalid, "; "), true
+	}
 	if obs.refused != nil {
 		return nbv1.ReasonFailedCreate, "creating a pod: " + obs.refused.Error(), true
 	}

@@ -182,7 +182,7 @@ func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *
 	}
 	// Validated here rather than read from the spec's Ready condition, which the KernelSpec
 	// controller may not have written yet when a kernel follows its spec closely.
-	if problems := validateKernelSpec(&spec.Spec, r.Options.DefaultKernelImage); len(problems) > 0 {
+	if problems := validateKernelSpec(&spec.Spec, r.Options); len(problems) > 0 {
 		obs.problem = &problem{reason: nbv1.ReasonKernelSpecInvalid, fatal: true,
 			message: fmt.Sprintf("kernel spec %q is invalid: %s", spec.Name, strings.Join(problems, "; "))}
 		return nil

@@ -16,15 +16,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 )
 
 // KernelSpecReconciler checks what the CRD's schema cannot (image references, environment
-// variable names, resource bounds, logo contents) and reports it in the Ready condition.
+// variable names, resource bounds, logo contents, the pod template) and reports it in the Ready condition.
 type KernelSpecReconciler struct {
 	client.Client
 	Clock clock.PassiveClock
-	// DefaultImage runs kernels of specs that name none.
-	DefaultImage string
+	// Builder is how kernel pods are built: the default image runs kernels of specs that
+	// name none, and the contents claim is what a pod template may not mount.
+	Builder builder.Options
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
@@ -36,7 +38,7 @@ func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if err := r.Get(ctx, req.NamespacedName, ks); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	st := kernelSpecStatus(ks, validateKernelSpec(&ks.Spec, r.DefaultImage), metav1.NewTime(r.Clock.Now()))
+	st := kernelSpecStatus(ks, validateKernelSpec(&ks.Spec, r.Builder), metav1.NewTime(r.Clock.Now()))
 	_, err := writeStatus(ctx, r.Client, ks, kernelSpecStatusOf, st)
 	return ctrl.Result{}, err
 }
@@ -59,14 +61,14 @@ func kernelSpecStatus(ks *nbv1.KernelSpec, problems []string, now metav1.Time) n
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 
 // validateKernelSpec lists what is wrong with a spec, in words for its author.
-func validateKernelSpec(s *nbv1.KernelSpecSpec, defaultImage string) []string {
-	var problems []string
+func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
+	problems := builder.CheckPodTemplate(s.PodTemplate, o.ContentsClaim)
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
 		problems = append(problems, "argv[0] must name the kernel's program")
 	}
 	image := s.Image
 	if image == "" {
-		image = defaultImage
+		image = o.DefaultKernelImage
 	}
 	if image == "" {
 		problems = append(problems, "no image: set spec.image or the operator's default kernel image")

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 )
 
 func TestValidateKernelSpec(t *testing.T) {
@@ -39,7 +40,7 @@ func TestValidateKernelSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := *valid.DeepCopy()
 			tc.mod(&s)
-			got := validateKernelSpec(&s, tc.defImg)
+			got := validateKernelSpec(&s, builder.Options{DefaultKernelImage: tc.defImg})
 			if len(got) != len(tc.want) {
 				t.Fatalf("problems %q, want %d like %q", got, len(tc.want), tc.want)
 			}
@@ -50,7 +51,7 @@ func TestValidateKernelSpec(t *testing.T) {
 			}
 		})
 	}
-	if d := cmp.Diff([]string(nil), validateKernelSpec(&valid, "docker.io/library/python:3.12")); d != "" {
+	if d := cmp.Diff([]string(nil), validateKernelSpec(&valid, builder.Options{DefaultKernelImage: "docker.io/library/python:3.12"})); d != "" {
 		t.Error(d)
 	}
 }

@@ -157,7 +157,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			NetworkPolicies: opts.ClusterNetworkPolicies, Quota: ledger}).SetupWithManager(mgr)},
 		{"usage", (&UsageReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Ledger: ledger}).SetupWithManager(mgr)},
 		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,
-			DefaultImage: opts.Builder.DefaultKernelImage}).SetupWithManager(mgr)},
+			Builder: opts.Builder}).SetupWithManager(mgr)},
 		{"podevents", (&PodEventReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel")}).
 			SetupWithManager(mgr, opts.Clock)},
 	}

@@ -45,6 +45,15 @@ type ClusterParameters struct {
 	// +optional
 	EngineResources corev1.ResourceRequirements `json:"engineResources,omitempty"`
 
+	// engineTemplate places and extends the engines' pods as a KernelSpec's podTemplate
+	// does its kernels' (GPU nodes, datasets). Volume names profile, tmp and cluster-secret
+	// are nbkube's, as are mount paths /tmp and those at or under /ipython and
+	// /var/run/nbkube. The ipcontroller's pod is placed as nbkube's defaults say.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || self.volumes.all(v, !(v.name in ['profile', 'tmp', 'cluster-secret']))",message="volume names profile, tmp and cluster-secret are nbkube's own"
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, m.mountPath != '/tmp' && !['/ipython', '/var/run/nbkube'].exists(p, m.mountPath == p || m.mountPath.startsWith(p + '/')))",message="mount paths /tmp, and those at or under /ipython or /var/run/nbkube are nbkube's own"
+	EngineTemplate *PodTemplate `json:"engineTemplate,omitempty"`
+
 	// idleTimeout stops a running cluster (sets state to Stopped) once its engines have had no
 	// task for this long, e.g. "1h". Unset or "0s" never stops it.
 	// +optional

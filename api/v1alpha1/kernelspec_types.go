@@ -82,6 +82,17 @@ type KernelSpecSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// podTemplate places and extends the pods of this spec's kernels: node selector,
+	// tolerations, affinity, topology spread, priority and runtime class, extra volumes and
+	// mounts, labels and annotations, an opt-in service account. Volume names agent-bin,
+	// kernel-secret, home, tmp, contents and ipcluster are nbkube's, as are mount paths /tmp
+	// and /home/jovyan and those at or under /home/jovyan/work (the user's contents),
+	// /opt/nbkube and /var/run/nbkube. Under /home/jovyan is fine: e.g. /home/jovyan/datasets.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumes) || self.volumes.all(v, !(v.name in ['agent-bin', 'kernel-secret', 'home', 'tmp', 'contents', 'ipcluster']))",message="volume names agent-bin, kernel-secret, home, tmp, contents and ipcluster are nbkube's own"
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, !(m.mountPath in ['/tmp', '/home/jovyan']) && !['/home/jovyan/work', '/opt/nbkube', '/var/run/nbkube'].exists(p, m.mountPath == p || m.mountPath.startsWith(p + '/')))",message="mount paths /tmp, /home/jovyan, and those at or under /home/jovyan/work, /opt/nbkube or /var/run/nbkube are nbkube's own"
+	PodTemplate *PodTemplate `json:"podTemplate,omitempty"`
+
 	// logo is the kernel's logo (logo-64x64.png, logo-32x32.png or logo-svg.svg in Jupyter).
 	// +optional
 	Logo *KernelLogo `json:"logo,omitempty"`

@@ -168,8 +168,10 @@ func ClusterEnginePod(c *nbv1.Cluster, o Options, controllerUID string) *corev1.
 		"--timeout=30",
 	})
 	container.Resources = *c.Spec.EngineResources.DeepCopy()
-	return clusterPod(c, o, ClusterEnginesName(c), ComponentClusterEngine, container,
+	pod := clusterPod(c, o, ClusterEnginesName(c), ComponentClusterEngine, container,
 		[]string{ClusterEngineFile}, map[string]string{AnnotationControllerPod: controllerUID})
+	applyPodTemplate(pod, c.Spec.EngineTemplate)
+	return pod
 }
 
 func clusterContainer(c *nbv1.Cluster, o Options, name string, command []string) corev1.Container {

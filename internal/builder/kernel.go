@@ -37,6 +37,12 @@ const (
 	ComponentKernel = "kernel"
 )
 
+// AnnotationSafeToEvict tells the cluster autoscaler whether it may evict a pod to take its
+// node away. A kernel's state is the memory of its process, which no other pod can take over,
+// so kernel pods say "false" unless their spec's pod template says otherwise (for kernels
+// whose loss is cheap). Idle culling is what frees nodes of kernels nobody uses.
+const AnnotationSafeToEvict = "cluster-autoscaler.kubernetes.io/safe-to-evict"
+
 // TerminationLog is the kernel container's terminationMessagePath: in the writable /tmp,
 // where the local node finds it too.
 const TerminationLog = "/tmp/termination-log"
@@ -161,6 +167,10 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	o.requestScratch(&pod.Spec.Containers[0].Resources)
 	o.addAgent(&pod.Spec)
 	attachCluster(pod, k.Spec.Cluster)
+	applyPodTemplate(pod, spec.Spec.PodTemplate)
+	if _, set := pod.Annotations[AnnotationSafeToEvict]; !set {
+		pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
+	}
 	return pod
 }
 

@@ -132,6 +132,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	t.Run("network policies enforced", func(t *testing.T) { testHelmNetworkPolicies(t, env, kernelID) })
 	t.Run("API server killed during a cell", func(t *testing.T) { testHelmAPIServerKilled(t, env, api, kernelID) })
 	t.Run("image that does not exist", func(t *testing.T) { testHelmMissingImage(t, env, api) })
+	t.Run("kernel spec's pod template", func(t *testing.T) { testHelmPodTemplate(t, env, api) })
 	t.Run("kernel pod killed", func(t *testing.T) { testHelmKernelPodKilled(t, env, api, kernelID) })
 	t.Run("manager killed while kernels start", func(t *testing.T) { testHelmManagerKilled(t, env, api) })
 	t.Run("ipyparallel cluster", func(t *testing.T) { testHelmCluster(t, env, api) })
