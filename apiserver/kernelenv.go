@@ -11,7 +11,8 @@ import (
 // Jupyter Server in gateway mode (--gateway-url) starts kernels with an "env": its user in
 // KERNEL_USERNAME, the notebook's directory in KERNEL_WORKING_DIR, and every other KERNEL_*
 // variable of its own environment and those of its env whitelist. nbkube takes the user and
-// the directory, passes on what kernelEnvPassed lists, and drops the rest: the gateway sends
+// the directory, reads the KERNEL_<NAME> variables that name launch parameters of the spec,
+// passes on what kernelEnvPassed lists, and drops the rest: the gateway sends
 // all it has, so an unknown name is no error, and what decides a kernel's image, identity or
 // place (KERNEL_IMAGE, KERNEL_UID, KERNEL_NAMESPACE, ...) is the admin's, in KernelSpecs.
 
@@ -22,6 +23,9 @@ const (
 	maxKernelEnvValue = 32 << 10
 	// maxUserName is the longest owner a Kernel records.
 	maxUserName = 253
+	// maxKernelParameters is the most launch parameters a start may name (a KernelSpec
+	// declares at most 32).
+	maxKernelParameters = 32
 )
 
 // The variables of a start's env that nbkube reads.
@@ -43,7 +47,10 @@ var kernelEnvPassed = map[string]bool{
 // working directory, its user and its environment. Naming another user in KERNEL_USERNAME
 // takes the right to act for others (admins have it).
 func kernelStart(u User, spec string, body jupyter.StartKernel) (repository.KernelStart, error) {
-	start := repository.KernelStart{Name: spec, Path: body.Path}
+	start := repository.KernelStart{Name: spec, Path: body.Path, Parameters: body.Parameters}
+	if len(body.Parameters) > maxKernelParameters {
+		return start, badRequest("parameters has %d values, more than %d", len(body.Parameters), maxKernelParameters)
+	}
 	if len(body.Env) == 0 {
 		return start, nil
 	}
@@ -68,6 +75,8 @@ func kernelStart(u User, spec string, body jupyter.StartKernel) (repository.Kern
 		start.Owner = name
 	}
 	start.WorkingDir = body.Env[envWorkingDir]
+	// The spec's launch parameters may be KERNEL_<NAME> variables (repository.KernelStart).
+	start.GatewayEnv = body.Env
 	for name, value := range body.Env {
 		if !kernelEnvPassed[name] {
 			continue

@@ -89,6 +89,7 @@ func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionC
 		if req.Kernel.Name != nil {
 			name, named = *req.Kernel.Name, true
 		}
+		ch.Parameters = req.Kernel.Parameters
 	}
 	hasID := ch.KernelID != nil && *ch.KernelID != ""
 	if create || (named && !hasID) {

@@ -31,6 +31,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/kernelparams"
 	"github.com/nbkube/nbkube/internal/quota"
 )
 
@@ -187,7 +188,14 @@ func (r *KernelReconciler) kernelSpec(ctx context.Context, k *nbv1.Kernel, obs *
 			message: fmt.Sprintf("kernel spec %q is invalid: %s", spec.Name, strings.Join(problems, "; "))}
 		return nil
 	}
-	obs.spec = spec
+	// The pod is built from the spec as the kernel's launch parameters make it. The API server
+	// checked them; a Kernel made with kubectl is checked here.
+	applied, err := kernelparams.Apply(spec, k.Spec.Parameters)
+	if err != nil {
+		obs.problem = &problem{reason: nbv1.ReasonParametersInvalid, fatal: true, message: err.Error()}
+		return nil
+	}
+	obs.spec = applied
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/kernelparams"
 )
 
 // KernelSpecReconciler checks what the CRD's schema cannot (image references, environment
@@ -63,6 +64,7 @@ var pngMagic = []byte("\x89PNG\r\n\x1a\n")
 // validateKernelSpec lists what is wrong with a spec, in words for its author.
 func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
 	problems := builder.CheckPodTemplate(s.PodTemplate, o.ContentsClaim)
+	problems = append(problems, kernelparams.Check(&nbv1.KernelSpec{Spec: *s})...)
 	if len(s.Argv) == 0 || strings.TrimSpace(s.Argv[0]) == "" {
 		problems = append(problems, "argv[0] must name the kernel's program")
 	}

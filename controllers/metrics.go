@@ -56,7 +56,7 @@ func init() {
 var failureReasons = func() map[nbv1.ConditionReason]bool {
 	known := map[nbv1.ConditionReason]bool{}
 	for _, r := range []nbv1.ConditionReason{
-		nbv1.ReasonKernelSpecNotFound, nbv1.ReasonKernelSpecInvalid, nbv1.ReasonPodConflict, nbv1.ReasonSecretConflict, nbv1.ReasonPodFailed,
+		nbv1.ReasonKernelSpecNotFound, nbv1.ReasonKernelSpecInvalid, nbv1.ReasonParametersInvalid, nbv1.ReasonPodConflict, nbv1.ReasonSecretConflict, nbv1.ReasonPodFailed,
 		nbv1.ReasonKernelExited, nbv1.ReasonUnschedulable, nbv1.ReasonReconcileError,
 		"ErrImagePull", "OOMKilled", "Evicted", "DeadlineExceeded", "ContainerCannotRun", "StartError",
 	} {

@@ -188,6 +188,7 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 			KernelSpec: s.Spec.Kernel.KernelSpec,
 			Cluster:    s.Spec.Kernel.Cluster,
 			Home:       s.Spec.Kernel.Home,
+			Parameters: s.Spec.Kernel.Parameters,
 			// Jupyter starts a notebook's kernel in the notebook's directory.
 			Path: dir,
 		},

@@ -45,6 +45,9 @@ const ReasonReconcileError ConditionReason = "ReconcileError"
 const (
 	ReasonKernelSpecNotFound ConditionReason = "KernelSpecNotFound"
 	ReasonKernelSpecInvalid  ConditionReason = "KernelSpecInvalid"
+	// ReasonParametersInvalid: the Kernel's launch parameters are not what its KernelSpec
+	// allows (a Kernel made or edited without the API server's check).
+	ReasonParametersInvalid ConditionReason = "ParametersInvalid"
 	// ReasonHomeInvalid: the owner's name renders no valid home (see the manager's
 	// --user-home), so the kernel cannot mount one.
 	ReasonHomeInvalid    ConditionReason = "HomeInvalid"

@@ -50,6 +50,14 @@ type KernelParameters struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="cluster is immutable"
 	Cluster string `json:"cluster,omitempty"`
 
+	// parameters are the values of the KernelSpec's launch parameters this kernel was started
+	// with, as text; a parameter not named takes its default. The controller checks them
+	// against the spec's bounds before it builds the pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="parameters are immutable"
+	Parameters map[string]string `json:"parameters,omitempty"`
+
 	// env is added to the kernel's environment after the KernelSpec's env.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64

@@ -82,6 +82,14 @@ type KernelSpecSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
+	// parameters are what a start may choose for its kernel, within bounds: "{name}" in argv
+	// and env values, compute resources, the image. See KernelParameter.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Parameters []KernelParameter `json:"parameters,omitempty"`
+
 	// podTemplate places and extends the pods of this spec's kernels: node selector,
 	// tolerations, affinity, topology spread, priority and runtime class, extra volumes and
 	// mounts, labels and annotations, an opt-in service account. Volume names agent-bin,

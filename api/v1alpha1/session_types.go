@@ -35,6 +35,12 @@ type SessionKernel struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:XValidation:rule="self == '/' || (!self.startsWith('/') && !self.split('/').exists(s, s == '' || s.startsWith('.')))",message="home must be \"/\" or a relative path of plain, visible names"
 	Home string `json:"home,omitempty"`
+
+	// parameters are the launch parameters of a kernel the session starts (the Kernel's
+	// parameters).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Parameters map[string]string `json:"parameters,omitempty"`
 }
 
 // SessionParameters is the spec of a Session, Jupyter's session model.

@@ -1,6 +1,7 @@
 package jupyter
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -25,6 +26,25 @@ type StartKernel struct {
 	// its other KERNEL_* variables and those of its env whitelist), as Kernel and Enterprise
 	// Gateway take it.
 	Env KernelEnv `json:"env"`
+	// Parameters are the values of the kernel spec's launch parameters (nbkube's; the schema
+	// is the spec's metadata.parameters, as Jupyter's parameterized kernel specs have it).
+	Parameters KernelParameters `json:"parameters"`
+}
+
+// KernelParameters are a start's launch parameters: names to JSON values, numbers kept as
+// written (json.Number).
+type KernelParameters map[string]any
+
+// UnmarshalJSON reads an object, numbers as json.Number.
+func (p *KernelParameters) UnmarshalJSON(data []byte) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return fmt.Errorf("parameters: %w", err)
+	}
+	*p = m
+	return nil
 }
 
 // KernelEnv is the env of a kernel start: names to string values. Any other value, null
@@ -95,4 +115,7 @@ type SessionRequest struct {
 type SessionKernelRequest struct {
 	Name *string `json:"name"`
 	ID   *string `json:"id"`
+	// Parameters are the launch parameters of a kernel the session starts (nbkube's, as
+	// StartKernel's).
+	Parameters KernelParameters `json:"parameters"`
 }

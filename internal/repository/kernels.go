@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/kernelparams"
 	"github.com/nbkube/nbkube/internal/quota"
 )
 
@@ -270,6 +272,12 @@ type KernelStart struct {
 	Owner string
 	// Env is added to the kernel's environment (Kernel spec.env).
 	Env map[string]string
+	// Parameters are the values of the spec's launch parameters the start asks for, as JSON
+	// values (see kernelparams.Resolve).
+	Parameters map[string]any
+	// GatewayEnv is the env a Jupyter gateway client sent: its KERNEL_<NAME> variables are
+	// parameters of the spec, unless Parameters names them too.
+	GatewayEnv map[string]string
 }
 
 // StartKernel creates a Kernel as start asks for and waits until it answers. A kernel started
@@ -303,6 +311,10 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	}); err != nil {
 		return jupyter.Kernel{}, err
 	}
+	values, spec, err := withParameters(spec, start)
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
 	home, err := k.homeOf(u, owner)
 	if err != nil {
 		return jupyter.Kernel{}, err
@@ -312,7 +324,7 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 			Name: newUUID(), Namespace: k.Namespace,
 			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		},
-		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: spec.Name, Home: home, Path: path, Env: start.Env},
+		Spec: nbv1.KernelParameters{Owner: nbv1.Owner(owner), KernelSpec: spec.Name, Home: home, Path: path, Env: start.Env, Parameters: values},
 	}
 	if startedBy != "" {
 		kn.Annotations = map[string]string{nbv1.AnnotationStartedBy: startedBy}
@@ -339,6 +351,28 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 		return jupyter.Kernel{}, err
 	}
 	return kernelModel(ready, spec.JupyterName()), nil
+}
+
+// withParameters checks the launch parameters a start asks for against spec and returns
+// them as the Kernel records them, with the spec they make: the one the kernel's room is
+// reserved for, as its pod will be built from it.
+func withParameters(spec *nbv1.KernelSpec, start KernelStart) (map[string]string, *nbv1.KernelSpec, error) {
+	given := kernelparams.FromEnv(spec, start.GatewayEnv)
+	if len(start.Parameters) > 0 {
+		if given == nil {
+			given = make(map[string]any, len(start.Parameters))
+		}
+		maps.Copy(given, start.Parameters)
+	}
+	values, err := kernelparams.Resolve(spec, given)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, err := kernelparams.Apply(spec, values)
+	if err != nil {
+		return nil, nil, err
+	}
+	return values, applied, nil
 }
 
 // WaitReady waits until the named kernel answers kernel_info, or fails with the reason

@@ -20,6 +20,7 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/kernelparams"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 )
 
@@ -280,6 +281,9 @@ func kernelSpecModel(ks *nbv1.KernelSpec, files []string) jupyter.KernelSpec {
 	if spec.Metadata != nil && len(spec.Metadata.Raw) > 0 {
 		file.Metadata = spec.Metadata.Raw
 	}
+	if schema := kernelparams.Schema(ks); schema != nil {
+		file.Metadata = withParameterSchema(file.Metadata, schema)
+	}
 	if logo := spec.Logo; logo != nil {
 		files = append(files, logo.FileName)
 	}
@@ -322,4 +326,26 @@ func (k *KernelSpecs) current() client.Reader {
 		return k.Host.Client
 	}
 	return k.Reader
+}
+
+// withParameterSchema is kernel.json's metadata with the spec's launch parameters as
+// metadata.parameters, the JSON schema of Jupyter's parameterized kernel specs (JEP 87). The
+// spec's own metadata.parameters, if any, gives way: the declared parameters are what a start
+// is held to.
+func withParameterSchema(metadata json.RawMessage, schema map[string]any) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(metadata, &m); err != nil || m == nil {
+		// The schema makes metadata an object; were it anything else, the parameters win.
+		m = map[string]json.RawMessage{}
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return metadata
+	}
+	m["parameters"] = raw
+	out, err := json.Marshal(m)
+	if err != nil {
+		return metadata
+	}
+	return out
 }

@@ -41,6 +41,8 @@ type SessionChange struct {
 	// Cluster attaches the kernel the session starts to that cluster ("" to none); a change
 	// starts a new kernel.
 	Cluster *string
+	// Parameters are the launch parameters of a kernel the session starts.
+	Parameters map[string]any
 }
 
 func (r *Sessions) list(ctx context.Context, u identity.User) ([]*nbv1.Session, error) {
@@ -222,21 +224,25 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	}); err != nil {
 		return err
 	}
-	return r.newKernel(ctx, u, s, spec, ch.Cluster)
+	return r.newKernel(ctx, u, s, spec, ch)
 }
 
-// newKernel has the session start a new kernel of the KernelSpec named spec, attached to
-// cluster when it is set (else to the session's cluster). A new session's kernel takes the
-// session's id (the controller's default); a changed one a new id, so that the old kernel
-// is let go.
-func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec *nbv1.KernelSpec, cluster *string) error {
+// newKernel has the session start a new kernel of the KernelSpec named spec, with the launch
+// parameters ch asks for, attached to ch's cluster when it names one (else to the session's
+// cluster). A new session's kernel takes the session's id (the controller's default); a
+// changed one a new id, so that the old kernel is let go.
+func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec *nbv1.KernelSpec, ch SessionChange) error {
 	name := ""
 	if !s.CreationTimestamp.IsZero() {
 		name = newUUID()
 	}
 	c := s.Spec.Kernel.Cluster
-	if cluster != nil {
-		c = *cluster
+	if ch.Cluster != nil {
+		c = *ch.Cluster
+	}
+	values, spec, err := withParameters(spec, KernelStart{Parameters: ch.Parameters})
+	if err != nil {
+		return err
 	}
 	if c != "" {
 		if err := checkCluster(ctx, r.Reader, r.Namespace, u, c); err != nil {
@@ -254,7 +260,7 @@ func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	}); err != nil {
 		return err
 	}
-	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec.Name, Cluster: c, Home: home}
+	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec.Name, Cluster: c, Home: home, Parameters: values}
 	return nil
 }
 
@@ -327,7 +333,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 				// Gone since: the new kernel fails with the reason, as a start of it would.
 				spec.Name = name
 			}
-			if err := r.newKernel(ctx, u, s, spec, ch.Cluster); err != nil {
+			if err := r.newKernel(ctx, u, s, spec, ch); err != nil {
 				return err
 			}
 			kernelChanged = true

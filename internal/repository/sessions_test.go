@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/domainerr"
@@ -85,5 +86,43 @@ func TestSessions_PathsOutsideTheRootAreInvalidAtOnce(t *testing.T) {
 		if err := c.Create(t.Context(), s); !apierrors.IsInvalid(err) {
 			t.Errorf("a Session with path %q: %v, want invalid", p, err)
 		}
+	}
+}
+
+// A session's kernel takes the launch parameters the request gives, checked against its
+// spec before anything is made.
+func TestCreateSession_KernelParameters(t *testing.T) {
+	c, ns, k := startEnv(t)
+	spec := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "levels"},
+		Spec: nbv1.KernelSpecSpec{DisplayName: "Levels", Language: "python",
+			Argv:       []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}", "--log-level={level}"},
+			Parameters: []nbv1.KernelParameter{{Name: "level", Type: nbv1.ParameterString, Default: "INFO", Enum: []string{"DEBUG", "INFO"}}}}}
+	if err := c.Create(t.Context(), spec); err != nil {
+		t.Fatal(err)
+	}
+	r := &Sessions{Reader: c, Writer: c, Namespace: ns, Kernels: k}
+	u := identity.User{Name: "alice"}
+	str := func(s string) *string { return &s }
+
+	if _, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("bad.ipynb"), KernelSpec: str("levels"),
+		Parameters: map[string]any{"level": "TRACE"}}); !errors.Is(err, domainerr.ErrInvalid) {
+		t.Errorf("a level the spec does not allow: %v, want ErrInvalid", err)
+	}
+	var list nbv1.SessionList
+	if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil || len(list.Items) != 0 {
+		t.Errorf("sessions after the refusal: %d (%v)", len(list.Items), err)
+	}
+
+	m, _, err := r.CreateSession(t.Context(), u, SessionChange{Path: str("a.ipynb"), KernelSpec: str("levels"),
+		Parameters: map[string]any{"level": "DEBUG"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &nbv1.Session{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: m.ID}, s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Spec.Kernel.Parameters; len(got) != 1 || got["level"] != "DEBUG" {
+		t.Errorf("the session's kernel parameters %v", got)
 	}
 }
