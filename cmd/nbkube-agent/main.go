@@ -1,5 +1,6 @@
 // Command nbkube-agent runs a kernel inside a kernel pod (`nbkube-agent [flags] -- ARGV...`,
-// after `nbkube-agent install DEST` in the init container):
+// after `nbkube-agent install DEST` in the init container; `check` and `pause` are the image
+// puller's):
 // the agent of package agent, alone in a small static binary. The kernel pod's init
 // container copies it into the pod, so its size and memory are paid once per kernel; the
 // operator's nbkube binary carries the whole Kubernetes client and would cost several times
@@ -33,6 +34,17 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if len(os.Args) == 2 {
+		switch os.Args[1] {
+		case agentapi.CommandCheck:
+			return
+		case agentapi.CommandPause:
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			<-ctx.Done()
+			stop()
+			return
+		}
 	}
 	// One kernel's traffic needs no more than one P, and with one there are no idle Ps to
 	// wake (a futex call) for every message relayed, a large part of the agent's CPU per

@@ -22,6 +22,15 @@ const BinaryName = "nbkube-agent"
 // destination (`nbkube-agent install DEST`): what a kernel pod's init container runs.
 const CommandInstall = "install"
 
+// CommandCheck makes the agent exit at once with success (`nbkube-agent check`): the image
+// puller's init containers run it in each kernel image, which shows the image is on the node
+// and runs the agent.
+const CommandCheck = "check"
+
+// CommandPause makes the agent wait for SIGTERM and exit (`nbkube-agent pause`): the image
+// puller's one container, which keeps its pod (and so the node's images) in place.
+const CommandPause = "pause"
+
 // Port is where the agent in a kernel pod listens: the builder sets it in EnvAgentPort and
 // names it in the pod's ports and probes, and the API server and controllers dial it at the
 // pod's IP.

@@ -86,3 +86,30 @@ func testHelmPodTemplate(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	}
 	t.Logf("a template no node matches: HTTP %d after %.1fs: %s", r.status, took.Seconds(), r.jupyterError(t).Message)
 }
+
+// testHelmImagePuller: the release's image puller runs on the node, and each of its init
+// containers found its image there and ran the agent's check in it.
+func testHelmImagePuller(t *testing.T, env *helmEnv) {
+	var pods corev1.PodList
+	if err := env.client.List(t.Context(), &pods, client.InNamespace(helmNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": "image-puller"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("image puller pods: %d (%v), want one on the one node", len(pods.Items), err)
+	}
+	p := pods.Items[0]
+	if !podReady(&p) {
+		t.Errorf("the image puller's pod is not ready: %+v", p.Status)
+	}
+	pulled := 0
+	for _, s := range p.Status.InitContainerStatuses {
+		if term := s.State.Terminated; term == nil || term.ExitCode != 0 {
+			t.Errorf("init container %s (%s): %+v, want exited 0", s.Name, s.Image, s.State)
+		}
+		if strings.HasPrefix(s.Name, "pull-") {
+			pulled++
+		}
+	}
+	if pulled == 0 {
+		t.Error("the image puller pulls nothing")
+	}
+	t.Logf("image puller: %d images checked on node %s", pulled, p.Spec.NodeName)
+}

@@ -133,6 +133,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	t.Run("API server killed during a cell", func(t *testing.T) { testHelmAPIServerKilled(t, env, api, kernelID) })
 	t.Run("image that does not exist", func(t *testing.T) { testHelmMissingImage(t, env, api) })
 	t.Run("kernel spec's pod template", func(t *testing.T) { testHelmPodTemplate(t, env, api) })
+	t.Run("image puller", func(t *testing.T) { testHelmImagePuller(t, env) })
 	t.Run("kernel pod killed", func(t *testing.T) { testHelmKernelPodKilled(t, env, api, kernelID) })
 	t.Run("manager killed while kernels start", func(t *testing.T) { testHelmManagerKilled(t, env, api) })
 	t.Run("ipyparallel cluster", func(t *testing.T) { testHelmCluster(t, env, api) })
@@ -498,7 +499,7 @@ func testHelmUninstall(t *testing.T, env *helmEnv) {
 			"kernels": &nbv1.KernelList{}, "sessions": &nbv1.SessionList{}, "clusters": &nbv1.ClusterList{},
 			"kernelspecs": &nbv1.KernelSpecList{}, "userusages": &nbv1.UserUsageList{}, "deployments": &appsv1.DeploymentList{},
 			"roles": &rbacv1.RoleList{}, "rolebindings": &rbacv1.RoleBindingList{},
-			"serviceaccounts": &corev1.ServiceAccountList{}, "configmaps": &corev1.ConfigMapList{},
+			"serviceaccounts": &corev1.ServiceAccountList{}, "configmaps": &corev1.ConfigMapList{}, "daemonsets": &appsv1.DaemonSetList{},
 		}
 		for kind, list := range lists {
 			if err := env.client.List(ctx, list, in); err != nil {
