@@ -5,9 +5,11 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -107,6 +109,11 @@ func runAPIServer(ctx context.Context, args []string) error {
 // operatorFlags are the settings the manager and the API server share.
 type operatorFlags struct {
 	metricsAddr, probeAddr, namespace string
+	// qps and burst bound this process's requests to the Kubernetes API; 0 leaves no
+	// client-side bound (controller-runtime's default), the API server's priority and
+	// fairness deciding.
+	qps   float64
+	burst int
 }
 
 func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
@@ -114,7 +121,26 @@ func bindOperatorFlags(fs *flag.FlagSet) *operatorFlags {
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS, authenticated and authorized through the API server); 0 disables it")
 	fs.StringVar(&f.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	fs.StringVar(&f.namespace, "namespace", envOr("POD_NAMESPACE", "default"), "namespace of the users' kernels, sessions and clusters")
+	fs.Float64Var(&f.qps, "kube-api-qps", 0,
+		"requests per second this process may send the Kubernetes API on average; 0: no client-side limit (the API server's priority and fairness decides)")
+	fs.IntVar(&f.burst, "kube-api-burst", 0, "requests it may send at once above --kube-api-qps; 0: twice --kube-api-qps")
 	return f
+}
+
+// restConfig applies the client-side limits to cfg.
+func (f *operatorFlags) restConfig(cfg *rest.Config) (*rest.Config, error) {
+	if f.qps < 0 || f.burst < 0 || math.IsNaN(f.qps) || math.IsInf(f.qps, 0) {
+		return nil, fmt.Errorf("--kube-api-qps and --kube-api-burst must be 0 or more")
+	}
+	if f.qps == 0 {
+		return cfg, nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(f.qps), f.burst
+	if cfg.Burst == 0 {
+		cfg.Burst = max(1, int(2*f.qps))
+	}
+	return cfg, nil
 }
 
 // newManager makes a controller-runtime manager with the shared settings; tune adjusts them.
@@ -138,7 +164,11 @@ func (f *operatorFlags) newManager(tune func(*ctrl.Options)) (manager.Manager, e
 	if tune != nil {
 		tune(&o)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), o)
+	cfg, err := f.restConfig(ctrl.GetConfigOrDie())
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, o)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
