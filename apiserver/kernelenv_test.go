@@ -166,16 +166,7 @@ func TestStartKernel_GatewayEnvSetsWorkingDirAndAllowListedVariables(t *testing.
 	start := func(env map[string]any) response {
 		return s.do("POST", "/api/kernels", map[string]any{"name": "python3", "env": env}, as...)
 	}
-	kernel := func(r response) *nbv1.Kernel {
-		t.Helper()
-		expect(t, r, http.StatusCreated)
-		id, _ := r.json(t)["id"].(string)
-		kn := &nbv1.Kernel{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: id}, kn); err != nil {
-			t.Fatal(err)
-		}
-		return kn
-	}
+	kernel := func(r response) *nbv1.Kernel { return startedKernel(t, c, ns, r) }
 
 	kn := kernel(start(map[string]any{"KERNEL_USERNAME": "ann", "KERNEL_WORKING_DIR": "work/a",
 		"KERNEL_LAUNCH_TIMEOUT": "40", "KERNEL_IMAGE": "evil:latest", "KERNEL_NAMESPACE": "kube-system", "PATH": "/evil", "NBKUBE_KERNEL_ID": "x"}))
@@ -199,4 +190,16 @@ func TestStartKernel_GatewayEnvSetsWorkingDirAndAllowListedVariables(t *testing.
 	expect(t, start(map[string]any{"KERNEL_USERNAME": 7}), http.StatusBadRequest)
 	expect(t, start(map[string]any{"KERNEL_USERNAME": nil}), http.StatusBadRequest)
 	expect(t, start(map[string]any{"KERNEL_X": strings.Repeat("x", 64<<10)}), http.StatusBadRequest)
+}
+
+// startedKernel is the Kernel a start answered 201 with.
+func startedKernel(t *testing.T, c client.Client, ns string, r response) *nbv1.Kernel {
+	t.Helper()
+	expect(t, r, http.StatusCreated)
+	id, _ := r.json(t)["id"].(string)
+	kn := &nbv1.Kernel{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: id}, kn); err != nil {
+		t.Fatal(err)
+	}
+	return kn
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
@@ -35,16 +34,7 @@ func TestStartKernel_LaunchParameters(t *testing.T) {
 		body["name"] = "sized"
 		return s.do("POST", "/api/kernels", body, as...)
 	}
-	recorded := func(r response) map[string]string {
-		t.Helper()
-		expect(t, r, http.StatusCreated)
-		id, _ := r.json(t)["id"].(string)
-		kn := &nbv1.Kernel{}
-		if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: id}, kn); err != nil {
-			t.Fatal(err)
-		}
-		return kn.Spec.Parameters
-	}
+	recorded := func(r response) map[string]string { return startedKernel(t, c, ns, r).Spec.Parameters }
 
 	if got := recorded(start(map[string]any{"parameters": map[string]any{"cpus": 2.5, "log_level": "DEBUG"}})); !maps.Equal(got, map[string]string{"cpus": "2.5", "log_level": "DEBUG"}) {
 		t.Errorf("parameters recorded %v", got)

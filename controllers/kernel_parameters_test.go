@@ -58,16 +58,7 @@ func TestKernel_RefusesParametersItsSpecDoesNotAllow(t *testing.T) {
 	bad.Name = "bad"
 	bad.Spec.Parameters[0].Default = "16"
 	create(t, bad)
-	eventually(t, "the spec not Ready", func() error {
-		if err := get(bad); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(bad.Status.Conditions, nbv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "default of parameter memory: 16 is above the maximum 8") {
-			return fmt.Errorf("conditions %+v", bad.Status.Conditions)
-		}
-		return nil
-	})
+	specNotReady(t, bad, "default of parameter memory: 16 is above the maximum 8")
 }
 
 func TestKernelSpec_SchemaRefusesParametersThatCannotWork(t *testing.T) {

@@ -121,16 +121,7 @@ func TestKernel_RefusesASpecWhoseTemplateMountsEveryHome(t *testing.T) {
 	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); !strings.Contains(c.Message, "contents claim") {
 		t.Errorf("kernel's message %q does not say what is wrong", c.Message)
 	}
-	eventually(t, "the spec not Ready", func() error {
-		if err := get(ks); err != nil {
-			return err
-		}
-		c := meta.FindStatusCondition(ks.Status.Conditions, nbv1.ConditionReady)
-		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "contents claim") {
-			return fmt.Errorf("conditions %+v", ks.Status.Conditions)
-		}
-		return nil
-	})
+	specNotReady(t, ks, "contents claim")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: k.Name}}
 	if err := get(pod); err == nil {
 		t.Error("a pod was created for the kernel")
@@ -179,4 +170,19 @@ func TestCluster_EnginesFollowTheEngineTemplate(t *testing.T) {
 		t.Errorf("message %q does not say what is wrong", c.Message)
 	}
 	clusterPods(t, allHomes, builder.ComponentClusterEngine, 0)
+}
+
+// specNotReady waits until the KernelSpec is not Ready, for a reason whose message says want.
+func specNotReady(t *testing.T, ks *nbv1.KernelSpec, want string) {
+	t.Helper()
+	eventually(t, "the spec not Ready", func() error {
+		if err := get(ks); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(ks.Status.Conditions, nbv1.ConditionReady)
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, want) {
+			return fmt.Errorf("conditions %+v", ks.Status.Conditions)
+		}
+		return nil
+	})
 }

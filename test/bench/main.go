@@ -28,11 +28,29 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle or all")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle, all, or cluster (a real cluster, not part of all)")
+	var cc clusterConfig
+	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
+	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
+	flag.StringVar(&cc.chart, "chart", "charts/nbkube", "-only cluster: the chart")
+	flag.StringVar(&cc.image, "image", "", "-only cluster: the operator image, on the node already")
+	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
+	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle or all")
+	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all", "cluster"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle, all or cluster")
 		os.Exit(2)
+	}
+	if *only == "cluster" {
+		if cc.kubeconfig == "" || cc.image == "" || cc.kernelImage == "" {
+			fmt.Fprintln(os.Stderr, "bench: -only cluster needs -kubeconfig, -image and -kernel-image (make bench-e2e sets them)")
+			os.Exit(2)
+		}
+		if err := writeReport(*out, nil, nil, nil, nil, nil, measureCluster(cc), *duration); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(*out, *nbkube, *jupyter, *only, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -62,7 +80,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		idle = measureIdle(nbkubeBin, filepath.Join(work, "idle"))
 	}
 	if only == "idle" {
-		return writeReport(out, nil, nil, nil, nil, idle, d)
+		return writeReport(out, nil, nil, nil, nil, idle, nil, d)
 	}
 
 	var servers []*server
@@ -104,7 +122,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, contents, exports, kernels, pages, idle, d)
+	return writeReport(out, contents, exports, kernels, pages, idle, nil, d)
 }
 
 func measureContents(servers []*server, d time.Duration) (map[string]map[string]result, error) {
@@ -384,7 +402,9 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 // exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil, the
 // state at rest unless idle is nil. The sections of the report already at out that were not
 // measured this time are kept, so that `-only pages` updates the pages' section alone.
-func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, idle *idleReport, d time.Duration) error {
+func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, idle *idleReport,
+	cluster *clusterReport, d time.Duration,
+) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	today := time.Now().UTC().Format("2006-01-02")
@@ -420,6 +440,7 @@ func writeReport(out string, results, exports map[string]map[string]result, kern
 	section("Kernels", kernels != nil, func(sb *strings.Builder) { writeKernels(sb, kernels) })
 	section("Web pages", pages != nil, func(sb *strings.Builder) { writePages(sb, pages) })
 	section("At rest", idle != nil, func(sb *strings.Builder) { writeIdle(sb, idle) })
+	section("Kernels on a real cluster", cluster != nil, func(sb *strings.Builder) { writeCluster(sb, cluster) })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}

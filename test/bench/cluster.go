@@ -1,0 +1,467 @@
+package main
+
+// Kernels on a real cluster (`make bench-e2e`): the chart installed into the single-node
+// cluster of hack/cluster.sh, kernels started through its API server's Service, against the
+// floor measured in the same run on the same node: a bare pod of the same image reaching
+// Running, plus ipykernel's own start inside such a pod.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+// clusterConfig is what -only cluster needs to know of the cluster and the images.
+type clusterConfig struct {
+	kubeconfig, helm, chart string
+	image, kernelImage      string
+	contentsDir             string
+}
+
+const (
+	benchNamespace = "nbkube-bench"
+	benchRelease   = "bench"
+	benchClass     = "nbkube-bench-contents"
+	// clusterStarts is the number of sequential and of concurrent starts of each column.
+	clusterStarts = 20
+)
+
+// floorPodScript starts ipykernel as the agent does (a kernel of the image's python3) and
+// prints how long it took to answer kernel_info, in seconds: from after jupyter_client's own
+// import, which the agent (Go) does not pay, to the reply.
+const floorPodScript = `import subprocess, sys, time
+from jupyter_client.manager import KernelManager
+t0 = time.perf_counter()
+km = KernelManager(kernel_name="python3")
+km.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+kc = km.client()
+kc.start_channels()
+kc.kernel_info(reply=True, timeout=120)
+print("FLOOR_SECONDS", time.perf_counter() - t0, flush=True)
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+`
+
+// clusterReport is the "Kernels on a real cluster" section.
+type clusterReport struct {
+	node, version string
+	// seq and conc are per-start times, sorted: nbkube's POST → 201 (kernel_info answered),
+	// the floor's pod creation → Running plus ipykernel's start in the pod.
+	seq, seqFloor, conc, concFloor []time.Duration
+	// seqFloorInit is the floor with the kernel pod's init container (the agent copied out of
+	// the operator's image) added: what that step costs, in the same run.
+	seqFloorInit []time.Duration
+	// concAll, concFloorAll: the first request to the last kernel ready.
+	concAll, concFloorAll time.Duration
+	// phases of nbkube's sequential starts, per phase name, sorted.
+	phases map[string][]time.Duration
+	errs   []error
+}
+
+// The phases of a start, as the bench tells them apart.
+const (
+	phaseCreate   = "API: Kernel, Secret and pod created"
+	phaseSchedule = "scheduling"
+	phaseRun      = "sandbox, agent init container, kernel container started"
+	phaseKernel   = "agent and ipykernel start, kernel_info answered through the API server"
+)
+
+// podTimes is when this process saw a pod reach each state, from a watch.
+type podTimes struct {
+	created, scheduled, running, ready time.Time
+}
+
+// podClock watches the namespace's pods and notes when each was first seen in each state.
+type podClock struct {
+	mu   sync.Mutex
+	pods map[string]*podTimes
+	seen *sync.Cond
+}
+
+func newPodClock(ctx context.Context, cs kubernetes.Interface, ns string) *podClock {
+	c := &podClock{pods: map[string]*podTimes{}}
+	c.seen = sync.NewCond(&c.mu)
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", ns, fields.Everything())
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	note := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		now := time.Now()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		// Every pod the bench makes has a name of its own (kernel ids, floor-<n>).
+		t := c.pods[p.Name]
+		if t == nil {
+			t = &podTimes{created: now}
+			c.pods[p.Name] = t
+		}
+		if t.scheduled.IsZero() && p.Spec.NodeName != "" {
+			t.scheduled = now
+		}
+		if t.running.IsZero() && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
+			t.running = now
+		}
+		if t.ready.IsZero() && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		}) {
+			t.ready = now
+		}
+		c.seen.Broadcast()
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, o any) { note(o) }})
+	go inf.Run(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	return c
+}
+
+// wait returns the pod's times once done says they are complete, or after timeout.
+func (c *podClock) wait(name string, timeout time.Duration, done func(*podTimes) bool) (podTimes, error) {
+	deadline := time.Now().Add(timeout)
+	timer := time.AfterFunc(timeout, func() { c.seen.Broadcast() })
+	defer timer.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		if t := c.pods[name]; t != nil && done(t) {
+			return *t, nil
+		}
+		if time.Now().After(deadline) {
+			return podTimes{}, fmt.Errorf("pod %s: not seen as expected within %s", name, timeout)
+		}
+		c.seen.Wait()
+	}
+}
+
+func measureCluster(cfg clusterConfig) *clusterReport {
+	rep := &clusterReport{phases: map[string][]time.Duration{}}
+	fail := func(err error) *clusterReport {
+		rep.errs = append(rep.errs, err)
+		fmt.Fprintln(os.Stderr, "bench: cluster:", err)
+		return rep
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return fail(err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		rep.version = v.GitVersion
+	}
+	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil && len(nodes.Items) > 0 {
+		n := nodes.Items[0]
+		rep.node = fmt.Sprintf("%s (%s CPU, %s memory, %s)", n.Name, n.Status.Capacity.Cpu(), n.Status.Capacity.Memory(), n.Status.NodeInfo.ContainerRuntimeVersion)
+	}
+	api, cleanup, err := installBench(ctx, cs, cfg)
+	defer cleanup()
+	if err != nil {
+		return fail(err)
+	}
+	clock := newPodClock(ctx, cs, benchNamespace)
+
+	// One start and one floor pod first: the first of each pays for caches the others find warm.
+	if _, _, err := nbkubeStart(api, clock); err != nil {
+		return fail(fmt.Errorf("warm-up start: %w", err))
+	}
+	if _, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, "floor-warm", "")); err != nil {
+		return fail(fmt.Errorf("warm-up floor pod: %w", err))
+	}
+
+	for i := range clusterStarts {
+		d, phases, err := nbkubeStart(api, clock)
+		if err != nil {
+			return fail(fmt.Errorf("sequential start %d: %w", i, err))
+		}
+		rep.seq = append(rep.seq, d)
+		for name, v := range phases {
+			rep.phases[name] = append(rep.phases[name], v)
+		}
+		f, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-%d", i), ""))
+		if err != nil {
+			return fail(fmt.Errorf("sequential floor %d: %w", i, err))
+		}
+		rep.seqFloor = append(rep.seqFloor, f)
+		fi, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-init-%d", i), cfg.image))
+		if err != nil {
+			return fail(fmt.Errorf("sequential floor with an init container %d: %w", i, err))
+		}
+		rep.seqFloorInit = append(rep.seqFloorInit, fi)
+		fmt.Fprintf(os.Stderr, "cluster  start %2d: nbkube %6.0f ms, floor %6.0f ms, floor with the init container %6.0f ms\n", i, ms(d), ms(f), ms(fi))
+	}
+
+	rep.conc, rep.concAll, err = concurrently(func(i int) (time.Duration, error) {
+		d, _, err := nbkubeStart(api, clock)
+		return d, err
+	})
+	if err != nil {
+		return fail(fmt.Errorf("concurrent starts: %w", err))
+	}
+	rep.concFloor, rep.concFloorAll, err = concurrently(func(i int) (time.Duration, error) {
+		return floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-c%d", i), ""))
+	})
+	if err != nil {
+		return fail(fmt.Errorf("concurrent floor: %w", err))
+	}
+	for _, v := range [][]time.Duration{rep.seq, rep.seqFloor, rep.seqFloorInit, rep.conc, rep.concFloor} {
+		slices.Sort(v)
+	}
+	for _, v := range rep.phases {
+		slices.Sort(v)
+	}
+	fmt.Fprintf(os.Stderr, "cluster  sequential p50 nbkube %.0f ms, floor %.0f ms; %d at once: all ready in %.1f s, floor %.1f s\n",
+		ms(p50(rep.seq)), ms(p50(rep.seqFloor)), clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds())
+	return rep
+}
+
+// concurrently runs clusterStarts starts at once; it returns each one's time, sorted, and the
+// time from the first request until the last was done.
+func concurrently(start func(i int) (time.Duration, error)) ([]time.Duration, time.Duration, error) {
+	began := time.Now()
+	out := make([]time.Duration, clusterStarts)
+	errs := make([]error, clusterStarts)
+	var wg sync.WaitGroup
+	for i := range clusterStarts {
+		wg.Go(func() { out[i], errs[i] = start(i) })
+	}
+	wg.Wait()
+	all := time.Since(began)
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	slices.Sort(out)
+	return out, all, nil
+}
+
+// nbkubeStart starts a kernel through the API (POST answers once the kernel answered
+// kernel_info), deletes it, and returns the start's time and its phases as the pod watch saw
+// them.
+func nbkubeStart(api *kernelClient, clock *podClock) (time.Duration, map[string]time.Duration, error) {
+	t0 := time.Now()
+	id, err := api.create()
+	if err != nil {
+		return 0, nil, err
+	}
+	took := time.Since(t0)
+	done := time.Now()
+	// The pod's own Ready condition comes later (its probe's first period): the API server asks
+	// the agent itself, so the last step the watch can tell apart is the container's start.
+	t, err := clock.wait(id, 10*time.Second, func(t *podTimes) bool { return !t.running.IsZero() })
+	if err == nil && !t.running.After(done) {
+		return took, map[string]time.Duration{
+			phaseCreate:   t.created.Sub(t0),
+			phaseSchedule: t.scheduled.Sub(t.created),
+			phaseRun:      t.running.Sub(t.scheduled),
+			phaseKernel:   done.Sub(t.running),
+		}, api.remove(id)
+	}
+	return took, nil, api.remove(id)
+}
+
+// floorStart makes a bare pod of the kernel image that starts ipykernel, and returns the time
+// from its creation until it was Running plus ipykernel's start inside it.
+func floorStart(ctx context.Context, cs kubernetes.Interface, clock *podClock, p *corev1.Pod) (time.Duration, error) {
+	pods := cs.CoreV1().Pods(benchNamespace)
+	name := p.Name
+	t0 := time.Now()
+	if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return 0, err
+	}
+	defer func() {
+		_ = pods.Delete(context.Background(), name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	}()
+	t, err := clock.wait(name, 2*time.Minute, func(t *podTimes) bool { return !t.running.IsZero() })
+	if err != nil {
+		return 0, err
+	}
+	running := t.running.Sub(t0)
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		logs, err := pods.GetLogs(name, &corev1.PodLogOptions{}).Do(ctx).Raw()
+		if err == nil {
+			if _, rest, ok := bytes.Cut(logs, []byte("FLOOR_SECONDS ")); ok {
+				line, _, _ := bytes.Cut(rest, []byte("\n"))
+				s, err := strconv.ParseFloat(strings.TrimSpace(string(line)), 64)
+				if err != nil {
+					return 0, fmt.Errorf("floor pod %s printed %q", name, logs)
+				}
+				return running + time.Duration(s*float64(time.Second)), nil
+			}
+		}
+		cur, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err == nil && cur.Status.Phase == corev1.PodFailed {
+			return 0, fmt.Errorf("floor pod %s failed: %s", name, logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("floor pod %s printed no time", name)
+}
+
+// floorPod is a pod as plain as the kernel pod's user-facing part: same image, same user and
+// restricted security context, a writable /tmp, the same small requests. With agentImage set,
+// it also has the kernel pod's init container, which copies the agent out of that image.
+func floorPod(image, name, agentImage string) *corev1.Pod {
+	restricted := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
+	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nbkube-bench": "floor"}},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                corev1.RestartPolicyNever,
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](100),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "floor", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"python3", "-c", floorPodScript},
+				Env:             []corev1.EnvVar{{Name: "HOME", Value: "/tmp"}, {Name: "JUPYTER_RUNTIME_DIR", Value: "/tmp/runtime"}},
+				Resources:       small,
+				SecurityContext: restricted,
+				VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+			}},
+			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+		},
+	}
+	if agentImage != "" {
+		p.Spec.InitContainers = []corev1.Container{{
+			Name: "install-agent", Image: agentImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:   []string{"/usr/local/bin/nbkube-agent", "install", "/opt/nbkube/bin/nbkube-agent"},
+			Resources: small, SecurityContext: restricted,
+			VolumeMounts: []corev1.VolumeMount{{Name: "agent-bin", MountPath: "/opt/nbkube/bin"}},
+		}}
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	}
+	return p
+}
+
+// installBench installs the chart into benchNamespace with a contents volume in
+// cfg.contentsDir and a python3 spec of small requests (twenty kernels fit on two cores), and
+// returns a client of its API server; cleanup uninstalls it.
+func installBench(ctx context.Context, cs kubernetes.Interface, cfg clusterConfig) (*kernelClient, func(), error) {
+	var undo []func()
+	cleanup := func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+	if err := os.MkdirAll(cfg.contentsDir, 0o775); err != nil {
+		return nil, cleanup, err
+	}
+	if err := os.Chown(cfg.contentsDir, 1000, 100); err != nil {
+		return nil, cleanup, err
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: benchClass},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              benchClass,
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: cfg.contentsDir}},
+		},
+	}
+	if _, err := cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, cleanup, err
+	}
+	undo = append(undo, func() {
+		_ = cs.CoreV1().PersistentVolumes().Delete(context.Background(), benchClass, metav1.DeleteOptions{})
+	})
+	repo, tag, _ := strings.Cut(cfg.image, ":")
+	krepo, ktag, _ := strings.Cut(cfg.kernelImage, ":")
+	args := []string{"install", benchRelease, cfg.chart, "--namespace", benchNamespace, "--create-namespace", "--wait", "--timeout", "5m",
+		"--set", "image.repository=" + repo, "--set", "image.tag=" + tag, "--set", "image.pullPolicy=Never",
+		"--set", "kernelImage.repository=" + krepo, "--set", "kernelImage.tag=" + ktag,
+		"--set", "contents.storageClass=" + benchClass, "--set", "contents.size=1Gi",
+		"--set", "kernelSpecs.python3.resources.requests.cpu=10m", "--set", "kernelSpecs.python3.resources.requests.memory=64Mi"}
+	cmd := exec.CommandContext(ctx, cfg.helm, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, cleanup, fmt.Errorf("helm install: %w: %s", err, out)
+	}
+	undo = append(undo, func() {
+		un := exec.Command(cfg.helm, "uninstall", benchRelease, "--namespace", benchNamespace, "--wait", "--timeout", "5m")
+		un.Env = append(os.Environ(), "KUBECONFIG="+cfg.kubeconfig)
+		_ = un.Run()
+		_ = cs.CoreV1().Namespaces().Delete(context.Background(), benchNamespace, metav1.DeleteOptions{})
+	})
+	secret, err := cs.CoreV1().Secrets(benchNamespace).Get(ctx, benchRelease+"-nbkube-auth", metav1.GetOptions{})
+	if err != nil {
+		return nil, cleanup, err
+	}
+	svc, err := cs.CoreV1().Services(benchNamespace).Get(ctx, benchRelease+"-nbkube", metav1.GetOptions{})
+	if err != nil {
+		return nil, cleanup, err
+	}
+	s := &server{name: "nbkube", base: fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), token: string(secret.Data["token"])}
+	api := &kernelClient{s: s, hc: &http.Client{Timeout: kernelTimeout}}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := api.do(http.MethodGet, "api/status", nil)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return api, cleanup, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, cleanup, fmt.Errorf("the API server's Service %s does not answer: %w", s.base, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// writeCluster is the report's section.
+func writeCluster(b *strings.Builder, rep *clusterReport) {
+	fmt.Fprintf(b, "## Kernels on a real cluster\n\n")
+	fmt.Fprintf(b, "Generated by `make bench-e2e` (test/bench `-only cluster`): the chart installed into the single-node cluster of `make test-e2e` (hack/cluster.sh: kube-apiserver, etcd, scheduler, controller manager, kubelet, containerd, kube-router; Kubernetes %s) on node %s, the images already on the node. "+
+		"nbkube: `POST /api/kernels` through the API server's Service until it answers (the kernel has answered `kernel_info`), then `DELETE`. "+
+		"Floor, measured in the same run on the same node: a bare pod of the same kernel image, user and security context reaching Running, plus ipykernel's own start inside such a pod (jupyter_client until `kernel_info` is answered). "+
+		"Target: nbkube's p50 at most 150 ms above the floor's. Twenty samples on two cores shared with the whole cluster: a p50 moves by a few hundred milliseconds from run to run, so compare the columns of one run.\n\n", rep.version, rep.node)
+	if len(rep.errs) > 0 {
+		fmt.Fprintf(b, "Not measured: %v\n", errors.Join(rep.errs...))
+		return
+	}
+	row := func(name string, nb, floor []time.Duration) {
+		fmt.Fprintf(b, "| %s | %.0f / %.0f | %.0f / %.0f | %+.0f |\n", name, ms(p50(nb)), ms(p99(nb)), ms(p50(floor)), ms(p99(floor)), ms(p50(nb)-p50(floor)))
+	}
+	fmt.Fprintf(b, "| starts | nbkube p50 / p99 ms | floor p50 / p99 ms | nbkube − floor, p50 ms |\n|---|---|---|---|\n")
+	row(fmt.Sprintf("%d one after another (p99: the slowest)", clusterStarts), rep.seq, rep.seqFloor)
+	row(fmt.Sprintf("%d one after another, against a floor pod with the agent's init container", clusterStarts), rep.seq, rep.seqFloorInit)
+	row(fmt.Sprintf("%d at once, each", clusterStarts), rep.conc, rep.concFloor)
+	fmt.Fprintf(b, "| %d at once, until the last is ready | %.1f s | %.1f s | %+.1f s |\n\n", clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds(), (rep.concAll - rep.concFloorAll).Seconds())
+	fmt.Fprintf(b, "Where nbkube's sequential starts spend their time, as a watch of the pods saw it (p50 / p99 ms):\n\n| phase | p50 / p99 ms |\n|---|---|\n")
+	for _, name := range []string{phaseCreate, phaseSchedule, phaseRun, phaseKernel} {
+		if v := rep.phases[name]; len(v) > 0 {
+			fmt.Fprintf(b, "| %s | %.0f / %.0f |\n", name, ms(p50(v)), ms(p99(v)))
+		}
+	}
+	b.WriteString("\n")
+}
