@@ -131,9 +131,9 @@ func (f *floorStarter) close() {
 	}
 }
 
-// floorConcurrent runs floor.py for scenario 4 alone.
-func floorConcurrent(python, dir string) (time.Duration, error) {
-	out, err := runFloor(python, dir, "--only-concurrent", strconv.Itoa(concurrentKernels))
+// floorConcurrent runs floor.py for scenario 4 alone: n kernels at once.
+func floorConcurrent(python, dir string, n int) (time.Duration, error) {
+	out, err := runFloor(python, dir, "--only-concurrent", strconv.Itoa(n))
 	if err != nil {
 		return 0, err
 	}

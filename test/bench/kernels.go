@@ -27,6 +27,8 @@ const (
 	roundTripWarmup   = 20
 	streamLines       = 20000
 	concurrentKernels = 20
+	// manyKernels are started at once once per column: none may fail.
+	manyKernels = 100
 	// kernelTimeout bounds one kernel start, one execution and one HTTP call: twenty kernels
 	// starting at once on two cores take tens of seconds.
 	kernelTimeout = 2 * time.Minute
@@ -43,6 +45,7 @@ const (
 	scRoundTrip
 	scStream
 	scConcurrent
+	scMany
 	scDelete
 	scRSS
 	scCPU
@@ -55,6 +58,7 @@ type kernelResults struct {
 	start, del, roundTrip []time.Duration // sorted
 	stream                streamResult
 	concurrent            []time.Duration // sorted; one per round that worked
+	many                  time.Duration   // manyKernels at once, until all answered
 	rss                   rssResult
 	cpu                   cpuResult
 	errs                  map[kernelScenario]error
@@ -111,7 +115,7 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 		skipped := errors.New("not measured (-kernels-concurrent-only)")
 		for _, s := range servers {
 			r := newKernelResults(s.name)
-			r.fail(skipped, scStart, scRoundTrip, scStream, scDelete, scCPU)
+			r.fail(skipped, scStart, scRoundTrip, scStream, scDelete, scCPU, scMany)
 			if s.name == "nbkube" {
 				rep.nbkube = r
 			} else {
@@ -120,7 +124,7 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 		}
 		if python != "" {
 			rep.direct = newKernelResults("direct")
-			rep.direct.fail(skipped, scStart, scRoundTrip, scStream, scDelete)
+			rep.direct.fail(skipped, scStart, scRoundTrip, scStream, scDelete, scMany)
 		}
 		measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
 		return rep
@@ -141,7 +145,37 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 	}
 	measureStarts(rep, servers, python, filepath.Join(work, "floor"))
 	measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
+	measureMany(rep, servers, python, filepath.Join(work, "floor"))
 	return rep
+}
+
+// measureMany starts manyKernels at once, once in each column: the ones that fail are
+// reported, not retried.
+func measureMany(rep *kernelReport, servers []*server, python, dir string) {
+	for _, sc := range serverColumns(rep, servers) {
+		waitQuiet(servers)
+		c := &kernelClient{s: sc.c.s, hc: &http.Client{Timeout: 5 * time.Minute}}
+		conns, d, err := c.startAtOnce(manyKernels)
+		c.stopAll(conns)
+		c.hc.CloseIdleConnections()
+		sc.c.hc.CloseIdleConnections()
+		if err != nil {
+			sc.r.fail(err, scMany)
+			continue
+		}
+		sc.r.many = d
+		fmt.Fprintf(os.Stderr, "%-8s %d kernels at once: %.1f s\n", sc.r.column, manyKernels, d.Seconds())
+	}
+	if rep.direct != nil {
+		waitQuiet(servers)
+		d, err := floorConcurrent(python, dir, manyKernels)
+		if err != nil {
+			rep.direct.fail(err, scMany)
+			return
+		}
+		rep.direct.many = d
+		fmt.Fprintf(os.Stderr, "direct   %d kernels at once: %.1f s\n", manyKernels, d.Seconds())
+	}
 }
 
 // serverColumn is a server's column of the kernel report and a client to measure it with.
@@ -238,7 +272,7 @@ func measureConcurrentRounds(rep *kernelReport, servers []*server, python, dir s
 		cols = append(cols, column{sc.r, func() (time.Duration, error) { return sc.c.measureConcurrent(sc.r) }})
 	}
 	if rep.direct != nil {
-		cols = append(cols, column{rep.direct, func() (time.Duration, error) { return floorConcurrent(python, dir) }})
+		cols = append(cols, column{rep.direct, func() (time.Duration, error) { return floorConcurrent(python, dir, concurrentKernels) }})
 	}
 	failed := map[*kernelResults][]error{}
 	for round := range concurrentRounds {
@@ -331,23 +365,9 @@ func (c *kernelClient) measureStream(k *kernelConn, r *kernelResults) {
 // measurement, it measures that too, with the twenty kernels running.
 func (c *kernelClient) measureConcurrent(r *kernelResults) (time.Duration, error) {
 	before, beforeErr := c.serverRSS()
-	conns := make([]*kernelConn, concurrentKernels)
-	errs := make([]error, concurrentKernels)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range conns {
-		wg.Go(func() { conns[i], errs[i] = c.start() })
-	}
-	wg.Wait()
-	elapsed := time.Since(t0)
-	startErr := firstOf(errs)
+	conns, elapsed, startErr := c.startAtOnce(concurrentKernels)
 	// Memory per kernel means as much with the kernels that did start.
-	started := 0
-	for _, k := range conns {
-		if k != nil {
-			started++
-		}
-	}
+	started := len(conns)
 	if started > 0 && r.rss.perKernel == 0 {
 		var err error
 		r.rss, err = c.rssPerKernel(before, beforeErr, started)
@@ -357,13 +377,32 @@ func (c *kernelClient) measureConcurrent(r *kernelResults) (time.Duration, error
 			fmt.Fprintf(os.Stderr, "%-8s server side %.1f MiB per kernel (%s)\n", c.s.name, r.rss.perKernel/(1<<20), r.rss.how)
 		}
 	}
-	for _, k := range conns {
-		if k != nil {
-			wg.Go(func() { _ = c.stop(k) })
-		}
+	c.stopAll(conns)
+	return elapsed, startErr
+}
+
+// startAtOnce starts n kernels at once, each until it answered kernel_info, and returns those
+// that started, the time until the last did, and the errors of those that did not.
+func (c *kernelClient) startAtOnce(n int) ([]*kernelConn, time.Duration, error) {
+	conns := make([]*kernelConn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range conns {
+		wg.Go(func() { conns[i], errs[i] = c.start() })
 	}
 	wg.Wait()
-	return elapsed, startErr
+	elapsed := time.Since(t0)
+	return slices.DeleteFunc(conns, func(k *kernelConn) bool { return k == nil }), elapsed, firstOf(errs)
+}
+
+// stopAll stops the kernels at once.
+func (c *kernelClient) stopAll(conns []*kernelConn) {
+	var wg sync.WaitGroup
+	for _, k := range conns {
+		wg.Go(func() { _ = c.stop(k) })
+	}
+	wg.Wait()
 }
 
 // firstOf summarises the errors of several attempts as the first one and how many failed.
