@@ -77,6 +77,16 @@ func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
 	} else if _, err := reference.ParseNormalizedNamed(image); err != nil {
 		problems = append(problems, fmt.Sprintf("image %q: %v", image, err))
 	}
+	for _, p := range s.Parameters {
+		if !p.Image {
+			continue
+		}
+		for _, e := range p.Enum {
+			if _, err := reference.ParseNormalizedNamed(e); err != nil {
+				problems = append(problems, fmt.Sprintf("parameter %s: image %q: %v", p.Name, e, err))
+			}
+		}
+	}
 	for _, name := range sortedKeys(s.Env) {
 		if errs := validation.IsEnvVarName(name); len(errs) > 0 {
 			problems = append(problems, fmt.Sprintf("env %q: %s", name, strings.Join(errs, ", ")))

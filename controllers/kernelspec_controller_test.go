@@ -32,6 +32,10 @@ func TestValidateKernelSpec(t *testing.T) {
 		{name: "png logo that is not", mod: func(s *nbv1.KernelSpecSpec) {
 			s.Logo = &nbv1.KernelLogo{FileName: "logo-64x64.png", Data: []byte("<svg/>")}
 		}, defImg: "img:1", want: []string{"not a PNG"}},
+		{name: "image parameter of a bad image", mod: func(s *nbv1.KernelSpecSpec) {
+			s.Parameters = []nbv1.KernelParameter{{Name: "image", Type: nbv1.ParameterString, Default: "python:3.12",
+				Enum: []string{"python:3.12", "Bad Image"}, Image: true}}
+		}, defImg: "img:1", want: []string{`parameter image: image "Bad Image"`}},
 		{name: "svg logo", mod: func(s *nbv1.KernelSpecSpec) {
 			s.Logo = &nbv1.KernelLogo{FileName: "logo-svg.svg", Data: []byte(`<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg"/>`)}
 		}, defImg: "img:1", want: nil},
