@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -87,7 +88,7 @@ func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
 			}
 		}
 	}
-	for _, name := range sortedKeys(s.Env) {
+	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
 		if errs := validation.IsEnvVarName(name); len(errs) > 0 {
 			problems = append(problems, fmt.Sprintf("env %q: %s", name, strings.Join(errs, ", ")))
 		}
@@ -111,15 +112,6 @@ func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
 	}
 	slices.Sort(problems)
 	return problems
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // SetupWithManager watches KernelSpecs.

@@ -8,6 +8,7 @@ package kernelparams
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -47,7 +48,7 @@ func Resolve(spec *nbv1.KernelSpec, given map[string]any) (map[string]string, er
 		return nil, nil
 	}
 	out := make(map[string]string, len(given))
-	for _, name := range sortedKeys(given) {
+	for _, name := range slices.Sorted(maps.Keys(given)) {
 		p := find(spec, name)
 		if p == nil {
 			if len(spec.Spec.Parameters) == 0 {
@@ -340,13 +341,4 @@ func names(spec *nbv1.KernelSpec) []string {
 		out[i] = p.Name
 	}
 	return out
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
