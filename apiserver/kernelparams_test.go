@@ -1,11 +1,13 @@
 package apiserver_test
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -21,7 +23,7 @@ func TestStartKernel_LaunchParameters(t *testing.T) {
 	spec := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sized"},
 		Spec: nbv1.KernelSpecSpec{DisplayName: "Sized", Language: "python",
 			Argv:     []string{"python3", "-m", "ipykernel_launcher", "-f", "{connection_file}", "--log-level={log_level}"},
-			Metadata: nil,
+			Metadata: &apiextensionsv1.JSON{Raw: []byte(`{"debugger": true}`)},
 			Parameters: []nbv1.KernelParameter{
 				{Name: "cpus", Type: nbv1.ParameterNumber, Default: "1", Minimum: ptr.To(resource.MustParse("0.5")), Maximum: ptr.To(resource.MustParse("4")),
 					Resource: &nbv1.ParameterResource{Name: "cpu"}},
@@ -29,6 +31,10 @@ func TestStartKernel_LaunchParameters(t *testing.T) {
 			}}}
 	if err := c.Create(t.Context(), spec); err != nil {
 		t.Fatal(err)
+	}
+	tooMany := map[string]any{}
+	for i := range 33 {
+		tooMany[fmt.Sprintf("p%d", i)] = 1
 	}
 	start := func(body map[string]any) response {
 		body["name"] = "sized"
@@ -57,6 +63,7 @@ func TestStartKernel_LaunchParameters(t *testing.T) {
 		{map[string]any{"parameters": map[string]any{"log_level": "TRACE"}}, `"TRACE" is not one of DEBUG, INFO`},
 		{map[string]any{"env": map[string]string{"KERNEL_CPUS": "lots"}}, `cpus: "lots" is not a number`},
 		{map[string]any{"parameters": []int{1}}, "Invalid JSON"},
+		{map[string]any{"parameters": tooMany}, "parameters has 33 values, more than 32"},
 	} {
 		r := start(tc.body)
 		expect(t, r, http.StatusBadRequest)
@@ -64,12 +71,20 @@ func TestStartKernel_LaunchParameters(t *testing.T) {
 			t.Errorf("%v: message %q, want %q", tc.body, msg, tc.msg)
 		}
 	}
+	// A value the spec refuses says so in Jupyter's short reason too.
+	if reason := start(map[string]any{"parameters": map[string]any{"cpus": 16}}).json(t)["reason"]; reason != "bad parameter" {
+		t.Errorf("reason %v, want \"bad parameter\"", reason)
+	}
 
 	r := s.do("GET", "/api/kernelspecs/sized", nil, as...)
 	expect(t, r, http.StatusOK)
-	params, _ := r.json(t)["spec"].(map[string]any)["metadata"].(map[string]any)["parameters"].(map[string]any)
+	metadata, _ := r.json(t)["spec"].(map[string]any)["metadata"].(map[string]any)
+	params, _ := metadata["parameters"].(map[string]any)
 	cpus, _ := params["properties"].(map[string]any)["cpus"].(map[string]any)
 	if params["type"] != "object" || cpus["type"] != "number" || cpus["maximum"] != 4.0 || cpus["default"] != 1.0 {
 		t.Errorf("metadata.parameters %v", params)
+	}
+	if metadata["debugger"] != true {
+		t.Errorf("metadata %v: the spec's own metadata is lost beside the parameters", metadata)
 	}
 }

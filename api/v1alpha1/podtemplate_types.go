@@ -12,7 +12,7 @@ import corev1 "k8s.io/api/core/v1"
 // resources, GPUs and other extended resources included, are the resources beside the
 // template.
 // +kubebuilder:validation:XValidation:rule="!has(self.volumeMounts) || self.volumeMounts.all(m, has(self.volumes) && self.volumes.exists(v, v.name == m.name))",message="every volumeMount must name one of podTemplate.volumes"
-// +kubebuilder:validation:XValidation:rule="!has(self.automountServiceAccountToken) || !self.automountServiceAccountToken || has(self.serviceAccountName)",message="automountServiceAccountToken needs a serviceAccountName: the token of the namespace's default account is never mounted"
+// +kubebuilder:validation:XValidation:rule="!has(self.automountServiceAccountToken) || !self.automountServiceAccountToken || has(self.serviceAccountName)",message="automountServiceAccountToken needs a serviceAccountName: a kernel gets the token of an account its spec names, never one by default"
 type PodTemplate struct {
 	// labels are added to the pod's. Keys under nbkube.io/ (or a subdomain of it) and the app.kubernetes.io/
 	// managed-by and component keys are nbkube's: network policies and quotas select pods

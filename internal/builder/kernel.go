@@ -168,9 +168,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	o.addAgent(&pod.Spec)
 	attachCluster(pod, k.Spec.Cluster)
 	applyPodTemplate(pod, spec.Spec.PodTemplate)
-	if _, set := pod.Annotations[AnnotationSafeToEvict]; !set {
-		pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
-	}
+	pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
 	return pod
 }
 

@@ -104,7 +104,7 @@ func checkTemplate(t *nbv1.PodTemplate, r reserved, contentsClaim, field string)
 		}
 	}
 	if ptr.Deref(t.AutomountServiceAccountToken, false) && t.ServiceAccountName == "" {
-		problems = append(problems, field+".automountServiceAccountToken needs a serviceAccountName: the token of the namespace's default account is never mounted")
+		problems = append(problems, field+".automountServiceAccountToken needs a serviceAccountName: a kernel gets the token of an account its spec names, never one by default")
 	}
 	return problems
 }

@@ -91,9 +91,7 @@ func textOf(p *nbv1.KernelParameter, v any) (string, error) {
 	case json.Number:
 		return v.String(), nil
 	case float64:
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return "", refuse("parameter %s: %v is not a number", p.Name, v)
-		}
+		// NaN and infinities come out as text check refuses.
 		return strconv.FormatFloat(v, 'f', -1, 64), nil
 	case bool:
 		return strconv.FormatBool(v), nil

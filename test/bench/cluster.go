@@ -88,7 +88,7 @@ const (
 
 // podTimes is when this process saw a pod reach each state, from a watch.
 type podTimes struct {
-	created, scheduled, running, ready time.Time
+	created, scheduled, running time.Time
 }
 
 // podClock watches the namespace's pods and notes when each was first seen in each state.
@@ -122,11 +122,6 @@ func newPodClock(ctx context.Context, cs kubernetes.Interface, ns string) *podCl
 		}
 		if t.running.IsZero() && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
 			t.running = now
-		}
-		if t.ready.IsZero() && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-		}) {
-			t.ready = now
 		}
 		c.seen.Broadcast()
 	}

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // imagePuller is the rendered image puller DaemonSet, nil if there is none.
@@ -63,5 +66,35 @@ func TestChart_ImagePullerPullsEveryKernelImageOnce(t *testing.T) {
 	}
 	if d := imagePuller(t, "prePuller.enabled=false"); d != nil {
 		t.Error("prePuller.enabled=false still renders the DaemonSet")
+	}
+}
+
+// The puller's pods only wait: a NetworkPolicy of theirs lets nothing in and nothing out.
+func TestChart_ImagePullerReachesNothing(t *testing.T) {
+	d := imagePuller(t)
+	found := false
+	for _, o := range render(t, "nb") {
+		if o.GetKind() != "NetworkPolicy" {
+			continue
+		}
+		var np networkingv1.NetworkPolicy
+		if err := runtimeFromUnstructured(o, &np); err != nil {
+			t.Fatal(err)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sel.Matches(labels.Set(d.Spec.Template.Labels)) {
+			continue
+		}
+		found = true
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) ||
+			len(np.Spec.Ingress) > 0 || len(np.Spec.Egress) > 0 {
+			t.Errorf("policy %s lets the puller's pods %v, ingress %v, egress %v; want none either way", np.Name, np.Spec.PolicyTypes, np.Spec.Ingress, np.Spec.Egress)
+		}
+	}
+	if !found {
+		t.Error("no NetworkPolicy selects the image puller's pods")
 	}
 }

@@ -10,9 +10,10 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// A launch parameter reaches a real kernel: the value a start chooses is in the kernel's
-// environment (the spec's env names it "{greeting}"), a value the spec does not allow is a
-// 400 that says why, and /api/kernelspecs offers the schema a front end builds its form from.
+// A launch parameter reaches a real kernel: the value a start or a session chooses is in the
+// kernel's environment (the spec's env names it "{greeting}"), a value the spec does not allow
+// is a 400 that says why, and /api/kernelspecs offers the schema a front end builds its form
+// from.
 func TestLocal_LaunchParametersReachTheKernel(t *testing.T) {
 	inst := startLocal(t, t.TempDir(), t.TempDir())
 	spec := &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "greeter"},
@@ -56,5 +57,14 @@ func TestLocal_LaunchParametersReachTheKernel(t *testing.T) {
 	e := runCell(t, ws, "import os; print(os.environ['GREETING'])")
 	if got := strings.TrimSpace(e.stdout.String()); got != "bonjour, {greeting}" {
 		t.Errorf("the kernel's GREETING is %q, want the chosen greeting and the name as given", got)
+	}
+
+	// A session's kernel takes the parameters of the session's request.
+	s := createSession(t, api, map[string]any{"path": "greet.ipynb", "type": "notebook",
+		"kernel": map[string]any{"name": "greeter", "parameters": map[string]any{"name": "notebook"}}})
+	sws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", s.ID)
+	e = runCell(t, sws, "import os; print(os.environ['GREETING'])")
+	if got := strings.TrimSpace(e.stdout.String()); got != "hello, notebook" {
+		t.Errorf("the session kernel's GREETING is %q, want the default greeting and the session's name", got)
 	}
 }
