@@ -69,6 +69,9 @@ type Agent struct {
 	// lastDeath is the kernel's last death nobody asked for (Status.LastDeath).
 	lastDeath *agentapi.Death
 	stopping  bool
+	// workDir is where later incarnations start: Config.WorkDir, then where PathWorkDir moved
+	// the kernel; empty, the agent's own.
+	workDir string
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -114,7 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg: cfg, key: []byte(strings.TrimSpace(string(key))), token: []byte(strings.TrimSpace(string(token))),
 		identity: newID(), session: newID(), runtimeDir: dir, state: agentapi.ExecutionStarting,
 		sessions: map[string]*clientSession{}, route: map[string]*clientSession{}, pending: map[string]chan *wire.Message{},
-		ready: make(chan struct{}), done: make(chan error, 1), stderrTail: &tail{max: 2048},
+		ready: make(chan struct{}), done: make(chan error, 1), stderrTail: &tail{max: 2048}, workDir: cfg.WorkDir,
 	}
 	a.mem.limit = cfg.MemoryBudget
 	a.signer = wire.NewSigner(a.key)

@@ -16,6 +16,10 @@ type Config struct {
 	SecretDir string
 	// Argv is the kernel's command line; "{connection_file}" is substituted.
 	Argv []string
+	// WorkDir is where the kernel starts, and what the directories of PathWorkDir requests
+	// are relative to; empty, the agent's own working directory (the pod's, which under
+	// `nbkube local` is the host directory behind the container's path).
+	WorkDir string
 	// RuntimeDir is where the connection file is written (a private directory is made in it).
 	RuntimeDir string
 	// StopGrace is how long the kernel has to exit after a shutdown request, and again after

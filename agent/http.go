@@ -50,6 +50,7 @@ func (a *Agent) handler() http.Handler {
 	mux.Handle("POST "+agentapi.PathRestart, a.authorized(func(w http.ResponseWriter, r *http.Request) {
 		a.answer(w, a.restart(r.Context()))
 	}))
+	mux.Handle("POST "+agentapi.PathWorkDir, a.authorized(a.serveWorkDir))
 	mux.Handle("POST "+agentapi.PathShutdown, a.authorized(func(w http.ResponseWriter, _ *http.Request) {
 		a.stop()
 		w.WriteHeader(http.StatusNoContent)

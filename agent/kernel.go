@@ -75,6 +75,9 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 	cmd := exec.Command(a.cfg.Argv[0], substitute(a.cfg.Argv[1:], connFile)...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, a.stderrTail)
 	cmd.Env = kernelEnv(os.Environ())
+	a.mu.Lock()
+	cmd.Dir = a.workDir
+	a.mu.Unlock()
 	// Its own process group so that signals reach the kernel's children too, as Jupyter's
 	// provisioner does; Pdeathsig so it never outlives the agent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -110,7 +110,8 @@ func (c *Culler) cullKernels(ctx context.Context) {
 	slots := make(chan struct{}, cullConcurrency)
 	for i := range kernels.Items {
 		k := &kernels.Items[i]
-		if k.DeletionTimestamp != nil {
+		// A warm kernel's life is its pool's (planWarmPool).
+		if k.DeletionTimestamp != nil || isWarm(k) {
 			continue
 		}
 		o, err := c.optionsFor(ctx, k)
@@ -186,7 +187,7 @@ type verdict struct {
 // for longer than the idle timeout and is neither busy nor connected to (unless the options
 // cull those too). st is the agent's report just now, nil when the agent was not asked.
 func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time.Time) (verdict, bool) {
-	if v, ok := unusedVerdict(o, st, now); ok {
+	if v, ok := unusedVerdict(o, st, claimedAt(k), now); ok {
 		return v, true
 	}
 	if o.IdleTimeout <= 0 {
@@ -207,6 +208,10 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 	if last.IsZero() {
 		last = k.CreationTimestamp.Time
 	}
+	// A warm kernel's activity starts again with its claim.
+	if c := claimedAt(k); c.After(last) {
+		last = c
+	}
 	idle := now.Sub(last)
 	if idle <= o.IdleTimeout || (state == nbv1.ExecutionStateBusy && !o.CullBusy) || (st.Connections > 0 && !o.CullConnected) {
 		return verdict{}, false
@@ -216,17 +221,22 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 }
 
 // unusedVerdict culls a kernel that no client has connected to within UnusedTimeout of its
-// agent's start, unless it is busy (someone's code runs).
-func unusedVerdict(o CullingOptions, st *agentapi.Status, now time.Time) (verdict, bool) {
+// agent's start (or of its claim, for a kernel of a warm pool; claimed is zero for others),
+// unless it is busy (someone's code runs).
+func unusedVerdict(o CullingOptions, st *agentapi.Status, claimed, now time.Time) (verdict, bool) {
 	if o.UnusedTimeout <= 0 || st == nil || st.UnusedSince == nil || nbv1.ExecutionState(st.ExecutionState) == nbv1.ExecutionStateBusy {
 		return verdict{}, false
 	}
-	unused := now.Sub(*st.UnusedSince)
+	since := *st.UnusedSince
+	if claimed.After(since) {
+		since = claimed
+	}
+	unused := now.Sub(since)
 	if unused <= o.UnusedTimeout {
 		return verdict{}, false
 	}
 	return verdict{nbv1.ReasonUnused, fmt.Sprintf("no client connected to the kernel in the %s since its start (%s), longer than the unused timeout of %s",
-		unused.Round(time.Second), st.UnusedSince.UTC().Format(time.RFC3339), o.UnusedTimeout)}, true
+		unused.Round(time.Second), since.UTC().Format(time.RFC3339), o.UnusedTimeout)}, true
 }
 
 // cull records why on the kernel (a Culled condition and an event) and deletes it; its pod

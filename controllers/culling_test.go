@@ -30,6 +30,7 @@ func TestCullVerdict(t *testing.T) {
 		opts       CullingOptions
 		conditions []metav1.Condition
 		created    *metav1.Time
+		claimed    time.Duration // ago; 0: not a claimed warm kernel
 		report     *agentapi.Status
 		wantReason nbv1.ConditionReason // "" when the kernel stays
 		wantInMsg  string
@@ -60,12 +61,21 @@ func TestCullVerdict(t *testing.T) {
 		{name: "never used but busy stays", opts: unused, report: unusedFor("busy", 3*time.Hour)},
 		{name: "used once stays", opts: unused, report: report("idle", 3*time.Hour, 0)},
 		{name: "unused timeout off", opts: on, report: unusedFor("idle", 50*time.Minute)},
+		{name: "a warm kernel claimed recently stays, however long it waited", opts: on, claimed: 10 * time.Minute, report: report("idle", 5*time.Hour, 0)},
+		{name: "a warm kernel idle since its claim", opts: on, claimed: 2 * time.Hour, report: report("idle", 5*time.Hour, 0),
+			wantReason: nbv1.ReasonIdleTimeout, wantInMsg: "inactive for 2h0m0s"},
+		{name: "a warm kernel claimed recently is not unused yet", opts: unused, claimed: 10 * time.Minute, report: unusedFor("idle", 5*time.Hour)},
+		{name: "a warm kernel unused since its claim", opts: unused, claimed: 61 * time.Minute, report: unusedFor("idle", 5*time.Hour),
+			wantReason: nbv1.ReasonUnused, wantInMsg: "in the 1h1m0s since its start (2026-03-04T10:59:00Z)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: created}, Status: nbv1.KernelStatus{Conditions: tc.conditions}}
 			if tc.created != nil {
 				k.CreationTimestamp = *tc.created
+			}
+			if tc.claimed != 0 {
+				k.Annotations = map[string]string{nbv1.AnnotationClaimed: now.Add(-tc.claimed).Format(time.RFC3339)}
 			}
 			v, cull := cullVerdict(tc.opts, k, tc.report, now)
 			if cull != (tc.wantReason != "") || v.reason != tc.wantReason {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -10,11 +11,18 @@ import (
 	"strings"
 
 	"github.com/distribution/reference"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
@@ -33,16 +41,27 @@ type KernelSpecReconciler struct {
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;delete
 
-// Reconcile validates the KernelSpec and writes the verdict when it changed.
+// Reconcile validates the KernelSpec, keeps its warm pool, and writes the verdict and the
+// pool's counts when they changed. A deleted spec's warm kernels are deleted.
 func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ks := &nbv1.KernelSpec{}
-	if err := r.Get(ctx, req.NamespacedName, ks); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Get(ctx, req.NamespacedName, ks); apierrors.IsNotFound(err) {
+		ks = &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Name: req.Name, Namespace: req.Namespace}}
+		_, next, err := r.reconcileWarmPool(ctx, ks, false)
+		return ctrl.Result{RequeueAfter: next}, err
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
-	st := kernelSpecStatus(ks, validateKernelSpec(&ks.Spec, r.Builder), metav1.NewTime(r.Clock.Now()))
+	problems := validateKernelSpec(&ks.Spec, r.Builder)
+	st := kernelSpecStatus(ks, problems, metav1.NewTime(r.Clock.Now()))
+	pool, next, poolErr := r.reconcileWarmPool(ctx, ks, len(problems) == 0)
+	if poolErr == nil {
+		st.WarmPool = pool
+	}
 	_, err := writeStatus(ctx, r.Client, ks, kernelSpecStatusOf, st)
-	return ctrl.Result{}, err
+	return ctrl.Result{RequeueAfter: next}, errors.Join(poolErr, err)
 }
 
 func kernelSpecStatusOf(ks *nbv1.KernelSpec) *nbv1.KernelSpecStatus { return &ks.Status }
@@ -114,7 +133,44 @@ func validateKernelSpec(s *nbv1.KernelSpecSpec, o builder.Options) []string {
 	return problems
 }
 
-// SetupWithManager watches KernelSpecs.
+// SetupWithManager watches KernelSpecs, and the Kernels that matter to their warm pools:
+// those made, claimed or deleted, and warm ones getting ready or failing.
 func (r *KernelSpecReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).For(&nbv1.KernelSpec{}).Named("kernelspec").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&nbv1.KernelSpec{}).
+		Watches(&nbv1.Kernel{}, handler.EnqueueRequestsFromMapFunc(r.specOfKernel), ctrlbuilder.WithPredicates(warmPoolChange)).
+		Named("kernelspec").Complete(r)
+}
+
+// specOfKernel maps a Kernel to its KernelSpec when the spec has a warm pool or the kernel
+// is warm (the pool of a spec that no longer has one, or is gone, is emptied).
+func (r *KernelSpecReconciler) specOfKernel(ctx context.Context, o client.Object) []reconcile.Request {
+	k := o.(*nbv1.Kernel)
+	key := client.ObjectKey{Namespace: k.Namespace, Name: k.Spec.KernelSpec}
+	if !isWarm(k) {
+		ks := &nbv1.KernelSpec{}
+		if err := r.Get(ctx, key, ks); err != nil || ks.Spec.WarmPool == nil {
+			return nil
+		}
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// warmPoolChange lets through the kernel events a pool may need to act on; the status
+// updates of running kernels are most events and none of them.
+var warmPoolChange = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		was, is := e.ObjectOld.(*nbv1.Kernel), e.ObjectNew.(*nbv1.Kernel)
+		if isWarm(was) != isWarm(is) || is.DeletionTimestamp != nil {
+			return true
+		}
+		if !isWarm(is) {
+			return false
+		}
+		for _, c := range []string{nbv1.ConditionReady, nbv1.ConditionFailed} {
+			if meta.IsStatusConditionTrue(was.Status.Conditions, c) != meta.IsStatusConditionTrue(is.Status.Conditions, c) {
+				return true
+			}
+		}
+		return false
+	},
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"path"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 )
 
 // SessionReconciler ties each Session to its Kernel: it starts the kernel when the spec names
@@ -174,10 +174,6 @@ func (r *SessionReconciler) deleteSession(ctx context.Context, s *nbv1.Session) 
 }
 
 func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
-	dir := path.Dir(s.Spec.Path)
-	if dir == "." || dir == "/" {
-		dir = ""
-	}
 	return &nbv1.Kernel{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: s.Namespace,
@@ -189,8 +185,7 @@ func newSessionKernel(s *nbv1.Session, name string) *nbv1.Kernel {
 			Cluster:    s.Spec.Kernel.Cluster,
 			Home:       s.Spec.Kernel.Home,
 			Parameters: s.Spec.Kernel.Parameters,
-			// Jupyter starts a notebook's kernel in the notebook's directory.
-			Path: dir,
+			Path:       builder.NotebookDir(s.Spec.Path),
 		},
 	}
 }

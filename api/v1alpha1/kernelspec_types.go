@@ -116,6 +116,11 @@ type KernelSpecSpec struct {
 	// unset take the operator's settings (--cull-idle-timeout, --cull-connected, --cull-busy).
 	// +optional
 	Culling *KernelCulling `json:"culling,omitempty"`
+
+	// warmPool keeps kernels of this spec started ahead of need for the users who start
+	// them, so that their next start takes one at once. See WarmPool.
+	// +optional
+	WarmPool *WarmPool `json:"warmPool,omitempty"`
 }
 
 // KernelCulling says when idle kernels are shut down: Jupyter Server's
@@ -179,6 +184,10 @@ type KernelSpecStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// warmPool counts the spec's warm kernels, when it has a warm pool.
+	// +optional
+	WarmPool *WarmPoolStatus `json:"warmPool,omitempty"`
 }
 
 // KernelSpec is a kind of kernel users can start, an entry of /api/kernelspecs.
@@ -190,6 +199,8 @@ type KernelSpecStatus struct {
 // +kubebuilder:printcolumn:name="Language",type=string,JSONPath=`.spec.language`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Warm",type=integer,JSONPath=`.status.warmPool.ready`
+// +kubebuilder:printcolumn:name="Warm Users",type=integer,JSONPath=`.status.warmPool.users`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type KernelSpec struct {
 	metav1.TypeMeta   `json:",inline"`

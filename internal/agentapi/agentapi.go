@@ -97,7 +97,32 @@ const (
 	PathRestart = "/restart"
 	// PathShutdown (POST) shuts the kernel down and ends the agent.
 	PathShutdown = "/shutdown"
+	// PathWorkDir (POST) moves the kernel to another working directory; its body is a
+	// WorkDir of at most MaxWorkDirBytes. It answers 204 once the kernel is there. Refusals
+	// carry an ErrorBody: 400 for a bad body, 413 for one too large, 409 while the kernel is
+	// not running (starting, restarting, dead, shutting down), 422 when Dir is no directory
+	// or Code failed (the message carries the exception's name and value), 504 when the
+	// kernel did not answer Code in time. A refused move changes nothing for later restarts.
+	PathWorkDir = "/workdir"
 )
+
+// WorkDir is the body of a PathWorkDir request.
+type WorkDir struct {
+	// Dir is a directory relative to the one the kernel started in (the pod's working
+	// directory; "." for it), clean and without "..": later incarnations of the kernel
+	// (restarts, asked for or after it died) start in it. Relative, because only the agent
+	// knows where the container's paths are: under `nbkube local` they are host directories.
+	Dir string `json:"dir"`
+	// Code, when not empty, is run in the current kernel process to move it to Dir, as a
+	// silent execute_request that stores no history: it takes no execution count, and what
+	// it publishes on iopub (busy, idle, a traceback) has the agent's request as parent, no
+	// client's cell. The caller writes it in the kernel's language: the agent knows none.
+	// Without it only later incarnations start in Dir.
+	Code string `json:"code,omitempty"`
+}
+
+// MaxWorkDirBytes bounds the body of a PathWorkDir request.
+const MaxWorkDirBytes = 64 << 10
 
 // Query parameters of the agent's paths.
 const (
@@ -178,7 +203,8 @@ const (
 	ExecutionDead       = "dead"
 )
 
-// ErrorBody is the JSON body of the agent's refusals (409 of PathInterrupt or PathRestart).
+// ErrorBody is the JSON body of the agent's refusals (409 of PathInterrupt or PathRestart,
+// those of PathWorkDir).
 type ErrorBody struct {
 	Message string `json:"message"`
 }

@@ -1,7 +1,7 @@
 // Package agentclient talks to the nbkube agent in a kernel pod: its status, interrupt,
-// restart, shutdown and the channels WebSocket; and to the agent of a reStructuredText
-// renderer pod. Every call carries the pod's agent token (from its Secret); nothing else can
-// drive a kernel or a renderer.
+// restart, shutdown, working directory and the channels WebSocket; and to the agent of a
+// reStructuredText renderer pod. Every call carries the pod's agent token (from its Secret);
+// nothing else can drive a kernel or a renderer.
 package agentclient
 
 import (
@@ -71,12 +71,25 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("agent answered %d: %s", e.Status, e.Message) }
 
-func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, e.url("http", path), nil)
+// do calls the agent with in as its JSON body (none when nil) and decodes its answer into
+// out (when not nil).
+func (c *Client) do(ctx context.Context, e Endpoint, method, path string, in, out any) error {
+	var reqBody io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("agent %s %s: %w", method, path, err)
+		}
+		reqBody = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.url("http", path), reqBody)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", e.authorization())
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		// The URL holds no secret; the token is in a header.
@@ -105,29 +118,37 @@ func (c *Client) do(ctx context.Context, e Endpoint, method, path string, out an
 // Status reports the kernel's state.
 func (c *Client) Status(ctx context.Context, e Endpoint) (agentapi.Status, error) {
 	var st agentapi.Status
-	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus, &st)
+	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus, nil, &st)
 }
 
 // WaitReady waits (as long as ctx allows) until the kernel has answered kernel_info; the
 // agent holds the request open, so readiness is learnt at once without polling.
 func (c *Client) WaitReady(ctx context.Context, e Endpoint) (agentapi.Status, error) {
 	var st agentapi.Status
-	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus+"?"+agentapi.QueryWait+"="+agentapi.WaitReady, &st)
+	return st, c.do(ctx, e, http.MethodGet, agentapi.PathStatus+"?"+agentapi.QueryWait+"="+agentapi.WaitReady, nil, &st)
 }
 
 // Interrupt interrupts the kernel's running cell.
 func (c *Client) Interrupt(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, agentapi.PathInterrupt, nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathInterrupt, nil, nil)
 }
 
 // Restart restarts the kernel process in place and returns once the new one answers.
 func (c *Client) Restart(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, agentapi.PathRestart, nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathRestart, nil, nil)
 }
 
 // Shutdown shuts the kernel down and returns once its process has exited.
 func (c *Client) Shutdown(ctx context.Context, e Endpoint) error {
-	return c.do(ctx, e, http.MethodPost, agentapi.PathShutdown, nil)
+	return c.do(ctx, e, http.MethodPost, agentapi.PathShutdown, nil, nil)
+}
+
+// SetWorkDir moves the kernel to w.Dir: its current process by running w.Code (when not
+// empty), its later ones (restarts) by starting them there. An agent that refuses answers
+// an Error: 409 while the kernel is not running, 422 when w.Dir is no directory or w.Code
+// failed, 504 when the kernel did not answer w.Code in time.
+func (c *Client) SetWorkDir(ctx context.Context, e Endpoint, w agentapi.WorkDir) error {
+	return c.do(ctx, e, http.MethodPost, agentapi.PathWorkDir, w, nil)
 }
 
 // ChannelOptions shape one channels connection.

@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"path"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,4 +64,14 @@ func dropContents(spec *corev1.PodSpec) {
 	c := &spec.Containers[0]
 	c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "contents" })
 	c.WorkingDir = HomeDir
+}
+
+// NotebookDir is the working directory of the kernel of a session of the notebook at p
+// (relative to the contents root): Jupyter starts a notebook's kernel in its directory.
+func NotebookDir(p string) string {
+	dir := path.Dir(p)
+	if dir == "." || dir == "/" {
+		return ""
+	}
+	return dir
 }

@@ -86,6 +86,14 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}
+	warm, err := k.claimWarm(ctx, u, warmStart{owner: owner, startedBy: startedBy, home: home, path: path, spec: spec,
+		plain: len(start.Env) == 0 && len(values) == 0})
+	if err != nil {
+		return jupyter.Kernel{}, err
+	}
+	if warm != nil {
+		return kernelModel(warm, spec.JupyterName()), nil
+	}
 	kn := &nbv1.Kernel{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: newUUID(), Namespace: k.Namespace,

@@ -41,10 +41,12 @@ type owned[T any, PT interface {
 	oldestFirst bool
 	// missing is Jupyter's error for an id that names none of the user's.
 	missing func(id string) error
+	// hidden, when set, tells resources that are nobody's in the API yet (warm kernels).
+	hidden func(PT) bool
 }
 
 func (o *owned[T, PT, L, PL]) visible(u identity.User, obj PT) bool {
-	if obj.GetDeletionTimestamp() != nil {
+	if obj.GetDeletionTimestamp() != nil || (o.hidden != nil && o.hidden(obj)) {
 		return false
 	}
 	return u.Owns(string(o.owner(obj))) || (u.ActAs && o.startedBy != nil && o.startedBy(obj) == u.Name)
@@ -95,6 +97,7 @@ var (
 		startedBy:   func(k *nbv1.Kernel) string { return k.Annotations[nbv1.AnnotationStartedBy] },
 		oldestFirst: true,
 		missing:     func(id string) error { return notFound("Kernel does not exist: " + id) },
+		hidden:      func(k *nbv1.Kernel) bool { return k.Labels[nbv1.LabelWarm] == "true" },
 	}
 	ownedSessions = &owned[nbv1.Session, *nbv1.Session, nbv1.SessionList, *nbv1.SessionList]{
 		noun:        "session",

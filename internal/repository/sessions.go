@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -168,10 +169,15 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	if ch.Type != nil {
 		s.Spec.Type = *ch.Type
 	}
-	if err := r.setKernel(ctx, u, s, ch); err != nil {
+	claimed, err := r.setKernel(ctx, u, s, ch)
+	if err != nil {
 		return jupyter.Session{}, false, err
 	}
 	if err := r.Kernels.bounded(ctx, "create the session", s, func(ctx context.Context) error { return r.Writer.Create(ctx, s) }); err != nil {
+		// A warm kernel claimed for the session is nobody's without it.
+		if claimed != "" {
+			r.Kernels.deleteQuietly(ctx, claimed)
+		}
 		if errors.Is(err, domainerr.ErrUnavailable) {
 			go r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
 			return jupyter.Session{}, false, err
@@ -192,37 +198,38 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 }
 
 // setKernel points the session at a running kernel of the user's, or at a new kernel of a
-// spec. When a new session names a kernel that does not exist, Jupyter's SessionManager
+// spec: a warm kernel it claimed, whose name it returns, or one the session's controller
+// makes. When a new session names a kernel that does not exist, Jupyter's SessionManager
 // starts one of the kernel name the request gives (else of the default); its PATCH answers
 // 400.
-func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Session, ch SessionChange) error {
+func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Session, ch SessionChange) (string, error) {
 	create := s.CreationTimestamp.IsZero()
 	if ch.KernelID != nil && *ch.KernelID != "" {
 		_, err := r.Kernels.get(ctx, u, *ch.KernelID)
 		switch {
 		case err == nil:
 			s.Spec.Kernel = nbv1.SessionKernel{Name: *ch.KernelID}
-			return nil
+			return "", nil
 		case !errors.Is(err, domainerr.ErrNotFound):
-			return err
+			return "", err
 		case !create:
-			return invalid("No such kernel: " + *ch.KernelID)
+			return "", invalid("No such kernel: " + *ch.KernelID)
 		case ch.KernelSpec == nil:
-			return err
+			return "", err
 		}
 	}
 	if ch.KernelSpec == nil {
 		if create {
-			return invalid("Missing field in JSON data: kernel")
+			return "", invalid("Missing field in JSON data: kernel")
 		}
-		return nil
+		return "", nil
 	}
 	var spec *nbv1.KernelSpec
 	if err := r.Kernels.bounded(ctx, "answer for the kernel specs", nil, func(ctx context.Context) (err error) {
 		spec, err = r.Kernels.Specs.resolveStart(ctx, *ch.KernelSpec)
 		return err
 	}); err != nil {
-		return err
+		return "", err
 	}
 	return r.newKernel(ctx, u, s, spec, ch)
 }
@@ -231,9 +238,9 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 // parameters ch asks for, attached to ch's cluster when it names one (else to the session's
 // cluster). A new session's kernel takes the session's id (the controller's default); a
 // changed one a new id, so that the old kernel is let go.
-func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec *nbv1.KernelSpec, ch SessionChange) error {
-	name := ""
-	if !s.CreationTimestamp.IsZero() {
+func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Session, spec *nbv1.KernelSpec, ch SessionChange) (string, error) {
+	create, name := s.CreationTimestamp.IsZero(), ""
+	if !create {
 		name = newUUID()
 	}
 	c := s.Spec.Kernel.Cluster
@@ -242,26 +249,40 @@ func (r *Sessions) newKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 	}
 	values, spec, err := withParameters(spec, KernelStart{Parameters: ch.Parameters})
 	if err != nil {
-		return err
+		return "", err
 	}
 	if c != "" {
 		if err := checkCluster(ctx, r.Reader, r.Namespace, u, c); err != nil {
-			return err
+			return "", err
 		}
 	}
 	home, err := r.Kernels.homeOf(u, string(s.Spec.Owner))
 	if err != nil {
-		return err
+		return "", err
+	}
+	// A new session's kernel may be a warm one (a changed kernel is not: the session's
+	// controller lets the old one go as the new one comes). A warm kernel is attached to no
+	// cluster.
+	if create && c == "" {
+		warm, err := r.Kernels.claimWarm(ctx, u, warmStart{owner: string(s.Spec.Owner), home: home,
+			path: builder.NotebookDir(s.Spec.Path), spec: spec, plain: len(values) == 0, session: s.Name})
+		if err != nil {
+			return "", err
+		}
+		if warm != nil {
+			s.Spec.Kernel = nbv1.SessionKernel{Name: warm.Name}
+			return warm.Name, nil
+		}
 	}
 	// The session's controller creates the kernel; its room is reserved now, so that a start
 	// past a limit is refused before anything is made.
 	if err := r.Kernels.bounded(ctx, "record the kernel in its owner's usage", nil, func(ctx context.Context) error {
 		return r.Kernels.reserve(ctx, u, string(s.Spec.Owner), cmp.Or(name, s.Name), spec)
 	}); err != nil {
-		return err
+		return "", err
 	}
 	s.Spec.Kernel = nbv1.SessionKernel{Name: name, KernelSpec: spec.Name, Cluster: c, Home: home, Parameters: values}
-	return nil
+	return "", nil
 }
 
 func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Session, error) {
@@ -315,7 +336,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		}
 		switch {
 		case kernelChanged:
-			if err := r.setKernel(ctx, u, s, ch); err != nil {
+			if _, err := r.setKernel(ctx, u, s, ch); err != nil {
 				return err
 			}
 		case ch.Cluster != nil && *ch.Cluster != s.Spec.Kernel.Cluster:
@@ -333,7 +354,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 				// Gone since: the new kernel fails with the reason, as a start of it would.
 				spec.Name = name
 			}
-			if err := r.newKernel(ctx, u, s, spec, ch); err != nil {
+			if _, err := r.newKernel(ctx, u, s, spec, ch); err != nil {
 				return err
 			}
 			kernelChanged = true
