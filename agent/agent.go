@@ -72,6 +72,8 @@ type Agent struct {
 	// workDir is where later incarnations start: Config.WorkDir, then where PathWorkDir moved
 	// the kernel; empty, the agent's own.
 	workDir string
+	// extraEnv is added to later incarnations' environment (PathWorkDir), "name=value".
+	extraEnv []string
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -77,6 +77,7 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 	cmd.Env = kernelEnv(os.Environ())
 	a.mu.Lock()
 	cmd.Dir = a.workDir
+	cmd.Env = append(cmd.Env, a.extraEnv...)
 	a.mu.Unlock()
 	// Its own process group so that signals reach the kernel's children too, as Jupyter's
 	// provisioner does; Pdeathsig so it never outlives the agent.

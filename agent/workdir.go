@@ -9,11 +9,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/wire"
 )
+
+// envName is what Kubernetes takes as the name of a container's environment variable.
+var envName = regexp.MustCompile(`^[-._a-zA-Z][-._a-zA-Z0-9]*$`)
 
 // workDirTimeout bounds the wait for the execute_reply of a WorkDir's Code: moving a kernel
 // is quick, and one busy with a cell would only answer after it.
@@ -43,6 +48,12 @@ func (a *Agent) serveWorkDir(w http.ResponseWriter, r *http.Request) {
 	if !filepath.IsLocal(req.Dir) || filepath.Clean(req.Dir) != req.Dir {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("dir %q is not a clean relative path inside the kernel's starting directory", req.Dir))
 		return
+	}
+	for name := range req.Env {
+		if !envName.MatchString(name) || strings.HasPrefix(name, agentapi.EnvPrefix) || name == "HOME" {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("env %q cannot be set in a kernel's environment", name))
+			return
+		}
 	}
 	inc, err := a.running()
 	if err != nil {
@@ -79,6 +90,9 @@ func (a *Agent) serveWorkDir(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	a.workDir = dir
+	for name, value := range req.Env {
+		a.extraEnv = append(a.extraEnv, name+"="+value)
+	}
 	a.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)
 }

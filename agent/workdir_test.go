@@ -99,7 +99,7 @@ func TestAgent_WorkDirIsWhereRestartsStart(t *testing.T) {
 		t.Errorf("the kernel started in %q, want the configured %q", got, here)
 	}
 	rel, dir := workDir(t, here)
-	if err := ra.setWorkDir(t, agentapi.WorkDir{Dir: rel}); err != nil {
+	if err := ra.setWorkDir(t, agentapi.WorkDir{Dir: rel, Env: map[string]string{"KERNEL_USERNAME": "alice"}}); err != nil {
 		t.Fatalf("set the working directory: %v", err)
 	}
 	if got := c.cwd(); got != here {
@@ -110,6 +110,9 @@ func TestAgent_WorkDirIsWhereRestartsStart(t *testing.T) {
 	}
 	if got := c.cwd(); got != dir {
 		t.Errorf("after a restart the kernel runs in %q, want %q", got, dir)
+	}
+	if got := c.execute("import os; print(os.environ.get('KERNEL_USERNAME'))").streams(); got != "alice\n" {
+		t.Errorf("after a restart the kernel's KERNEL_USERNAME is %q, want the env of the move", got)
 	}
 	c.sendExecute("import os; os.kill(os.getpid(), 9)", false)
 	testenv.Eventually(t, "the kernel to be restarted after its death", 30*time.Second, func() error {
@@ -159,6 +162,9 @@ func TestAgent_WorkDirRefusals(t *testing.T) {
 		{testToken, `{"dir":"../etc"}`, http.StatusBadRequest},
 		{testToken, `{"dir":"a/../../b"}`, http.StatusBadRequest},
 		{testToken, `{"dir":"a//b"}`, http.StatusBadRequest},
+		{testToken, `{"dir":".","env":{"NBKUBE_TOKEN":"x"}}`, http.StatusBadRequest},
+		{testToken, `{"dir":".","env":{"HOME":"/"}}`, http.StatusBadRequest},
+		{testToken, `{"dir":".","env":{"1=2":"x"}}`, http.StatusBadRequest},
 		{testToken, `{"dir":".","code":"` + strings.Repeat("x", agentapi.MaxWorkDirBytes) + `"}`, http.StatusRequestEntityTooLarge},
 		{"wrong", valid, http.StatusForbidden},
 	} {

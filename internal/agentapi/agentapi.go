@@ -119,6 +119,9 @@ type WorkDir struct {
 	// client's cell. The caller writes it in the kernel's language: the agent knows none.
 	// Without it only later incarnations start in Dir.
 	Code string `json:"code,omitempty"`
+	// Env is added to the environment of later incarnations (Code sets it in the current
+	// one): variable names, none of the agent's (EnvPrefix) and not HOME.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // MaxWorkDirBytes bounds the body of a PathWorkDir request.

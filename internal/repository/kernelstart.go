@@ -87,7 +87,7 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 		return jupyter.Kernel{}, err
 	}
 	warm, err := k.claimWarm(ctx, u, warmStart{owner: owner, startedBy: startedBy, home: home, path: path, spec: spec,
-		plain: len(start.Env) == 0 && len(values) == 0})
+		env: start.Env, plain: len(values) == 0})
 	if err != nil {
 		return jupyter.Kernel{}, err
 	}

@@ -4,10 +4,12 @@ package repository
 // takes one of its owner's that is ready, instead of creating a Kernel and waiting for it.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,10 +30,12 @@ const warmClaimTimeout = 5 * time.Second
 type warmStart struct {
 	owner, startedBy, home, path string
 	spec                         *nbv1.KernelSpec
+	// env is the kernel's env the start asks for (Kernel spec.env).
+	env map[string]string
 	// session names the session the kernel is claimed for, if any: the kernel is then the
 	// session's own (nbv1.LabelSession), to be shut down with it as a session's new kernel is.
 	session string
-	// plain: the start asks for no env and no parameters, which a warm kernel has neither of.
+	// plain: the start asks for no launch parameters (a warm kernel has the defaults).
 	plain bool
 }
 
@@ -48,12 +52,10 @@ func (k *Kernels) claimWarm(ctx context.Context, u identity.User, s warmStart) (
 	}
 	// Relative to the warm kernel's working directory, the home's root: only the agent knows
 	// where that is (under `nbkube local`, a host directory).
-	dir, code := ".", ""
-	if s.path != "" {
-		dir = s.path
-		if code = workDirCode(s.spec.Spec.Language, dir); code == "" {
-			return nil, nil
-		}
+	dir := cmp.Or(s.path, ".")
+	code, movable := workDirCode(s.spec.Spec.Language, dir, s.env)
+	if !movable {
+		return nil, nil
 	}
 	var warm nbv1.KernelList
 	if err := k.Reader.List(ctx, &warm, client.InNamespace(k.Namespace), client.MatchingLabels{nbv1.LabelWarm: "true"}); err != nil {
@@ -84,7 +86,7 @@ func (k *Kernels) claimWarm(ctx context.Context, u identity.User, s warmStart) (
 		if s.session != "" {
 			claimed.Labels[nbv1.LabelSession] = s.session
 		}
-		claimed.Spec.Path = s.path
+		claimed.Spec.Path, claimed.Spec.Env = s.path, s.env
 		err := k.bounded(ctx, "claim a warm kernel", nil, func(ctx context.Context) error { return k.Writer.Update(ctx, claimed) })
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			// Claimed by another replica, or deleted by its pool, since the read.
@@ -96,7 +98,7 @@ func (k *Kernels) claimWarm(ctx context.Context, u identity.User, s warmStart) (
 			log.FromContext(ctx).Error(err, "Claiming a warm kernel failed; starting a new kernel", "kernel", kn.Name)
 			return nil, nil
 		}
-		if err := k.moveClaimed(ctx, claimed, dir, code); err != nil {
+		if err := k.moveClaimed(ctx, claimed, agentapi.WorkDir{Dir: dir, Code: code, Env: s.env}); err != nil {
 			log.FromContext(ctx).Info("A claimed warm kernel could not take its working directory; starting a new kernel",
 				"kernel", kn.Name, "error", err.Error())
 			k.deleteQuietly(ctx, kn.Name)
@@ -108,25 +110,39 @@ func (k *Kernels) claimWarm(ctx context.Context, u identity.User, s warmStart) (
 	return nil, nil
 }
 
-// moveClaimed tells a claimed kernel's agent its working directory, which also finds out
-// that the kernel still answers: the cached Ready condition may be older than its death.
-func (k *Kernels) moveClaimed(ctx context.Context, kn *nbv1.Kernel, dir, code string) error {
+// moveClaimed tells a claimed kernel's agent its working directory and env, which also finds
+// out that the kernel still answers: the cached Ready condition may be older than its death.
+func (k *Kernels) moveClaimed(ctx context.Context, kn *nbv1.Kernel, w agentapi.WorkDir) error {
 	ep, err := k.endpoint(ctx, kn)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, warmClaimTimeout)
 	defer cancel()
-	return k.Agents.SetWorkDir(ctx, ep, agentapi.WorkDir{Dir: dir, Code: code})
+	return k.Agents.SetWorkDir(ctx, ep, w)
 }
 
 // workDirCode is the code that moves a running kernel of language into dir (relative to
-// where it is), "" for a language nbkube cannot move: its warm kernels then serve only starts
-// at the home's root. A JSON string is a Python string literal with the same value.
-func workDirCode(language, dir string) string {
-	if language != "python" {
-		return ""
+// where it is; "." stays) and sets env in its environment; "" when there is nothing to do.
+// movable is false when there is something to do in a language nbkube cannot do it in: its
+// warm kernels then serve only starts at the home's root without env. Python's os calls are
+// made through __import__ so that no name is left in the user's namespace; a JSON string is
+// a Python string literal with the same value.
+func workDirCode(language, dir string, env map[string]string) (code string, movable bool) {
+	if dir == "." && len(env) == 0 {
+		return "", true
 	}
-	lit, _ := json.Marshal(dir)
-	return "__import__('os').chdir(" + string(lit) + ")"
+	if language != "python" {
+		return "", false
+	}
+	var lines []string
+	if dir != "." {
+		lit, _ := json.Marshal(dir)
+		lines = append(lines, "__import__('os').chdir("+string(lit)+")")
+	}
+	if len(env) > 0 {
+		lit, _ := json.Marshal(env)
+		lines = append(lines, "__import__('os').environ.update("+string(lit)+")")
+	}
+	return strings.Join(lines, "\n"), true
 }

@@ -91,6 +91,25 @@ func TestLocal_WarmPoolServesStartsAfterTheFirst(t *testing.T) {
 		t.Errorf("the claimed kernel runs in %q, want the contents root %s", e.stdout.String(), root)
 	}
 
+	// A gateway's start (KERNEL_USERNAME in its env) takes one too, with the env set.
+	warm = readyWarm(t, inst.client, "warm")
+	var gw kernelModel
+	api.call(t, http.MethodPost, "api/kernels", map[string]any{"name": "warm", "env": map[string]string{"KERNEL_USERNAME": ""}}).
+		want(t, http.StatusCreated).decode(t, &gw)
+	if gw.ID != warm {
+		t.Fatalf("the gateway's start got kernel %s, not the warm %s", gw.ID, warm)
+	}
+	var me struct {
+		Identity struct {
+			Username string `json:"username"`
+		} `json:"identity"`
+	}
+	api.getJSON(t, "api/me", &me)
+	gws := dialJupyterWS(t, api, "api/kernels/"+gw.ID+"/channels", "")
+	if got := strings.TrimSpace(runCell(t, gws, "import os; print(os.environ.get('KERNEL_USERNAME'))").stdout.String()); got != me.Identity.Username || got == "" {
+		t.Errorf("the gateway's warm kernel has KERNEL_USERNAME %q, want the caller %q", got, me.Identity.Username)
+	}
+
 	// A notebook in a subdirectory: its session's kernel is the next warm one, moved there.
 	sub := filepath.Join(root, "sub", "dir")
 	if err := os.MkdirAll(sub, 0o755); err != nil {
