@@ -103,6 +103,10 @@ test-deps: ## Install the Debian packages the tests use (python3-ipykernel, pyth
 bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server, and the web pages in Chromium; results in docs/benchmarks.md (BENCH_ONLY=pages for one section).
 	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only $(BENCH_ONLY) -out docs/benchmarks.md
 
+.PHONY: bench-scale
+bench-scale: build k8s-bins ## What a thousand idle channels WebSockets cost the API server and the agents on nbkube local; section "Scale" of docs/benchmarks.md.
+	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only scale -out docs/benchmarks.md
+
 .PHONY: bench-e2e
 bench-e2e: require-root image kernel-image helm k8s-bins kube-router ## Kernel starts on the real single-node cluster (root) against bare pods of the same image; section "Kernels on a real cluster" of docs/benchmarks.md.
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" hack/bench-e2e.sh

@@ -4,6 +4,7 @@ package controllers
 // per user). The API server claims them; this keeps them filled, fresh and bounded.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/homes"
 )
 
 // defaultActiveWithin is WarmPool.activeWithin when unset (the CRD's default too).
@@ -70,12 +70,18 @@ func startedAt(k *nbv1.Kernel) time.Time {
 	return k.CreationTimestamp.Time
 }
 
-// planWarmPool is what ks's pool needs, given the spec's kernels: for every owner with a
-// start within activeWithin, Size warm kernels of the spec's generation. valid is the
-// spec's verdict: an invalid spec keeps no pool. userHome places each owner's home
-// (KernelParameters.Home as the API server sets it): only starts in the owner's own home
-// count, so that an admin's kernels over the whole volume make no pool.
-func planWarmPool(ks *nbv1.KernelSpec, valid bool, kernels []nbv1.Kernel, userHome homes.Template, now time.Time) warmPlan {
+// poolKey is whose a warm kernel is: its owner and its home (Kernel spec.home as the API
+// server sets it). A warm kernel is a copy of a start its owner made, home included, and only
+// a start with the same owner and home can claim it.
+type poolKey struct {
+	owner nbv1.Owner
+	home  string
+}
+
+// planWarmPool is what ks's pool needs, given the spec's kernels: for every owner and home
+// with a start within activeWithin, Size warm kernels of the spec's generation. valid is
+// the spec's verdict: an invalid spec keeps no pool.
+func planWarmPool(ks *nbv1.KernelSpec, valid bool, kernels []nbv1.Kernel, now time.Time) warmPlan {
 	size, window := 0, defaultActiveWithin
 	if p := ks.Spec.WarmPool; p != nil && valid && ks.DeletionTimestamp == nil {
 		size = int(p.Size)
@@ -84,39 +90,38 @@ func planWarmPool(ks *nbv1.KernelSpec, valid bool, kernels []nbv1.Kernel, userHo
 		}
 	}
 	plan := warmPlan{touch: map[*nbv1.Kernel]string{}}
-	last := map[nbv1.Owner]time.Time{}
-	warm := map[nbv1.Owner][]*nbv1.Kernel{}
+	last := map[poolKey]time.Time{}
+	warm := map[poolKey][]*nbv1.Kernel{}
 	for i := range kernels {
 		k := &kernels[i]
-		if home, err := userHome.For(string(k.Spec.Owner)); err != nil || k.Spec.Home != home {
-			continue
-		}
-		if t := startedAt(k); t.After(last[k.Spec.Owner]) {
-			last[k.Spec.Owner] = t
+		key := poolKey{k.Spec.Owner, k.Spec.Home}
+		if t := startedAt(k); t.After(last[key]) {
+			last[key] = t
 		}
 		if isWarm(k) && k.DeletionTimestamp == nil {
-			warm[k.Spec.Owner] = append(warm[k.Spec.Owner], k)
+			warm[key] = append(warm[key], k)
 		}
 	}
 	st := &nbv1.WarmPoolStatus{}
-	owners := make([]nbv1.Owner, 0, len(last))
-	for o := range last {
-		owners = append(owners, o)
+	keys := make([]poolKey, 0, len(last))
+	for key := range last {
+		keys = append(keys, key)
 	}
-	slices.Sort(owners)
+	slices.SortFunc(keys, func(a, b poolKey) int { return cmp.Or(cmp.Compare(a.owner, b.owner), cmp.Compare(a.home, b.home)) })
+	users := map[nbv1.Owner]bool{}
 	generation := strconv.FormatInt(ks.Generation, 10)
-	for _, owner := range owners {
-		ends := last[owner].Add(window)
+	for _, key := range keys {
+		ends := last[key].Add(window)
 		active := size > 0 && now.Before(ends)
 		if !active {
-			plan.remove = append(plan.remove, warm[owner]...)
+			plan.remove = append(plan.remove, warm[key]...)
 			continue
 		}
-		st.Users++
+		users[key.owner] = true
 		plan.next = sooner(plan.next, ends.Sub(now))
-		lastStart := last[owner].UTC().Format(time.RFC3339)
+		lastStart := last[key].UTC().Format(time.RFC3339)
 		var keep []*nbv1.Kernel
-		for _, k := range warm[owner] {
+		for _, k := range warm[key] {
 			failed := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
 			switch {
 			case k.Annotations[nbv1.AnnotationSpecGeneration] != generation:
@@ -153,32 +158,32 @@ func planWarmPool(ks *nbv1.KernelSpec, valid bool, kernels []nbv1.Kernel, userHo
 			} else {
 				st.Starting++
 			}
-			if startedAt(k).Before(last[owner]) {
+			if startedAt(k).Before(last[key]) {
 				plan.touch[k] = lastStart
 			}
 		}
 		for range size - len(keep) {
-			home, _ := userHome.For(string(owner))
-			plan.create = append(plan.create, warmKernel(ks, owner, home, lastStart, generation))
+			plan.create = append(plan.create, warmKernel(ks, key, lastStart, generation))
 			st.Starting++
 		}
 	}
+	st.Users = int32(len(users))
 	if ks.Spec.WarmPool != nil || len(plan.remove) > 0 {
 		plan.status = st
 	}
 	return plan
 }
 
-// warmKernel is a new warm kernel of ks for owner: a Kernel like a start's in the owner's
-// home, with no path, no env and no parameters (the spec's defaults), marked warm.
-func warmKernel(ks *nbv1.KernelSpec, owner nbv1.Owner, home, lastStart, generation string) *nbv1.Kernel {
+// warmKernel is a new warm kernel of ks for key: a Kernel like its owner's start in its home,
+// with no path, no env and no parameters (the spec's defaults), marked warm.
+func warmKernel(ks *nbv1.KernelSpec, key poolKey, lastStart, generation string) *nbv1.Kernel {
 	return &nbv1.Kernel{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: string(uuid.NewUUID()), Namespace: ks.Namespace,
 			Labels:      map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, nbv1.LabelWarm: "true"},
 			Annotations: map[string]string{nbv1.AnnotationLastStart: lastStart, nbv1.AnnotationSpecGeneration: generation},
 		},
-		Spec: nbv1.KernelParameters{Owner: owner, KernelSpec: ks.Name, Home: home},
+		Spec: nbv1.KernelParameters{Owner: key.owner, KernelSpec: ks.Name, Home: key.home},
 	}
 }
 
@@ -197,7 +202,7 @@ func (r *KernelSpecReconciler) reconcileWarmPool(ctx context.Context, ks *nbv1.K
 	if err := r.List(ctx, &kernels, client.InNamespace(ks.Namespace), client.MatchingFields{kernelSpecIndex: ks.Name}); err != nil {
 		return nil, 0, fmt.Errorf("list the spec's kernels: %w", err)
 	}
-	plan := planWarmPool(ks, valid, kernels.Items, r.Builder.UserHome, r.Clock.Now())
+	plan := planWarmPool(ks, valid, kernels.Items, r.Clock.Now())
 	logger := log.FromContext(ctx)
 	for _, k := range plan.remove {
 		// Only while still unclaimed: a claim between the read and this delete wins. A

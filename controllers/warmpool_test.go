@@ -9,15 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/homes"
 )
 
 func TestPlanWarmPool(t *testing.T) {
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	userHome, err := homes.Parse("users/{username}")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ago := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(-d)) }
 	rfc := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
 	cold := func(name, owner string, created time.Duration) nbv1.Kernel {
@@ -95,9 +90,14 @@ func TestPlanWarmPool(t *testing.T) {
 			kernels: []nbv1.Kernel{cold("a", "alice", time.Minute), cold("b", "bob", 2*time.Hour), warm("w", "bob", 2*time.Hour, "3", ready)},
 			remove:  []string{"w"}, create: []made{{"alice", "users/alice", rfc(time.Minute), "3"}},
 			status: &nbv1.WarmPoolStatus{Starting: 1, Users: 1}, next: 59 * time.Minute},
-		{name: "kernels over another home make no pool", spec: spec(1),
+		{name: "an admin's kernels over the whole volume keep a pool over it", spec: spec(1),
 			kernels: []nbv1.Kernel{func() nbv1.Kernel { k := cold("a", "admin", time.Minute); k.Spec.Home = nbv1.HomeWholeVolume; return k }()},
-			status:  &nbv1.WarmPoolStatus{}},
+			create:  []made{{"admin", nbv1.HomeWholeVolume, rfc(time.Minute), "3"}},
+			status:  &nbv1.WarmPoolStatus{Starting: 1, Users: 1}, next: 59 * time.Minute},
+		{name: "a pool per home: a warm kernel is only ever a copy of a start", spec: spec(1),
+			kernels: []nbv1.Kernel{cold("a", "alice", time.Minute), func() nbv1.Kernel { k := cold("b", "alice", 2*time.Minute); k.Spec.Home = "shared"; return k }()},
+			create:  []made{{"alice", "shared", rfc(2 * time.Minute), "3"}, {"alice", "users/alice", rfc(time.Minute), "3"}},
+			status:  &nbv1.WarmPoolStatus{Starting: 2, Users: 1}, next: 58 * time.Minute},
 		{name: "an invalid spec keeps no pool", spec: spec(1), invalid: true,
 			kernels: []nbv1.Kernel{cold("a", "alice", time.Minute), warm("w", "alice", time.Minute, "3", ready)},
 			remove:  []string{"w"}, status: &nbv1.WarmPoolStatus{}},
@@ -107,7 +107,7 @@ func TestPlanWarmPool(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := planWarmPool(tc.spec, !tc.invalid, slices.Clone(tc.kernels), userHome, now)
+			plan := planWarmPool(tc.spec, !tc.invalid, slices.Clone(tc.kernels), now)
 			var created []made
 			for _, k := range plan.create {
 				if !isWarm(k) || k.Spec.KernelSpec != "py" || k.Namespace != "ns" || k.Spec.Path != "" || k.Spec.Env != nil || k.Spec.Parameters != nil {
@@ -143,7 +143,7 @@ func TestPlanWarmPool(t *testing.T) {
 			}
 		})
 	}
-	if a, b := warmKernel(spec(1), "alice", "", "", "3"), warmKernel(spec(1), "alice", "", "", "3"); a.Name == b.Name {
+	if a, b := warmKernel(spec(1), poolKey{owner: "alice"}, "", "3"), warmKernel(spec(1), poolKey{owner: "alice"}, "", "3"); a.Name == b.Name {
 		t.Errorf("two warm kernels share the name %s", a.Name)
 	}
 }

@@ -28,7 +28,7 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle, all, or cluster (a real cluster, not part of all)")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all) or cluster (a real cluster, not part of all)")
 	var cc clusterConfig
 	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
 	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
@@ -37,8 +37,8 @@ func main() {
 	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
 	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all", "cluster"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle, all or cluster")
+	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all", "scale", "cluster"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle, all, scale or cluster")
 		os.Exit(2)
 	}
 	if *only == "cluster" {
@@ -46,7 +46,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench: -only cluster needs -kubeconfig, -image and -kernel-image (make bench-e2e sets them)")
 			os.Exit(2)
 		}
-		if err := writeReport(*out, nil, nil, nil, nil, nil, measureCluster(cc), *duration); err != nil {
+		if err := writeReport(*out, nil, nil, nil, nil, nil, measureCluster(cc), nil, *duration); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -80,7 +80,10 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		idle = measureIdle(nbkubeBin, filepath.Join(work, "idle"))
 	}
 	if only == "idle" {
-		return writeReport(out, nil, nil, nil, nil, idle, nil, d)
+		return writeReport(out, nil, nil, nil, nil, idle, nil, nil, d)
+	}
+	if only == "scale" {
+		return writeReport(out, nil, nil, nil, nil, nil, nil, measureScale(nbkubeBin, filepath.Join(work, "scale")), d)
 	}
 
 	var servers []*server
@@ -122,7 +125,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, contents, exports, kernels, pages, idle, nil, d)
+	return writeReport(out, contents, exports, kernels, pages, idle, nil, nil, d)
 }
 
 func measureContents(servers []*server, d time.Duration) (map[string]map[string]result, error) {
@@ -400,10 +403,10 @@ func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, 
 
 // writeReport writes the sections that were measured: contents unless results is nil,
 // exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil, the
-// state at rest unless idle is nil. The sections of the report already at out that were not
+// state at rest unless idle is nil, the real cluster's and the scale's unless nil. The sections of the report already at out that were not
 // measured this time are kept, so that `-only pages` updates the pages' section alone.
 func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, idle *idleReport,
-	cluster *clusterReport, d time.Duration,
+	cluster *clusterReport, scale *scaleReport, d time.Duration,
 ) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
@@ -441,6 +444,7 @@ func writeReport(out string, results, exports map[string]map[string]result, kern
 	section("Web pages", pages != nil, func(sb *strings.Builder) { writePages(sb, pages) })
 	section("At rest", idle != nil, func(sb *strings.Builder) { writeIdle(sb, idle) })
 	section("Kernels on a real cluster", cluster != nil, func(sb *strings.Builder) { writeCluster(sb, cluster) })
+	section("Scale", scale != nil, func(sb *strings.Builder) { writeScale(sb, scale) })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
