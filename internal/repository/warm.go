@@ -98,7 +98,13 @@ func (k *Kernels) claimWarm(ctx context.Context, u identity.User, s warmStart) (
 			log.FromContext(ctx).Error(err, "Claiming a warm kernel failed; starting a new kernel", "kernel", kn.Name)
 			return nil, nil
 		}
-		if err := k.moveClaimed(ctx, claimed, agentapi.WorkDir{Dir: dir, Code: code, Env: s.env}); err != nil {
+		// The client's next request (its channels, a GET) reads the cache, where the kernel is
+		// hidden until the claim arrives: on a real cluster that is some milliseconds later.
+		// The agent is asked meanwhile.
+		moved := make(chan error, 1)
+		go func() { moved <- k.moveClaimed(ctx, claimed, agentapi.WorkDir{Dir: dir, Code: code, Env: s.env}) }()
+		waitFresh(ctx, k.Reader, claimed)
+		if err := <-moved; err != nil {
 			log.FromContext(ctx).Info("A claimed warm kernel could not take its working directory; starting a new kernel",
 				"kernel", kn.Name, "error", err.Error())
 			k.deleteQuietly(ctx, kn.Name)
