@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // Requests with bodies take turns by bytes: a large save being received holds the budget, a
@@ -44,10 +45,18 @@ func TestAdmission_BodiesWaitForRoomByBytes(t *testing.T) {
 		resp.Body.Close()
 		large <- resp.StatusCode
 	}()
-	// The pipe hands bytes over only as the handler reads them: the large request is admitted.
 	if _, err := pw.Write([]byte(body[:1000])); err != nil {
 		t.Fatal(err)
 	}
+	// Those bytes may sit in the connection's buffers before the server reads the request:
+	// the large save holds the budget once a probe finds no room. The probe's body is no
+	// JSON, so it changes nothing either way (400 when admitted).
+	testenv.Eventually(t, "the large save admitted", 10*time.Second, func() error {
+		if r := s.do("PUT", "/api/contents/probe.txt", `not json`); r.status != http.StatusServiceUnavailable {
+			return fmt.Errorf("a probe got %d", r.status)
+		}
+		return nil
+	})
 
 	start := time.Now()
 	r := s.do("PUT", "/api/contents/small.txt", `{"type":"file","format":"text","content":"hi"}`)
