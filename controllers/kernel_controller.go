@@ -52,8 +52,12 @@ type KernelReconciler struct {
 	Options       builder.Options
 	// Agents asks the agents of running kernels for their status.
 	Agents AgentStatus
-	// StatusInterval is how often a running kernel's agent is asked.
+	// StatusInterval is how often a running kernel's agent is asked, at most: see
+	// MaxStatusPolls.
 	StatusInterval time.Duration
+	// MaxStatusPolls bounds the agents' status requests per second, all kernels together
+	// (statusPollInterval); no bound when zero.
+	MaxStatusPolls float64
 	// Quota holds kernels to their owners' UserPolicies: no pod for a kernel that would take
 	// its owner past a limit, whoever made it (see reconcileQuota).
 	Quota *quota.Ledger
@@ -62,9 +66,10 @@ type KernelReconciler struct {
 	// one worker made the pods of twenty kernels started together one after the other.
 	Workers int
 
-	starts kernelStarts
-	replay replayHeld
-	held   heldWrites
+	starts  kernelStarts
+	replay  replayHeld
+	held    heldWrites
+	running runningKernels
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -97,6 +102,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
 		r.held.forget(req.NamespacedName)
+		r.running.mark(req.NamespacedName, false)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
@@ -104,6 +110,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
 		r.held.forget(req.NamespacedName)
+		r.running.mark(req.NamespacedName, false)
 		return ctrl.Result{}, nil
 	}
 	var obs kernelObservation
@@ -123,6 +130,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		// The kernel ended, or never ran: its agent holds nothing. An agent that only missed
 		// an answer keeps its last report.
 		r.replay.forget(req.NamespacedName)
+		r.running.mark(req.NamespacedName, false)
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	st := kernelStatus(kernel, obs, now)
@@ -161,7 +169,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case obs.running:
 		// Nothing announces a running kernel's activity: its agent is asked again later.
-		return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+		return ctrl.Result{RequeueAfter: statusPollInterval(r.StatusInterval, r.running.mark(req.NamespacedName, true), r.MaxStatusPolls)}, nil
 	case obs.recheck > 0:
 		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}

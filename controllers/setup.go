@@ -48,8 +48,12 @@ type Options struct {
 	// Agents asks kernel agents for their status; an agentclient.Client when nil.
 	Agents AgentStatus
 	// StatusInterval is how often a running kernel's agent is asked for its status
-	// (DefaultStatusInterval when zero).
+	// (DefaultStatusInterval when zero), at most: see MaxStatusPolls.
 	StatusInterval time.Duration
+	// MaxStatusPolls bounds the status requests to agents per second, all running kernels
+	// together: past MaxStatusPolls × StatusInterval kernels each is asked less often
+	// (DefaultMaxStatusPolls when zero, none when negative).
+	MaxStatusPolls float64
 	// KernelWorkers is how many kernels the kernel controller reconciles at once
 	// (DefaultKernelWorkers when zero).
 	KernelWorkers int
@@ -118,6 +122,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.StatusInterval <= 0 {
 		opts.StatusInterval = DefaultStatusInterval
 	}
+	if opts.MaxStatusPolls == 0 {
+		opts.MaxStatusPolls = DefaultMaxStatusPolls
+	}
 	if opts.Culling.Interval <= 0 {
 		opts.Culling.Interval = DefaultCullInterval
 	}
@@ -147,7 +154,8 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		err  error
 	}{
 		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
-			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval, Quota: ledger, Workers: opts.KernelWorkers}).SetupWithManager(mgr)},
+			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval,
+			MaxStatusPolls: opts.MaxStatusPolls, Quota: ledger, Workers: opts.KernelWorkers}).SetupWithManager(mgr)},
 		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
 			Agents: opts.Agents, Options: opts.Culling})},
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),

@@ -22,7 +22,9 @@ func bindCullFlags(fs *flag.FlagSet, o *controllers.Options) {
 	durationFlag(fs, &o.Culling.UnusedTimeout, "cull-unused-timeout", true,
 		"shut down kernels that no client has connected to this long after their start, even with idle culling off (0 never): what an API server that died before its client came leaves")
 	durationFlag(fs, &o.StatusInterval, "kernel-status-interval", false,
-		"how often a running kernel's agent is asked for its state, activity and connections")
+		"how often a running kernel's agent is asked for its state, activity and connections, at most (see --kernel-status-max-polls)")
+	fs.Float64Var(&o.MaxStatusPolls, "kernel-status-max-polls", controllers.DefaultMaxStatusPolls,
+		"the most status requests a second to running kernels' agents, all together: with more kernels than this times --kernel-status-interval, each is asked less often (negative: no bound)")
 	fs.IntVar(&o.KernelWorkers, "kernel-workers", controllers.DefaultKernelWorkers,
 		"how many kernels the kernel controller reconciles at once (starts, status reports)")
 }

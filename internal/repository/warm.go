@@ -40,9 +40,9 @@ type warmStart struct {
 }
 
 // claimWarm claims a ready warm kernel of the start's owner, spec and home, and moves it to
-// the start's working directory. It returns nil when there is none to claim, or none that
-// the start could use (it asks for env or parameters, or a working directory in a language
-// whose kernels cannot be moved); the start then makes a kernel as usual. A claim removes
+// the start's working directory with its env. It returns nil when there is none to claim, or
+// none that the start could use (it asks for launch parameters, or for a working directory or
+// env in a language whose kernels cannot be moved); the start then makes a kernel as usual. A claim removes
 // the kernel's LabelWarm with an update conditional on the resourceVersion read, so two
 // replicas never claim one kernel; the loser tries the next. The owner's limits are held as
 // for a new kernel: a refusal is the start's answer.
