@@ -30,6 +30,7 @@ RUN_ARGS ?=
 FUZZTIME ?= 5000x
 # `make bench` measures these sections: contents, kernels, nbconvert, pages or all.
 BENCH_ONLY ?= all
+SCALE_KERNELS ?= 10000
 
 .DEFAULT_GOAL := help
 SHELL := /usr/bin/env bash -o pipefail
@@ -104,8 +105,8 @@ bench: build k8s-bins ## Measure nbkube against Debian's Jupyter Server, and the
 	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only $(BENCH_ONLY) -out docs/benchmarks.md
 
 .PHONY: bench-scale
-bench-scale: build k8s-bins ## What a thousand idle channels WebSockets cost the API server and the agents on nbkube local; section "Scale" of docs/benchmarks.md.
-	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only scale -out docs/benchmarks.md
+bench-scale: build k8s-bins ## One manager with 10,000 Kernels on a simulated node, and a thousand idle channels WebSockets on nbkube local; section "Scale" of docs/benchmarks.md (SCALE_KERNELS=n for fewer).
+	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only scale -scale-kernels $(SCALE_KERNELS) -out docs/benchmarks.md
 
 .PHONY: bench-e2e
 bench-e2e: require-root image kernel-image helm k8s-bins kube-router ## Kernel starts on the real single-node cluster (root) against bare pods of the same image; section "Kernels on a real cluster" of docs/benchmarks.md.
