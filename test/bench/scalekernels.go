@@ -29,6 +29,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
@@ -106,10 +107,11 @@ func (r *kernelScale) measure(bin, dir string) error {
 	if err := crds.Install(ctx, rc); err != nil {
 		return err
 	}
-	c, err := client.New(rc, client.Options{Scheme: scheme.New()})
+	wc, err := client.NewWithWatch(rc, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return err
 	}
+	var c client.Client = wc
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -139,32 +141,28 @@ func (r *kernelScale) measure(bin, dir string) error {
 	var mu sync.Mutex
 	podSeen, podReady := map[string]time.Time{}, map[string]time.Time{}
 	var next atomic.Int64
-	ready := make(chan string, 1024)
+	ready := make(chan *corev1.Pod, 1024)
 	inf := cache.NewSharedIndexInformer(cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", scaleNamespace, fields.Everything()), &corev1.Pod{}, 0, cache.Indexers{})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
 		p := o.(*corev1.Pod)
 		mu.Lock()
 		podSeen[p.Name] = time.Now()
 		mu.Unlock()
-		ready <- p.Name
+		ready <- p.DeepCopy()
 	}})
 	go inf.Run(ctx.Done())
 	var nodeWG sync.WaitGroup
 	for range 16 {
 		nodeWG.Go(func() {
-			for name := range ready {
+			for p := range ready {
 				ip := scaleAgentAddr(int(next.Add(1)) % scaleAgentAddrs)
-				p, err := cs.CoreV1().Pods(scaleNamespace).Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					continue
-				}
 				now := metav1.Now()
 				p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
 					Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
 					ContainerStatuses: []corev1.ContainerStatus{{Name: "kernel", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}}
 				if _, err := cs.CoreV1().Pods(scaleNamespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err == nil {
 					mu.Lock()
-					podReady[name] = time.Now()
+					podReady[p.Name] = time.Now()
 					mu.Unlock()
 				}
 			}
@@ -251,33 +249,15 @@ func (r *kernelScale) measure(bin, dir string) error {
 	}
 	fmt.Fprintf(os.Stderr, "scale  %d kernels created in %.1f s\n", r.kernels, time.Since(began).Seconds())
 
-	// Every Kernel Ready, as the manager writes it.
-	readyAt := map[string]time.Time{}
-	deadline := time.Now().Add(30 * time.Minute)
-	for len(readyAt) < r.kernels {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d kernels ready after 30 minutes", len(readyAt), r.kernels)
-		}
-		var l nbv1.KernelList
-		if err := c.List(ctx, &l, client.InNamespace(scaleNamespace)); err != nil {
-			return err
-		}
-		now := time.Now()
-		for _, k := range l.Items {
-			if _, ok := readyAt[k.Name]; ok {
-				continue
-			}
-			for _, cond := range k.Status.Conditions {
-				if cond.Type == nbv1.ConditionReady && cond.Status == metav1.ConditionTrue {
-					readyAt[k.Name] = now
-				}
-			}
-		}
+	// Every Kernel Ready, as the manager writes it: from a watch (a LIST of every kernel every
+	// few seconds was most of the control plane's work at ten thousand).
+	readyAt, err := waitKernelsReady(ctx, wc, r.kernels, began, func() int {
 		mu.Lock()
-		pods := len(podSeen)
-		mu.Unlock()
-		fmt.Fprintf(os.Stderr, "scale  %.0f s: %d pods, %d kernels ready\n", time.Since(began).Seconds(), pods, len(readyAt))
-		time.Sleep(2 * time.Second)
+		defer mu.Unlock()
+		return len(podSeen)
+	})
+	if err != nil {
+		return err
 	}
 	mu.Lock()
 	var lastPod, lastReady time.Time
@@ -466,4 +446,52 @@ func reconcileQuantile(api *kernelClient, controller string, q float64) (float64
 		}
 	}
 	return 0, 0, fmt.Errorf("no reconcile times of controller %s", controller)
+}
+
+// waitKernelsReady watches the namespace's Kernels until n are Ready, and returns when this
+// process saw each become so; pods tells the progress report how many pods there are.
+func waitKernelsReady(ctx context.Context, wc client.WithWatch, n int, began time.Time, pods func() int) (map[string]time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	readyAt := map[string]time.Time{}
+	note := func(k *nbv1.Kernel) {
+		if _, ok := readyAt[k.Name]; !ok && meta.IsStatusConditionTrue(k.Status.Conditions, nbv1.ConditionReady) {
+			readyAt[k.Name] = time.Now()
+		}
+	}
+	report := time.NewTicker(10 * time.Second)
+	defer report.Stop()
+	for len(readyAt) < n {
+		// A watch from the list's version; should it end, list and watch again.
+		var l nbv1.KernelList
+		if err := wc.List(ctx, &l, client.InNamespace(scaleNamespace)); err != nil {
+			return nil, fmt.Errorf("%d of %d kernels ready: %w", len(readyAt), n, err)
+		}
+		for i := range l.Items {
+			note(&l.Items[i])
+		}
+		w, err := wc.Watch(ctx, &nbv1.KernelList{}, client.InNamespace(scaleNamespace), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.ResourceVersion}})
+		if err != nil {
+			return nil, err
+		}
+	events:
+		for len(readyAt) < n {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events
+				}
+				if k, ok := ev.Object.(*nbv1.Kernel); ok {
+					note(k)
+				}
+			case <-report.C:
+				fmt.Fprintf(os.Stderr, "scale  %.0f s: %d pods, %d kernels ready\n", time.Since(began).Seconds(), pods(), len(readyAt))
+			case <-ctx.Done():
+				w.Stop()
+				return nil, fmt.Errorf("%d of %d kernels ready after 30 minutes", len(readyAt), n)
+			}
+		}
+		w.Stop()
+	}
+	return readyAt, nil
 }
