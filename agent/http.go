@@ -3,6 +3,9 @@ package agent
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -63,6 +66,20 @@ func (a *Agent) handler() http.Handler {
 		}
 	}))
 	return mux
+}
+
+// readBody reads a request's body of at most limit bytes; a larger one is answered 413
+// (what names the body in the message), a failed read not at all (the client is gone).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64, what string) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%s larger than %d bytes", what, limit))
+		}
+		return nil, false
+	}
+	return body, true
 }
 
 func (a *Agent) isReady() bool {

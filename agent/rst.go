@@ -181,12 +181,8 @@ type rstError struct {
 func (e *rstError) Error() string { return e.message }
 
 func (r *rstRenderer) serveRender(w http.ResponseWriter, req *http.Request) {
-	src, err := io.ReadAll(http.MaxBytesReader(w, req.Body, agentapi.MaxRSTBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("reST larger than %d bytes", agentapi.MaxRSTBytes))
-		}
+	src, ok := readBody(w, req, agentapi.MaxRSTBytes, "reST")
+	if !ok {
 		return
 	}
 	html, err := r.render(req.Context(), src)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -32,12 +31,8 @@ var errNoExecuteReply = fmt.Errorf("the kernel did not answer within %s", workDi
 // for them only once the move succeeded, so that a refused one cannot make every later start
 // fail.
 func (a *Agent) serveWorkDir(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, agentapi.MaxWorkDirBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", agentapi.MaxWorkDirBytes))
-		}
+	body, ok := readBody(w, r, agentapi.MaxWorkDirBytes, "body")
+	if !ok {
 		return
 	}
 	var req agentapi.WorkDir
