@@ -175,6 +175,27 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 				}
 			}
 		}
+		// The API server serves a new CRD's kind once it is Established, and the client's
+		// discovery of the group, made at its first use, must see the kinds.
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			testenv.Eventually(t, "CRD "+o.GetName()+" established", 30*time.Second, func() error {
+				crd := &unstructured.Unstructured{}
+				crd.SetGroupVersionKind(o.GroupVersionKind())
+				if err := c.Get(ctx, client.ObjectKey{Name: o.GetName()}, crd); err != nil {
+					return err
+				}
+				conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+				for _, cond := range conds {
+					if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+						return nil
+					}
+				}
+				return fmt.Errorf("conditions %v", conds)
+			})
+		}
 		if kinds["CustomResourceDefinition"] != 6 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 || kinds["UserPolicy"] != wantPolicies[i] {
 			t.Errorf("%v: rendered kinds %v, want the 6 CRDs, 2 Deployments, a KernelSpec and %d UserPolicies", sets, kinds, wantPolicies[i])
 		}
