@@ -111,7 +111,7 @@ func (c *Culler) cullKernels(ctx context.Context) {
 	for i := range kernels.Items {
 		k := &kernels.Items[i]
 		// A warm kernel's life is its pool's (planWarmPool).
-		if k.DeletionTimestamp != nil || isWarm(k) {
+		if k.DeletionTimestamp != nil || k.Warm() {
 			continue
 		}
 		o, err := c.optionsFor(ctx, k)

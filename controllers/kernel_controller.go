@@ -384,7 +384,7 @@ const quotaRecheck = time.Minute
 // resources.
 func (r *KernelReconciler) reconcileQuota(ctx context.Context, k *nbv1.Kernel, obs *kernelObservation) (*nbv1.KernelSpec, error) {
 	// A warm kernel counts once claimed: the claim reserves its room (see nbv1.WarmPool).
-	if r.Quota == nil || isWarm(k) {
+	if r.Quota == nil || k.Warm() {
 		return obs.spec, nil
 	}
 	res, err := r.Quota.In(k.Namespace).ReserveKernel(ctx, string(k.Spec.Owner), nil, k.Name, obs.spec)
@@ -411,7 +411,7 @@ func (r *KernelReconciler) reconcileQuota(ctx context.Context, k *nbv1.Kernel, o
 // the first UserPolicy, or whose reservation an admin removed. What runs is recorded, never
 // refused.
 func (r *KernelReconciler) recordRoom(ctx context.Context, k *nbv1.Kernel, pod *corev1.Pod) {
-	if r.Quota == nil || isWarm(k) || len(pod.Spec.Containers) == 0 || pod.DeletionTimestamp != nil {
+	if r.Quota == nil || k.Warm() || len(pod.Spec.Containers) == 0 || pod.DeletionTimestamp != nil {
 		return
 	}
 	room := quota.KernelRoom(k.Name, k.Spec.KernelSpec, pod.Spec.Containers[0].Resources)

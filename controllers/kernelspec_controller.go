@@ -146,7 +146,7 @@ func (r *KernelSpecReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *KernelSpecReconciler) specOfKernel(ctx context.Context, o client.Object) []reconcile.Request {
 	k := o.(*nbv1.Kernel)
 	key := client.ObjectKey{Namespace: k.Namespace, Name: k.Spec.KernelSpec}
-	if !isWarm(k) {
+	if !k.Warm() {
 		ks := &nbv1.KernelSpec{}
 		if err := r.Get(ctx, key, ks); err != nil || ks.Spec.WarmPool == nil {
 			return nil
@@ -160,10 +160,10 @@ func (r *KernelSpecReconciler) specOfKernel(ctx context.Context, o client.Object
 var warmPoolChange = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		was, is := e.ObjectOld.(*nbv1.Kernel), e.ObjectNew.(*nbv1.Kernel)
-		if isWarm(was) != isWarm(is) || is.DeletionTimestamp != nil {
+		if was.Warm() != is.Warm() || is.DeletionTimestamp != nil {
 			return true
 		}
-		if !isWarm(is) {
+		if !is.Warm() {
 			return false
 		}
 		for _, c := range []string{nbv1.ConditionReady, nbv1.ConditionFailed} {

@@ -48,9 +48,6 @@ type warmPlan struct {
 	next time.Duration
 }
 
-// isWarm tells whether k is a warm kernel nobody has claimed.
-func isWarm(k *nbv1.Kernel) bool { return k.Labels[nbv1.LabelWarm] == "true" }
-
 // claimedAt is when k was claimed from a warm pool, zero for a kernel that was not.
 func claimedAt(k *nbv1.Kernel) time.Time {
 	t, _ := time.Parse(time.RFC3339, k.Annotations[nbv1.AnnotationClaimed])
@@ -60,7 +57,7 @@ func claimedAt(k *nbv1.Kernel) time.Time {
 // startedAt is when k's owner started it, as far as the pool's activity goes: its claim for
 // a claimed warm kernel, else its creation. A warm kernel stands for the last start it saw.
 func startedAt(k *nbv1.Kernel) time.Time {
-	if isWarm(k) {
+	if k.Warm() {
 		t, _ := time.Parse(time.RFC3339, k.Annotations[nbv1.AnnotationLastStart])
 		return t
 	}
@@ -98,7 +95,7 @@ func planWarmPool(ks *nbv1.KernelSpec, valid bool, kernels []nbv1.Kernel, now ti
 		if t := startedAt(k); t.After(last[key]) {
 			last[key] = t
 		}
-		if isWarm(k) && k.DeletionTimestamp == nil {
+		if k.Warm() && k.DeletionTimestamp == nil {
 			warm[key] = append(warm[key], k)
 		}
 	}

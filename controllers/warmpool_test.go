@@ -110,7 +110,7 @@ func TestPlanWarmPool(t *testing.T) {
 			plan := planWarmPool(tc.spec, !tc.invalid, slices.Clone(tc.kernels), now)
 			var created []made
 			for _, k := range plan.create {
-				if !isWarm(k) || k.Spec.KernelSpec != "py" || k.Namespace != "ns" || k.Spec.Path != "" || k.Spec.Env != nil || k.Spec.Parameters != nil {
+				if !k.Warm() || k.Spec.KernelSpec != "py" || k.Namespace != "ns" || k.Spec.Path != "" || k.Spec.Env != nil || k.Spec.Parameters != nil {
 					t.Errorf("created kernel %+v is not a plain warm kernel of the spec", k)
 				}
 				created = append(created, made{string(k.Spec.Owner), k.Spec.Home, k.Annotations[nbv1.AnnotationLastStart], k.Annotations[nbv1.AnnotationSpecGeneration]})

@@ -63,3 +63,6 @@ const (
 	// they were made for: warm kernels of an older generation are replaced.
 	AnnotationSpecGeneration = "nbkube.io/kernelspec-generation"
 )
+
+// Warm tells whether k is a warm kernel nobody has claimed yet (LabelWarm).
+func (k *Kernel) Warm() bool { return k.Labels[LabelWarm] == "true" }

@@ -97,7 +97,7 @@ var (
 		startedBy:   func(k *nbv1.Kernel) string { return k.Annotations[nbv1.AnnotationStartedBy] },
 		oldestFirst: true,
 		missing:     func(id string) error { return notFound("Kernel does not exist: " + id) },
-		hidden:      func(k *nbv1.Kernel) bool { return k.Labels[nbv1.LabelWarm] == "true" },
+		hidden:      (*nbv1.Kernel).Warm,
 	}
 	ownedSessions = &owned[nbv1.Session, *nbv1.Session, nbv1.SessionList, *nbv1.SessionList]{
 		noun:        "session",

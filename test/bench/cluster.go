@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -487,21 +486,10 @@ func installBench(ctx context.Context, cs kubernetes.Interface, cfg clusterConfi
 	}
 	s := &server{name: "nbkube", base: fmt.Sprintf("http://%s:%d/", svc.Spec.ClusterIP, svc.Spec.Ports[0].Port), token: string(secret.Data["token"])}
 	api := &kernelClient{s: s, hc: &http.Client{Timeout: kernelTimeout}}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := api.do(http.MethodGet, "api/status", nil)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return api, cleanup, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, cleanup, fmt.Errorf("the API server's Service %s does not answer: %w", s.base, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := waitAnswers(api, 2*time.Minute); err != nil {
+		return nil, cleanup, fmt.Errorf("the API server's Service %s does not answer: %w", s.base, err)
 	}
+	return api, cleanup, nil
 }
 
 // writeCluster is the report's section.
