@@ -89,7 +89,7 @@ test-faults: k8s-bins test-deps ## Fault-injection suite (root, for a tmpfs): ki
 	go test -tags faults ./test/faults/ -run '^$$' -fuzz '^FuzzAPI$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 0
 
 .PHONY: test-e2e
-test-e2e: require-root image kernel-image helm k8s-bins kube-router ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
+test-e2e: require-root image kernel-image helm k8s-bins kube-router containerd ## Real single-node cluster (root): helm install, then kernels, clusters, upgrade, uninstall.
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" TEST_FLAGS="$(TEST_FLAGS)" hack/test-e2e.sh
 
 .PHONY: require-root
@@ -109,7 +109,7 @@ bench-scale: build k8s-bins ## One manager with 10,000 Kernels on a simulated no
 	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only scale -scale-kernels $(SCALE_KERNELS) -out docs/benchmarks.md
 
 .PHONY: bench-e2e
-bench-e2e: require-root image kernel-image helm k8s-bins kube-router ## Kernel starts on the real single-node cluster (root) against bare pods of the same image; section "Kernels on a real cluster" of docs/benchmarks.md.
+bench-e2e: require-root image kernel-image helm k8s-bins kube-router containerd ## Kernel starts on the real single-node cluster (root) against bare pods of the same image; section "Kernels on a real cluster" of docs/benchmarks.md.
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" hack/bench-e2e.sh
 
 ##@ Build
@@ -168,6 +168,10 @@ hydra: ## Build ORY Hydra, the OpenID Connect provider the oidc identity tests r
 .PHONY: kube-router
 kube-router: ## Build kube-router, whose network policy controller enforces NetworkPolicies in the e2e cluster (cached).
 	@hack/build-kube-router.sh >/dev/null
+
+.PHONY: containerd
+containerd: ## Build containerd 2 (image volumes), the container runtime of the e2e cluster (cached).
+	@hack/build-containerd.sh >/dev/null
 
 ##@ Tools
 

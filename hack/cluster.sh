@@ -34,8 +34,8 @@ SERVICE_CIDR=10.243.0.0/16
 API_SERVICE_IP=10.243.0.1
 DNS_IP=10.243.0.10
 CLUSTER_DOMAIN=cluster.local
-# containerd 1.6 puts its shims' sockets under /run/containerd whatever its state dir, so the
-# socket may as well be at the usual place (ctr finds it without flags).
+# containerd puts its shims' sockets under /run/containerd whatever its state dir, so the socket
+# may as well be at the usual place.
 CONTAINERD_SOCK=/run/containerd/containerd.sock
 PAUSE_IMAGE=nbkube.io/pause:dev
 COREDNS_IMAGE=nbkube.io/coredns:dev
@@ -116,9 +116,12 @@ wait_for() {
 }
 
 kc() { "$BIN/kubectl" --kubeconfig "$DIR/kubeconfig" "$@"; }
-ctr_k8s() { ctr --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
+# bin_dir NAME: the directory of the binary that the component NAME was started from.
+bin_dir() { local pid exe; read -r pid exe <"$DIR/pids/$1" && dirname "$exe"; }
+# ctr of the containerd that runs (down, load) or is about to (up).
+ctr_k8s() { "${CONTAINERD_BIN:-$(bin_dir containerd)}/ctr" --address "$CONTAINERD_SOCK" --namespace k8s.io "$@"; }
 # Without the -S test, ctr waits 10 s for a socket that does not exist.
-containerd_serving() { [ -S "$CONTAINERD_SOCK" ] && ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
+containerd_serving() { [ -S "$CONTAINERD_SOCK" ] && "$CONTAINERD_BIN/ctr" --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; }
 http_ok() { curl -fsS --max-time 2 -o /dev/null "$@"; }
 
 # --- prerequisites ---------------------------------------------------------------------------
@@ -126,25 +129,22 @@ http_ok() { curl -fsS --max-time 2 -o /dev/null "$@"; }
 ensure_packages() {
   local p missing=()
   # ipset: kube-router keeps the pods a NetworkPolicy selects in ipsets, through the command.
-  for p in containerd runc containernetworking-plugins iptables ipset iproute2 openssl curl; do
+  for p in runc containernetworking-plugins iptables ipset iproute2 openssl curl; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
   step "installing ${missing[*]}"
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-  # Under systemd the package starts its own containerd on the socket ours needs; that service
-  # came with this install, so it is ours to stop.
-  if [[ " ${missing[*]} " == *" containerd "* ]] && [ -d /run/systemd/system ]; then
-    systemctl disable --now containerd.service >&2 || true
-  fi
 }
 
 # Kubernetes binaries from hack/build-k8s.sh (cached; a cold build takes several minutes).
+# containerd too (hack/build-containerd.sh): Debian 12's 1.6 cannot mount image volumes.
 ensure_binaries() {
   BIN=$("$REPO/hack/build-k8s.sh" etcd kube-apiserver kube-controller-manager kube-scheduler \
     kubelet kube-proxy kubectl)
   KUBE_ROUTER=$("$REPO/hack/build-kube-router.sh")
+  CONTAINERD_BIN=$("$REPO/hack/build-containerd.sh")
 }
 
 # CoreDNS built from the module proxy with only the plugins the Corefile uses: the full plugin set
@@ -356,34 +356,41 @@ EOF
   #  * sandbox_image: ours (no registry), imported before the kubelet starts.
   #  * CNI plugins come from Debian's containernetworking-plugins, in /usr/lib/cni.
   mkdir -p "$DIR/containerd"
+  #  * imports = []: nothing of the machine's /etc/containerd joins in.
   cat >"$DIR/containerd/config.toml" <<EOF
-version = 2
+version = 4
 root = "$DIR/containerd/root"
 state = "$DIR/containerd/state"
+imports = []
 
-[grpc]
+[plugins."io.containerd.server.v1.grpc"]
   address = "$CONTAINERD_SOCK"
 
 [plugins."io.containerd.internal.v1.opt"]
   path = "$DIR/containerd/opt"
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+
+[plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
   netns_mounts_under_state_dir = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = "$DIR/containerd/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$DIR/cni/net.d"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 EOF
 
   # kubelet:
@@ -391,8 +398,6 @@ EOF
   #  * Serves on the node IP with its own cert; the apiserver is its only client (webhook authn/z).
   #  * Eviction and image GC relaxed: the default thresholds (15% disk free) would evict pods on a
   #    well-used test disk, and an image removed by GC could not be pulled back (no registry).
-  #  * containerd 1.6 lacks the RuntimeConfig call; the kubelet logs "Unimplemented" once and
-  #    keeps its own cgroupDriver, which works.
   #  * syncFrequency 10s, not 1m: the kubelet writes a changed Secret into a pod's volume when it
   #    next syncs the pod, every syncFrequency plus up to half of it again, so a test that changes
   #    a mounted Secret (the users file) would wait 60-90 s for it.
@@ -727,9 +732,9 @@ cmd_up() {
   preflight
   fence_ranges
   ensure_packages
+  ensure_binaries
   check_free
   trap 'rc=$?; [ $rc -eq 0 ] || up_failed' EXIT
-  ensure_binaries
   ensure_coredns
   ensure_images
   step "binaries and images ready"
@@ -748,7 +753,8 @@ cmd_up() {
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster nbkube=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
     --heartbeat-interval 10 --election-timeout 100 --unsafe-no-fsync --log-level warn
-  start containerd /usr/bin/containerd --config "$DIR/containerd/config.toml"
+  # containerd finds its runc shim on PATH.
+  PATH="$CONTAINERD_BIN:$PATH" start containerd "$CONTAINERD_BIN/containerd" --config "$DIR/containerd/config.toml"
   wait_for etcd "etcd" 30 http_ok http://127.0.0.1:2381/health
 
   start kube-apiserver "$BIN/kube-apiserver" \
