@@ -6,6 +6,9 @@
 package builder
 
 import (
+	"fmt"
+	"path"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,11 +22,15 @@ import (
 
 // Options are the operator-wide settings the builders need; cmd/ fills them from flags.
 type Options struct {
-	// AgentImage is the operator's own image: kernel pods copy the nbkube binary out of it.
+	// AgentImage is the operator's own image: kernel pods take the agent out of it.
 	AgentImage string
 	// AgentBinary is the path of the nbkube-agent binary inside AgentImage; the kernel pod's
-	// init container runs `<AgentBinary> install` to copy it into the pod.
+	// init container runs `<AgentBinary> install` to copy it into the pod, or runs it from
+	// the image mounted as a volume (AgentDelivery).
 	AgentBinary string
+	// AgentDelivery is how kernel pods get the agent out of AgentImage; empty is
+	// AgentInitContainer. AgentHostDir overrides it.
+	AgentDelivery AgentDelivery
 	// AgentHostDir, when set, is a directory of the node that holds nbkube-agent: kernel pods
 	// mount it read-only (hostPath) instead of copying the agent out of AgentImage with an init
 	// container. Only `nbkube local` sets it, where pods are processes of this host anyway
@@ -158,16 +165,65 @@ func (o Options) requestScratch(r *corev1.ResourceRequirements) {
 	r.Requests[corev1.ResourceEphemeralStorage] = o.ScratchRequest.DeepCopy()
 }
 
-// agentMount is where the agent's container finds the agent binary, read-only.
-var agentMount = corev1.VolumeMount{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true}
+// AgentDelivery is how kernel pods get the agent binary out of the operator's image.
+type AgentDelivery string
 
-// addAgent gives a pod that runs the agent its binary: an init container copies it from the
-// operator's image into the first volume, or, where the node is this machine (nbkube local),
-// the volume is the host's directory that holds it.
+const (
+	// AgentInitContainer copies the agent into an emptyDir with an init container, which
+	// works on every cluster. It costs a container's start and the kubelet's notice that it
+	// ended (its relist runs every second) before the kernel's container starts: 0.6-0.8 s
+	// of a cold start on the test cluster.
+	AgentInitContainer AgentDelivery = "InitContainer"
+	// AgentImageVolume mounts the operator's image read-only as an image volume and runs the
+	// agent from there: no init container. Needs Kubernetes' ImageVolume (on by default
+	// since 1.35) and a runtime that mounts image volumes (containerd 2.1+, CRI-O 1.31+);
+	// elsewhere the kernel's container fails to start.
+	AgentImageVolume AgentDelivery = "ImageVolume"
+)
+
+// ParseAgentDelivery reads a flag's value.
+func ParseAgentDelivery(s string) (AgentDelivery, error) {
+	switch d := AgentDelivery(s); d {
+	case AgentInitContainer, AgentImageVolume:
+		return d, nil
+	}
+	return "", fmt.Errorf("agent delivery %q is neither %s nor %s", s, AgentInitContainer, AgentImageVolume)
+}
+
+// AgentImageDir is where an image volume of the operator's image is mounted (AgentImageVolume).
+const AgentImageDir = "/opt/nbkube/image"
+
+// agentPath is the agent binary's path in the pods' containers.
+func (o Options) agentPath() string {
+	if o.AgentHostDir == "" && o.AgentDelivery == AgentImageVolume {
+		return path.Join(AgentImageDir, o.AgentBinary)
+	}
+	return AgentBinary
+}
+
+// agentMount is where the agent's container finds the agent binary, read-only.
+func (o Options) agentMount() corev1.VolumeMount {
+	m := corev1.VolumeMount{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true}
+	if o.AgentHostDir == "" && o.AgentDelivery == AgentImageVolume {
+		m.MountPath = AgentImageDir
+	}
+	return m
+}
+
+// addAgent gives a pod that runs the agent its binary in the first volume: the operator's
+// image mounted as a volume (AgentImageVolume), or an emptyDir that an init container copies
+// it into, or, where the node is this machine (nbkube local), the host's directory that
+// holds it.
 func (o Options) addAgent(spec *corev1.PodSpec) {
 	if o.AgentHostDir != "" {
 		spec.Volumes = append([]corev1.Volume{{Name: "agent-bin", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
 			Path: o.AgentHostDir, Type: ptr.To(corev1.HostPathDirectory),
+		}}}}, spec.Volumes...)
+		return
+	}
+	if o.AgentDelivery == AgentImageVolume {
+		spec.Volumes = append([]corev1.Volume{{Name: "agent-bin", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+			Reference: o.AgentImage, PullPolicy: o.ImagePullPolicy,
 		}}}}, spec.Volumes...)
 		return
 	}

@@ -112,7 +112,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
 				Resources:       *spec.Spec.Resources.DeepCopy(),
 				VolumeMounts: []corev1.VolumeMount{
-					agentMount,
+					o.agentMount(),
 					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
 					{Name: "home", MountPath: HomeDir},
 					{Name: "tmp", MountPath: "/tmp"},
@@ -225,7 +225,7 @@ func attachCluster(pod *corev1.Pod, cluster string) {
 // agentCommand is the kernel container's command up to the kernel's argv: the agent and its
 // flags.
 func agentCommand(o Options) []string {
-	cmd := []string{AgentBinary}
+	cmd := []string{o.agentPath()}
 	if budget := o.AgentMemoryBudget.Value(); budget > 0 {
 		cmd = append(cmd, "--memory-budget="+strconv.FormatInt(budget, 10))
 	}

@@ -153,6 +153,48 @@ func TestKernelPod_AgentFromAHostDirectory(t *testing.T) {
 	}
 }
 
+// With AgentImageVolume the operator's image is mounted read-only and the agent runs from
+// it: no init container, in kernel pods and the reStructuredText renderer's alike. The host
+// directory of nbkube local still wins.
+func TestKernelPod_AgentFromAnImageVolume(t *testing.T) {
+	opts := DefaultOptions()
+	opts.AgentDelivery = AgentImageVolume
+	opts.AgentImage = "example.com/nbkube:1"
+	opts.ImagePullPolicy = corev1.PullIfNotPresent
+	kernelPod := KernelPod(testKernel(nil), testSpec(nil), opts)
+	rst := RSTRendererDeployment("ns", "uid", opts, nil).Spec.Template.Spec
+	for name, spec := range map[string]corev1.PodSpec{"kernel": kernelPod.Spec, "renderer": rst} {
+		if len(spec.InitContainers) != 0 {
+			t.Errorf("%s: init containers %v", name, spec.InitContainers)
+		}
+		want := corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
+			Reference: "example.com/nbkube:1", PullPolicy: corev1.PullIfNotPresent}}}
+		if d := cmp.Diff(want, spec.Volumes[0]); d != "" {
+			t.Errorf("%s: agent volume (-want +got):\n%s", name, d)
+		}
+		main := spec.Containers[0]
+		if main.Command[0] != "/opt/nbkube/image/usr/local/bin/nbkube-agent" {
+			t.Errorf("%s: command %v", name, main.Command)
+		}
+		mounted := false
+		for _, m := range main.VolumeMounts {
+			if m.Name == "agent-bin" {
+				mounted = m.ReadOnly && m.MountPath == AgentImageDir && m.SubPath == ""
+			}
+		}
+		if !mounted {
+			t.Errorf("%s: mounts %+v, want agent-bin read-only at %s", name, main.VolumeMounts, AgentImageDir)
+		}
+	}
+	opts.AgentHostDir = "/opt/nbkube/bin"
+	if pod := KernelPod(testKernel(nil), testSpec(nil), opts); pod.Spec.Volumes[0].HostPath == nil || pod.Spec.Containers[0].Command[0] != AgentBinary {
+		t.Errorf("nbkube local: agent volume %+v, command %v", pod.Spec.Volumes[0], pod.Spec.Containers[0].Command)
+	}
+	if _, err := ParseAgentDelivery("imagevolume"); err == nil {
+		t.Error("ParseAgentDelivery took a value that is not one")
+	}
+}
+
 func TestKernelPod_IsLeastPrivilege(t *testing.T) {
 	pod := KernelPod(testKernel(nil), testSpec(nil), DefaultOptions())
 	if *pod.Spec.AutomountServiceAccountToken || *pod.Spec.EnableServiceLinks {

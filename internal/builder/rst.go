@@ -112,7 +112,7 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 			Name:            RSTRendererContainer,
 			Image:           image,
 			ImagePullPolicy: o.ImagePullPolicy,
-			Command:         []string{AgentBinary},
+			Command:         []string{o.agentPath()},
 			Args:            args,
 			Env: []corev1.EnvVar{
 				{Name: "HOME", Value: "/tmp"},
@@ -125,7 +125,7 @@ func RSTRendererDeployment(namespace string, secretUID string, o Options, owner 
 			Ports:     []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
 			Resources: *r.Resources.DeepCopy(),
 			VolumeMounts: []corev1.VolumeMount{
-				agentMount,
+				o.agentMount(),
 				{Name: "renderer-secret", MountPath: SecretDir, ReadOnly: true},
 				{Name: "tmp", MountPath: "/tmp"},
 			},
