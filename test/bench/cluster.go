@@ -70,15 +70,20 @@ km.shutdown_kernel(now=True)
 type clusterReport struct {
 	node, version string
 	// seq and conc are per-start times, sorted: nbkube's POST → 201 (kernel_info answered),
-	// the floor's pod creation → Running plus ipykernel's start in the pod.
+	// the floor's pod creation → Running plus ipykernel's start in the pod. They are taken
+	// with manager.agentDelivery ImageVolume, after seqInit (and its floors), taken with the
+	// chart's default, InitContainer.
 	seq, seqFloor, conc, concFloor []time.Duration
-	// seqFloorInit is the floor with the kernel pod's init container (the agent copied out of
-	// the operator's image) added: what that step costs, in the same run.
-	seqFloorInit []time.Duration
+	seqInit, seqInitFloor          []time.Duration
+	// seqFloorInit and seqFloorVolume are the floor with the kernel pod's way of getting the
+	// agent added, in the same run as seqInit and seq: an init container that copies it out
+	// of the operator's image, or that image mounted as a volume.
+	seqFloorInit, seqFloorVolume []time.Duration
 	// concAll, concFloorAll: the first request to the last kernel ready.
 	concAll, concFloorAll time.Duration
-	// phases of nbkube's sequential starts, per phase name, sorted.
-	phases map[string][]time.Duration
+	// phases of nbkube's sequential starts, per phase name, sorted: with the agent from an
+	// image volume, and from an init container.
+	phases, phasesInit map[string][]time.Duration
 	// warm are sequential starts that each found a ready warm kernel (KernelSpec warmPool),
 	// sorted; refill the time from each such start until the pool had a ready kernel again.
 	warm, refill []time.Duration
@@ -89,7 +94,7 @@ type clusterReport struct {
 const (
 	phaseCreate   = "API: Kernel, Secret and pod created"
 	phaseSchedule = "scheduling"
-	phaseRun      = "sandbox, agent init container, kernel container started"
+	phaseRun      = "sandbox, the agent's volume or init container, kernel container started"
 	phaseKernel   = "agent and ipykernel start, kernel_info answered through the API server"
 )
 
@@ -157,7 +162,7 @@ func (c *podClock) wait(name string, timeout time.Duration, done func(*podTimes)
 }
 
 func measureCluster(cfg clusterConfig) *clusterReport {
-	rep := &clusterReport{phases: map[string][]time.Duration{}}
+	rep := &clusterReport{phases: map[string][]time.Duration{}, phasesInit: map[string][]time.Duration{}}
 	fail := func(err error) *clusterReport {
 		rep.errs = append(rep.errs, err)
 		fmt.Fprintln(os.Stderr, "bench: cluster:", err)
@@ -194,30 +199,47 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 	if _, _, err := nbkubeStart(api, clock); err != nil {
 		return fail(fmt.Errorf("warm-up start: %w", err))
 	}
-	if _, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, "floor-warm", "")); err != nil {
+	if _, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, "floor-warm", "", false)); err != nil {
 		return fail(fmt.Errorf("warm-up floor pod: %w", err))
 	}
-
-	for i := range clusterStarts {
-		d, phases, err := nbkubeStart(api, clock)
-		if err != nil {
-			return fail(fmt.Errorf("sequential start %d: %w", i, err))
+	// sequential takes clusterStarts starts one after another, each followed by a bare floor
+	// pod and one with the agent delivered as the manager now does.
+	sequential := func(delivery string, nb, floor, floorAgent *[]time.Duration, phases map[string][]time.Duration) error {
+		viaVolume := delivery == "ImageVolume"
+		for i := range clusterStarts {
+			d, ph, err := nbkubeStart(api, clock)
+			if err != nil {
+				return fmt.Errorf("sequential start %d (%s): %w", i, delivery, err)
+			}
+			*nb = append(*nb, d)
+			for name, v := range ph {
+				phases[name] = append(phases[name], v)
+			}
+			f, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-%s-%d", strings.ToLower(delivery), i), "", false))
+			if err != nil {
+				return fmt.Errorf("sequential floor %d: %w", i, err)
+			}
+			*floor = append(*floor, f)
+			fa, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-agent-%s-%d", strings.ToLower(delivery), i), cfg.image, viaVolume))
+			if err != nil {
+				return fmt.Errorf("sequential floor with the agent (%s) %d: %w", delivery, i, err)
+			}
+			*floorAgent = append(*floorAgent, fa)
+			fmt.Fprintf(os.Stderr, "cluster  start %2d (%s): nbkube %6.0f ms, floor %6.0f ms, floor with the agent %6.0f ms\n", i, delivery, ms(d), ms(f), ms(fa))
 		}
-		rep.seq = append(rep.seq, d)
-		for name, v := range phases {
-			rep.phases[name] = append(rep.phases[name], v)
-		}
-		f, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-%d", i), ""))
-		if err != nil {
-			return fail(fmt.Errorf("sequential floor %d: %w", i, err))
-		}
-		rep.seqFloor = append(rep.seqFloor, f)
-		fi, err := floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-init-%d", i), cfg.image))
-		if err != nil {
-			return fail(fmt.Errorf("sequential floor with an init container %d: %w", i, err))
-		}
-		rep.seqFloorInit = append(rep.seqFloorInit, fi)
-		fmt.Fprintf(os.Stderr, "cluster  start %2d: nbkube %6.0f ms, floor %6.0f ms, floor with the init container %6.0f ms\n", i, ms(d), ms(f), ms(fi))
+		return nil
+	}
+	if err := sequential("InitContainer", &rep.seqInit, &rep.seqInitFloor, &rep.seqFloorInit, rep.phasesInit); err != nil {
+		return fail(err)
+	}
+	if err := useImageVolume(ctx, cs, cfg); err != nil {
+		return fail(err)
+	}
+	if _, _, err := nbkubeStart(api, clock); err != nil {
+		return fail(fmt.Errorf("warm-up start after the upgrade: %w", err))
+	}
+	if err := sequential("ImageVolume", &rep.seq, &rep.seqFloor, &rep.seqFloorVolume, rep.phases); err != nil {
+		return fail(err)
 	}
 
 	rep.conc, rep.concAll, err = concurrently(func(i int) (time.Duration, error) {
@@ -228,7 +250,7 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 		return fail(fmt.Errorf("concurrent starts: %w", err))
 	}
 	rep.concFloor, rep.concFloorAll, err = concurrently(func(i int) (time.Duration, error) {
-		return floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-c%d", i), ""))
+		return floorStart(ctx, cs, clock, floorPod(cfg.kernelImage, fmt.Sprintf("floor-c%d", i), "", false))
 	})
 	if err != nil {
 		return fail(fmt.Errorf("concurrent floor: %w", err))
@@ -236,11 +258,13 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 	if rep.warm, rep.refill, err = warmStarts(ctx, rc, api); err != nil {
 		return fail(fmt.Errorf("starts from a warm pool: %w", err))
 	}
-	for _, v := range [][]time.Duration{rep.seq, rep.seqFloor, rep.seqFloorInit, rep.conc, rep.concFloor, rep.warm, rep.refill} {
+	for _, v := range [][]time.Duration{rep.seq, rep.seqFloor, rep.seqInit, rep.seqInitFloor, rep.seqFloorInit, rep.seqFloorVolume, rep.conc, rep.concFloor, rep.warm, rep.refill} {
 		slices.Sort(v)
 	}
-	for _, v := range rep.phases {
-		slices.Sort(v)
+	for _, m := range []map[string][]time.Duration{rep.phases, rep.phasesInit} {
+		for _, v := range m {
+			slices.Sort(v)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "cluster  sequential p50 nbkube %.0f ms, floor %.0f ms; %d at once: all ready in %.1f s, floor %.1f s\n",
 		ms(p50(rep.seq)), ms(p50(rep.seqFloor)), clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds())
@@ -389,8 +413,9 @@ func floorStart(ctx context.Context, cs kubernetes.Interface, clock *podClock, p
 
 // floorPod is a pod as plain as the kernel pod's user-facing part: same image, same user and
 // restricted security context, a writable /tmp, the same small requests. With agentImage set,
-// it also has the kernel pod's init container, which copies the agent out of that image.
-func floorPod(image, name, agentImage string) *corev1.Pod {
+// it also gets the agent out of that image as kernel pods do: mounted as an image volume
+// (viaVolume), or copied by the kernel pod's init container.
+func floorPod(image, name, agentImage string, viaVolume bool) *corev1.Pod {
 	restricted := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{
@@ -414,7 +439,13 @@ func floorPod(image, name, agentImage string) *corev1.Pod {
 			Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 		},
 	}
-	if agentImage != "" {
+	switch {
+	case agentImage != "" && viaVolume:
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{
+			Image: &corev1.ImageVolumeSource{Reference: agentImage, PullPolicy: corev1.PullIfNotPresent}}})
+		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: "agent-bin", MountPath: "/opt/nbkube/image", ReadOnly: true})
+	case agentImage != "":
 		p.Spec.InitContainers = []corev1.Container{{
 			Name: "install-agent", Image: agentImage, ImagePullPolicy: corev1.PullIfNotPresent,
 			Command:   []string{"/usr/local/bin/nbkube-agent", "install", "/opt/nbkube/bin/nbkube-agent"},
@@ -465,10 +496,8 @@ func installBench(ctx context.Context, cs kubernetes.Interface, cfg clusterConfi
 		"--set", "kernelImage.repository=" + krepo, "--set", "kernelImage.tag=" + ktag,
 		"--set", "contents.storageClass=" + benchClass, "--set", "contents.size=1Gi",
 		"--set", "kernelSpecs.python3.resources.requests.cpu=10m", "--set", "kernelSpecs.python3.resources.requests.memory=64Mi"}
-	cmd := exec.CommandContext(ctx, cfg.helm, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.kubeconfig)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, cleanup, fmt.Errorf("helm install: %w: %s", err, out)
+	if err := runHelm(ctx, cfg, args...); err != nil {
+		return nil, cleanup, err
 	}
 	undo = append(undo, func() {
 		un := exec.Command(cfg.helm, "uninstall", benchRelease, "--namespace", benchNamespace, "--wait", "--timeout", "5m")
@@ -492,6 +521,42 @@ func installBench(ctx context.Context, cs kubernetes.Interface, cfg clusterConfi
 	return api, cleanup, nil
 }
 
+func runHelm(ctx context.Context, cfg clusterConfig, args ...string) error {
+	cmd := exec.CommandContext(ctx, cfg.helm, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cfg.kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("helm %s: %w: %s", args[0], err, out)
+	}
+	return nil
+}
+
+// useImageVolume upgrades the bench's release to manager.agentDelivery ImageVolume and waits
+// until every manager pod is of the new release: until the old one is gone, it may still be
+// the one that makes kernels' pods.
+func useImageVolume(ctx context.Context, cs kubernetes.Interface, cfg clusterConfig) error {
+	if err := runHelm(ctx, cfg, "upgrade", benchRelease, cfg.chart, "--namespace", benchNamespace, "--reuse-values",
+		"--wait", "--timeout", "5m", "--set", "manager.agentDelivery=ImageVolume"); err != nil {
+		return err
+	}
+	const flag = "--agent-delivery=ImageVolume"
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		pods, err := cs.CoreV1().Pods(benchNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=manager"})
+		if err != nil {
+			return err
+		}
+		upgraded := len(pods.Items) > 0
+		for _, p := range pods.Items {
+			upgraded = upgraded && slices.Contains(p.Spec.Containers[0].Args, flag)
+		}
+		if upgraded {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return errors.New("manager pods still of the release before the upgrade after 2 minutes")
+}
+
 // writeCluster is the report's section.
 func writeCluster(b *strings.Builder, rep *clusterReport) {
 	fmt.Fprintf(b, "## Kernels on a real cluster\n\n")
@@ -507,17 +572,20 @@ func writeCluster(b *strings.Builder, rep *clusterReport) {
 		fmt.Fprintf(b, "| %s | %.0f / %.0f | %.0f / %.0f | %+.0f |\n", name, ms(p50(nb)), ms(p99(nb)), ms(p50(floor)), ms(p99(floor)), ms(p50(nb)-p50(floor)))
 	}
 	fmt.Fprintf(b, "| starts | nbkube p50 / p99 ms | floor p50 / p99 ms | nbkube − floor, p50 ms |\n|---|---|---|---|\n")
-	row(fmt.Sprintf("%d one after another (p99: the slowest)", clusterStarts), rep.seq, rep.seqFloor)
-	row(fmt.Sprintf("%d one after another, against a floor pod with the agent's init container", clusterStarts), rep.seq, rep.seqFloorInit)
-	row(fmt.Sprintf("%d at once, each", clusterStarts), rep.conc, rep.concFloor)
+	row(fmt.Sprintf("%d one after another, the agent from an image volume (`manager.agentDelivery: ImageVolume`; p99: the slowest)", clusterStarts), rep.seq, rep.seqFloor)
+	row(fmt.Sprintf("%d one after another, the same, against a floor pod that mounts the agent's image volume", clusterStarts), rep.seq, rep.seqFloorVolume)
+	row(fmt.Sprintf("%d one after another, the agent copied by an init container (the chart's default), before the upgrade to ImageVolume", clusterStarts), rep.seqInit, rep.seqInitFloor)
+	row(fmt.Sprintf("%d one after another, the same, against a floor pod with the agent's init container", clusterStarts), rep.seqInit, rep.seqFloorInit)
+	row(fmt.Sprintf("%d at once, each (ImageVolume)", clusterStarts), rep.conc, rep.concFloor)
 	fmt.Fprintf(b, "| %d at once, until the last is ready | %.1f s | %.1f s | %+.1f s |\n", clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds(), (rep.concAll - rep.concFloorAll).Seconds())
 	row(fmt.Sprintf("%d one after another from a warm pool (`warmPool.size: 1`), each after the pool is ready again", clusterStarts), rep.warm, rep.seqFloor)
-	fmt.Fprintf(b, "\nWarm starts: target p50 under 500 ms (nbkube: %.0f ms). A warm kernel is claimed by two API writes (the owner's ledger, the Kernel) and one request to its agent; the pool was ready again %.0f ms (p50; p99 %.0f ms) after each start began, a cold start's time, since the pool refills with one.\n\n",
+	fmt.Fprintf(b, "\nWarm starts: target p50 under 500 ms (nbkube: %.0f ms). A warm kernel is claimed by two API writes (the owner's ledger, the Kernel) and one request to its agent; the pool was ready again %.0f ms (p50; p99 %.0f ms) after each start began: the pool refills with a cold start, and counts a kernel once its pod is Ready.\n\n",
 		ms(p50(rep.warm)), ms(p50(rep.refill)), ms(p99(rep.refill)))
-	fmt.Fprintf(b, "Where nbkube's sequential starts spend their time, as a watch of the pods saw it (p50 / p99 ms):\n\n| phase | p50 / p99 ms |\n|---|---|\n")
+	fmt.Fprintf(b, "Where nbkube's sequential starts spend their time, as a watch of the pods saw it (p50 / p99 ms):\n\n| phase | agent from an image volume | agent copied by an init container |\n|---|---|---|\n")
 	for _, name := range []string{phaseCreate, phaseSchedule, phaseRun, phaseKernel} {
-		if v := rep.phases[name]; len(v) > 0 {
-			fmt.Fprintf(b, "| %s | %.0f / %.0f |\n", name, ms(p50(v)), ms(p99(v)))
+		v, vi := rep.phases[name], rep.phasesInit[name]
+		if len(v) > 0 && len(vi) > 0 {
+			fmt.Fprintf(b, "| %s | %.0f / %.0f | %.0f / %.0f |\n", name, ms(p50(v)), ms(p99(v)), ms(p50(vi)), ms(p99(vi)))
 		}
 	}
 	b.WriteString("\n")
