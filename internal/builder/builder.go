@@ -193,9 +193,14 @@ func ParseAgentDelivery(s string) (AgentDelivery, error) {
 // AgentImageDir is where an image volume of the operator's image is mounted (AgentImageVolume).
 const AgentImageDir = "/opt/nbkube/image"
 
+// agentFromImage says the pods run the agent from an image volume of AgentImage.
+func (o Options) agentFromImage() bool {
+	return o.AgentHostDir == "" && o.AgentDelivery == AgentImageVolume
+}
+
 // agentPath is the agent binary's path in the pods' containers.
 func (o Options) agentPath() string {
-	if o.AgentHostDir == "" && o.AgentDelivery == AgentImageVolume {
+	if o.agentFromImage() {
 		return path.Join(AgentImageDir, o.AgentBinary)
 	}
 	return AgentBinary
@@ -204,7 +209,7 @@ func (o Options) agentPath() string {
 // agentMount is where the agent's container finds the agent binary, read-only.
 func (o Options) agentMount() corev1.VolumeMount {
 	m := corev1.VolumeMount{Name: "agent-bin", MountPath: AgentBinDir, ReadOnly: true}
-	if o.AgentHostDir == "" && o.AgentDelivery == AgentImageVolume {
+	if o.agentFromImage() {
 		m.MountPath = AgentImageDir
 	}
 	return m
@@ -221,7 +226,7 @@ func (o Options) addAgent(spec *corev1.PodSpec) {
 		}}}}, spec.Volumes...)
 		return
 	}
-	if o.AgentDelivery == AgentImageVolume {
+	if o.agentFromImage() {
 		spec.Volumes = append([]corev1.Volume{{Name: "agent-bin", VolumeSource: corev1.VolumeSource{Image: &corev1.ImageVolumeSource{
 			Reference: o.AgentImage, PullPolicy: o.ImagePullPolicy,
 		}}}}, spec.Volumes...)

@@ -195,6 +195,24 @@ func TestKernelPod_AgentFromAnImageVolume(t *testing.T) {
 	}
 }
 
+// A kubelet probes readiness first when it sees the container running; one probe skipped for
+// an initial delay would hold the pod's readiness a whole period. nbkube local's node probes
+// at the process's start, before the agent listens.
+func TestKernelPod_ReadinessProbedAtOnceByAKubelet(t *testing.T) {
+	local := DefaultOptions()
+	local.AgentHostDir = "/opt/nbkube/bin"
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		delay int32
+	}{{"cluster", DefaultOptions(), 0}, {"nbkube local", local, 1}} {
+		p := KernelPod(testKernel(nil), testSpec(nil), tc.opts).Spec.Containers[0].ReadinessProbe
+		if p == nil || p.InitialDelaySeconds != tc.delay {
+			t.Errorf("%s: readiness probe %+v, want an initial delay of %d s", tc.name, p, tc.delay)
+		}
+	}
+}
+
 func TestKernelPod_IsLeastPrivilege(t *testing.T) {
 	pod := KernelPod(testKernel(nil), testSpec(nil), DefaultOptions())
 	if *pod.Spec.AutomountServiceAccountToken || *pod.Spec.EnableServiceLinks {
