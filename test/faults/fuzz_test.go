@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"sync"
 	"testing"
 	"time"
@@ -241,7 +243,13 @@ func roundTrip(addr string, raw []byte) (status int, ctype string, body []byte, 
 	}
 	defer resp.Body.Close()
 	body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil && resp.StatusCode != http.StatusSwitchingProtocols {
+	// net/http answers a request it cannot parse (a method of bytes no method has) with its
+	// own plain-text 400 and closes the connection with the rest of the request unread, so
+	// the kernel resets it, which can cut that answer on its way. The answer is the HTTP
+	// library's, before any of the API's code ran.
+	byNetHTTP := resp.StatusCode == http.StatusBadRequest && errors.Is(err, syscall.ECONNRESET) &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain")
+	if err != nil && resp.StatusCode != http.StatusSwitchingProtocols && !byNetHTTP {
 		return 0, "", nil, fmt.Errorf("%d, body cut: %w", resp.StatusCode, err)
 	}
 	return resp.StatusCode, resp.Header.Get("Content-Type"), body, nil
