@@ -111,6 +111,11 @@ type Config struct {
 	BeforeControllerManager func(ctx context.Context, cfg *rest.Config) error
 	// UnsafeNoFsync makes etcd skip fsync: for throw-away test clusters only.
 	UnsafeNoFsync bool
+	// AsClusters runs kube-apiserver as clusters run it, for measurements at scale: with its
+	// watch cache (lists and watches served from memory) and no soft memory limit. Without it
+	// the server is trimmed for one user's kernels at rest, as nbkube local runs it (see
+	// startAPIServer and apiServerEnv).
+	AsClusters bool
 	// Progress receives one line per step for people watching; nil discards.
 	Progress io.Writer
 }
@@ -402,7 +407,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 		// sends each watcher a bookmark every few seconds, which is most of the server's CPU at
 		// rest. Without it lists and watches are served by etcd itself, as consistent as
 		// before; a cluster of one user's kernels is small enough for that.
-		"--watch-cache=false",
+		fmt.Sprintf("--watch-cache=%t", c.cfg.AsClusters),
 		// Both polls of etcd feed metrics only (objects per resource every minute, the
 		// database's size every 30 s), and nobody scrapes them here.
 		"--etcd-count-metric-poll-period=0",
@@ -419,7 +424,11 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 	}
 	started := time.Now()
 	c.progress("starting kube-apiserver")
-	proc, err := c.start("kube-apiserver", args, apiServerEnv)
+	env := apiServerEnv
+	if c.cfg.AsClusters {
+		env = nil
+	}
+	proc, err := c.start("kube-apiserver", args, env)
 	if err != nil {
 		return err
 	}

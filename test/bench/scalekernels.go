@@ -97,7 +97,7 @@ func (r *kernelScale) measure(bin, dir string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	binDir := controlplane.DefaultBinDir(os.Getenv)
-	cp, err := controlplane.Start(ctx, controlplane.Config{BinDir: binDir, DataDir: filepath.Join(dir, "cp"), UnsafeNoFsync: true, Progress: os.Stderr})
+	cp, err := controlplane.Start(ctx, controlplane.Config{BinDir: binDir, DataDir: filepath.Join(dir, "cp"), UnsafeNoFsync: true, AsClusters: true, Progress: os.Stderr})
 	if err != nil {
 		return err
 	}
@@ -390,7 +390,7 @@ func processRSS(name string) int64 {
 
 func writeKernelScale(b *strings.Builder, r *kernelScale) {
 	fmt.Fprintf(b, "### %d kernels on a simulated node\n\n", r.kernels)
-	fmt.Fprintf(b, "One manager (`nbkube manager --listen`, the API server in its process, as small installs run it; `--kernel-workers=%d --kernel-status-max-polls=%d --kernel-status-interval=%s`, the defaults) against a real etcd and kube-apiserver (as `nbkube local` runs them: etcd without fsync, kube-apiserver without its watch cache, so that every LIST is read from etcd; a cluster's API server serves LISTs from its cache), all on this machine's two cores, with %d Kernels of 500 users created by %d clients at once. "+
+	fmt.Fprintf(b, "One manager (`nbkube manager --listen`, the API server in its process, as small installs run it; `--kernel-workers=%d --kernel-status-max-polls=%d --kernel-status-interval=%s`, the defaults) against a real etcd and kube-apiserver (etcd without fsync, as `nbkube local` runs it; kube-apiserver as clusters run it, with its watch cache, so that LISTs are served from memory, and no soft memory limit: `nbkube local` runs it without either), all on this machine's two cores, with %d Kernels of 500 users created by %d clients at once. "+
 		"The node is the bench: it marks each kernel pod running and ready at one of %d loopback addresses, where listeners answer for the kernels' agents and count the manager's status requests (a real node gives each pod its own address, so each poll is a new connection; here a few stay open per address). No kernel process runs: this is the manager's and the control plane's side. "+
 		"Targets (issue 26): manager RSS < 1 GiB, reconciles p99 < 1 s, `kubectl get kernels` and an admin's `GET /api/kernels` p50 < 200 ms, status polls that do not grow into thousands a second.\n\n",
 		scaleWorkers, scaleMaxPolls, scaleStatusInterval, r.kernels, scaleCreators, scaleAgentAddrs)
