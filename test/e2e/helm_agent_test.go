@@ -1,0 +1,71 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// testHelmAgentFromImageVolume starts a kernel after the upgrade to manager.agentDelivery
+// ImageVolume: its pod has no init container, the kubelet and containerd mount the operator's
+// image as a volume, and the agent run from it starts, interrupts and restarts the kernel.
+func testHelmAgentFromImageVolume(t *testing.T, env *helmEnv, api *jupyterAPI) {
+	// Until the old manager has gone, it may still be the one that makes the kernel's pod.
+	testenv.Eventually(t, "only upgraded managers", 2*time.Minute, func() error {
+		var list corev1.PodList
+		if err := env.client.List(t.Context(), &list, client.InNamespace(helmNamespace),
+			client.MatchingLabels{"app.kubernetes.io/component": "manager"}); err != nil {
+			return err
+		}
+		for _, p := range list.Items {
+			if !slices.Contains(p.Spec.Containers[0].Args, "--agent-delivery=ImageVolume") {
+				return fmt.Errorf("manager pod %s is of the release before", p.Name)
+			}
+		}
+		if len(list.Items) == 0 {
+			return errors.New("no manager pod")
+		}
+		return nil
+	})
+	var k struct {
+		ID string `json:"id"`
+	}
+	start := time.Now()
+	api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &k)
+	t.Logf("kernel with the agent from an image volume started in %.1fs", time.Since(start).Seconds())
+	defer api.call(t, http.MethodDelete, "api/kernels/"+k.ID, nil)
+	pod := &corev1.Pod{}
+	if err := env.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: k.ID}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.InitContainers) != 0 {
+		t.Errorf("init containers %v, want none", pod.Spec.InitContainers)
+	}
+	if v := pod.Spec.Volumes[0]; v.Name != "agent-bin" || v.Image == nil || v.Image.Reference != env.image {
+		t.Errorf("agent volume %+v, want the image %s", v, env.image)
+	}
+	ws := dialJupyterWS(t, api, "api/kernels/"+k.ID+"/channels", "")
+	runCell(t, ws, "x = 1")
+	sleeping := newExecution(ws.execute("import time; time.sleep(120)"))
+	time.Sleep(time.Second)
+	api.call(t, http.MethodPost, "api/kernels/"+k.ID+"/interrupt", nil).want(t, http.StatusNoContent)
+	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*execution).finished)
+	if sleeping.errorName() != "KeyboardInterrupt" {
+		t.Errorf("interrupted cell: %s", sleeping)
+	}
+	api.call(t, http.MethodPost, "api/kernels/"+k.ID+"/restart", nil).want(t, http.StatusOK)
+	if got := strings.TrimSpace(runCell(t, ws, "print('x' in globals())").stdout.String()); got != "False" {
+		t.Errorf("after a restart the kernel still has x: %q", got)
+	}
+}
