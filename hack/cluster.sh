@@ -353,10 +353,10 @@ EOF
   #  * restrict_oom_score_adj: the VM lacks CAP_SYS_RESOURCE; without it every sandbox fails with
   #    "can't get final child's PID from pipe: EOF".
   #  * SystemdCgroup = false: there is no systemd; the kubelet uses cgroupfs too.
-  #  * sandbox_image: ours (no registry), imported before the kubelet starts.
+  #  * the pinned sandbox image: ours (no registry), imported before the kubelet starts.
   #  * CNI plugins come from Debian's containernetworking-plugins, in /usr/lib/cni.
-  mkdir -p "$DIR/containerd"
   #  * imports = []: nothing of the machine's /etc/containerd joins in.
+  mkdir -p "$DIR/containerd"
   cat >"$DIR/containerd/config.toml" <<EOF
 version = 4
 root = "$DIR/containerd/root"

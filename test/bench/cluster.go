@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/nbkube/nbkube/internal/builder"
 )
 
 // clusterConfig is what -only cluster needs to know of the cluster and the images.
@@ -444,13 +446,13 @@ func floorPod(image, name, agentImage string, viaVolume bool) *corev1.Pod {
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{
 			Image: &corev1.ImageVolumeSource{Reference: agentImage, PullPolicy: corev1.PullIfNotPresent}}})
 		p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts,
-			corev1.VolumeMount{Name: "agent-bin", MountPath: "/opt/nbkube/image", ReadOnly: true})
+			corev1.VolumeMount{Name: "agent-bin", MountPath: builder.AgentImageDir, ReadOnly: true})
 	case agentImage != "":
 		p.Spec.InitContainers = []corev1.Container{{
 			Name: "install-agent", Image: agentImage, ImagePullPolicy: corev1.PullIfNotPresent,
-			Command:   []string{"/usr/local/bin/nbkube-agent", "install", "/opt/nbkube/bin/nbkube-agent"},
+			Command:   []string{"/usr/local/bin/nbkube-agent", "install", builder.AgentBinary},
 			Resources: small, SecurityContext: restricted,
-			VolumeMounts: []corev1.VolumeMount{{Name: "agent-bin", MountPath: "/opt/nbkube/bin"}},
+			VolumeMounts: []corev1.VolumeMount{{Name: "agent-bin", MountPath: builder.AgentBinDir}},
 		}}
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "agent-bin", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
