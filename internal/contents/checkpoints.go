@@ -129,7 +129,8 @@ func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
 		return nil, fsError(p, err)
 	}
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := in.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return nil, invalid("Cannot create a checkpoint of %s: not a file", p)
 	}
 	dir, _ := splitPath(p)
@@ -139,7 +140,7 @@ func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
 	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	id := s.newCheckpointID(now)
 	cp := checkpointPath(p, id)
-	linked, err := s.linkCheckpoint(in, cp)
+	linked, err := s.linkCheckpoint(in, infoOf(fi), cp)
 	if err != nil {
 		return nil, fsError(p, err)
 	}
@@ -187,7 +188,7 @@ func (s *Store) ensureCheckpoint(p string) error {
 
 // linkCheckpoint makes cp (a new checkpoint's path) the open file in without copying it,
 // where the file system allows.
-func (s *Store) linkCheckpoint(in *os.File, cp string) (bool, error) {
+func (s *Store) linkCheckpoint(in *os.File, st statInfo, cp string) (bool, error) {
 	cdir, name := splitPath(cp)
 	d, err := s.openDir(cdir)
 	if err != nil {
@@ -197,7 +198,7 @@ func (s *Store) linkCheckpoint(in *os.File, cp string) (bool, error) {
 	var linked bool
 	err = withFD(d, func(cdfd int) error {
 		var err error
-		linked, err = s.shareCheckpoint(in, cdfd, name)
+		linked, err = s.shareCheckpoint(in, st, cdfd, name)
 		return err
 	})
 	return linked, err

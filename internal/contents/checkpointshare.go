@@ -29,10 +29,13 @@ import (
 // Where neither works (a link refused by fs.protected_hardlinks, a file system without
 // links), the checkpoint is copied and synced, as before.
 
+// fdatasync is unix.Fdatasync; tests count its calls.
+var fdatasync = unix.Fdatasync
+
 // shareCheckpoint makes name in the directory cdfd the content of the open regular file in,
-// durably, without copying its bytes. It reports false, and leaves nothing behind, where the
-// file system can do neither a reflink nor a link; the caller copies then.
-func (s *Store) shareCheckpoint(in *os.File, cdfd int, name string) (linked bool, err error) {
+// whose stat is st, durably, without copying its bytes. It reports false, and leaves nothing
+// behind, where the file system can do neither a reflink nor a link; the caller copies then.
+func (s *Store) shareCheckpoint(in *os.File, st statInfo, cdfd int, name string) (linked bool, err error) {
 	err = withFD(in, func(infd int) error {
 		if !s.share.noReflink.Load() {
 			cloned, err := reflinkInto(infd, cdfd, name)
@@ -44,10 +47,14 @@ func (s *Store) shareCheckpoint(in *os.File, cdfd int, name string) (linked bool
 			s.share.noReflink.Store(true)
 		}
 		// The version linked must be on disk before its new name is: a file written by a
-		// kernel may not have been synced (one written by the store was; then this costs
-		// nothing).
-		if err := unix.Fdatasync(infd); err != nil {
-			return err
+		// kernel may not have been synced; one the store wrote and synced, or synced for an
+		// earlier checkpoint, need not be again. (st was taken before this sync: a write
+		// after it leaves a newer version than the one noted.)
+		if !s.share.synced.holds(st) {
+			if err := fdatasync(infd); err != nil {
+				return err
+			}
+			s.share.synced.note(st)
 		}
 		// Through /proc so that exactly the inode opened (and checked regular) is linked,
 		// not whatever the name holds by now; linkat's AT_EMPTY_PATH would need a capability.
@@ -112,6 +119,8 @@ func linkUnsupported(err error) bool {
 // sharing is the state of a store's checkpoint sharing, shared by its views (ForUploader).
 type sharing struct {
 	noReflink atomic.Bool
+	// synced are the versions of files the store synced itself (see synced.go).
+	synced syncedFiles
 
 	mu sync.Mutex
 	// pending are the API paths of files whose checkpoints may share the file's inode.

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func inodeOf(t *testing.T, path string) (ino uint64, nlink uint64) {
@@ -122,7 +125,7 @@ func TestCheckpoints_RenamedFileCheckpointsFollow(t *testing.T) {
 func TestCheckpoints_AreMadeWithoutCopying(t *testing.T) {
 	s, dir := newTestStore(t, Options{})
 	saveText(t, s, "f.txt", "content")
-	in, _, err := s.openRegular("f.txt")
+	in, st, err := s.openRegular("f.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,7 @@ func TestCheckpoints_AreMadeWithoutCopying(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := checkpointPath("f.txt", "checkpoint")
-	linked, err := s.linkCheckpoint(in, cp)
+	linked, err := s.linkCheckpoint(in, st, cp)
 	if err != nil || !linked {
 		t.Fatalf("linkCheckpoint = %v, %v; want a link or a clone", linked, err)
 	}
@@ -214,5 +217,71 @@ func TestCheckpoints_AreReflinksWhereTheFileSystemHasThem(t *testing.T) {
 	got, err := s.GetCheckpoint(ctx, "f.txt", cp.ID, GetOptions{Content: true})
 	if err != nil || got.Content != "cloned" {
 		t.Errorf("checkpoint after a write in place: %v %v", got, err)
+	}
+}
+
+// A checkpoint syncs the data it links unless the store synced that version itself: a file
+// the store saved is linked at once, one written by another program, or changed in place after
+// the store's save, is synced first, and once synced is not synced again while unchanged.
+func TestCheckpoints_SyncOnlyWhatTheStoreHasNotSynced(t *testing.T) {
+	s, dir := newTestStore(t, Options{MaxCheckpoints: 20})
+	var syncs int
+	fdatasync = func(fd int) error {
+		syncs++
+		return unix.Fdatasync(fd)
+	}
+	t.Cleanup(func() { fdatasync = unix.Fdatasync })
+	checkpoint := func(what string, want int) {
+		t.Helper()
+		syncs = 0
+		if _, err := s.CreateCheckpoint(ctx, "f.txt"); err != nil {
+			t.Fatal(err)
+		}
+		if s.share.noReflink.Load() && syncs != want {
+			t.Errorf("%s: %d data syncs at the checkpoint, want %d", what, syncs, want)
+		}
+	}
+	saveText(t, s, "f.txt", "saved by the store")
+	checkpoint("a file the store saved", 0)
+	checkpoint("the same version again", 0)
+
+	path := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(path, []byte("saved by the store, then appended to in place"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint("a file written in place since", 1)
+	checkpoint("that version again", 0)
+
+	saveText(t, s, "f.txt", "saved by the store again")
+	checkpoint("a file the store saved again", 0)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same size, another modification time: what a write in place leaves.
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	checkpoint("a file of the same size modified since", 1)
+
+	if err := os.WriteFile(filepath.Join(dir, "g.txt"), []byte("written by a kernel"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	syncs = 0
+	if _, err := s.CreateCheckpoint(ctx, "g.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if s.share.noReflink.Load() && syncs != 1 {
+		t.Errorf("a file the store never wrote: %d data syncs at the checkpoint, want 1", syncs)
+	}
+	syncs = 0
+	if _, err := s.CreateCheckpoint(ctx, "g.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if s.share.noReflink.Load() && syncs != 0 {
+		t.Errorf("that file, unchanged since its checkpoint: %d data syncs at the next, want 0", syncs)
+	}
+	if !s.share.noReflink.Load() {
+		t.Log("the file system clones files: checkpoints are reflinks, which sync themselves")
 	}
 }

@@ -234,6 +234,8 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 			return fsError(p, err)
 		}
 		defer f.Close()
+		// The version synced, stated while the file has no name anyone else knows.
+		synced, serr := f.Stat()
 		if o.exclusive {
 			err = renameNoReplace(dfd, tmp, dfd, name)
 		} else {
@@ -245,6 +247,9 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
 			}
 			return fsError(p, err)
+		}
+		if serr == nil {
+			s.share.synced.note(infoOf(synced))
 		}
 		fi, err := f.Stat()
 		if err != nil {
