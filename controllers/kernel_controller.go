@@ -50,6 +50,8 @@ type KernelReconciler struct {
 	// does without reading their Secrets.
 	AgentTokenKey []byte
 	Options       builder.Options
+	// Deliveries decides the agent's delivery when Options says Auto.
+	Deliveries *AgentDeliveries
 	// Agents asks the agents of running kernels for their status.
 	Agents AgentStatus
 	// StatusInterval is how often a running kernel's agent is asked, at most: see
@@ -290,7 +292,7 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	if err != nil {
 		return err
 	}
-	pod = builder.KernelPod(k, spec, r.Options)
+	pod = builder.KernelPod(k, spec, r.Deliveries.Resolve(ctx, r.Options))
 	if claim != "" {
 		builder.UseClaim(pod, claim)
 	}

@@ -55,6 +55,8 @@ type RSTRendererKeeper struct {
 	AgentTokenKey []byte
 	// Builder shapes the renderer's pods.
 	Builder builder.Options
+	// Deliveries decides the agent's delivery when Builder says Auto.
+	Deliveries *AgentDeliveries
 	// Options say whether and where.
 	Options RSTRendererOptions
 }
@@ -96,7 +98,7 @@ func (k *RSTRendererKeeper) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return k.ensureDeployment(ctx, builder.RSTRendererDeployment(k.Options.Namespace, string(secret.UID), k.Builder, owner))
+	return k.ensureDeployment(ctx, builder.RSTRendererDeployment(k.Options.Namespace, string(secret.UID), k.Deliveries.Resolve(ctx, k.Builder), owner))
 }
 
 // remove deletes the renderer's objects, if they are there and nbkube's.

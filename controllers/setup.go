@@ -148,13 +148,14 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return fmt.Errorf("index kernels by owner: %w", err)
 	}
 	c := mgr.GetClient()
+	deliveries := &AgentDeliveries{Reader: mgr.GetAPIReader(), Clock: opts.Clock}
 	ledger := &quota.Ledger{Client: c, Reader: c, APIReader: mgr.GetAPIReader(), Clock: opts.Clock}
 	setups := []struct {
 		name string
 		err  error
 	}{
 		{"kernel", (&KernelReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-kernel"),
-			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Agents: opts.Agents, StatusInterval: opts.StatusInterval,
+			Clock: opts.Clock, Rand: opts.Rand, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Deliveries: deliveries, Agents: opts.Agents, StatusInterval: opts.StatusInterval,
 			MaxStatusPolls: opts.MaxStatusPolls, Quota: ledger, Workers: opts.KernelWorkers}).SetupWithManager(mgr)},
 		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
 			Agents: opts.Agents, Options: opts.Culling})},
@@ -174,7 +175,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			name string
 			err  error
 		}{"rst-renderer", mgr.Add(&RSTRendererKeeper{Client: c, Reader: mgr.GetAPIReader(), AgentTokenKey: opts.AgentTokenKey,
-			Builder: opts.Builder, Options: opts.RSTRenderer})})
+			Builder: opts.Builder, Deliveries: deliveries, Options: opts.RSTRenderer})})
 	}
 	for _, s := range setups {
 		if s.err != nil {

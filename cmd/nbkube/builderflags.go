@@ -15,7 +15,7 @@ import (
 func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	fs.StringVar(&o.AgentImage, "agent-image", o.AgentImage, "image the kernel pods take the nbkube agent from (this operator's image)")
 	fs.StringVar(&o.AgentBinary, "agent-binary", o.AgentBinary, "path of the nbkube-agent binary inside --agent-image")
-	fs.Func("agent-delivery", "how kernel pods get the agent out of --agent-image: InitContainer (copied by an init container; works everywhere) or ImageVolume (the image mounted as a volume, no init container: needs Kubernetes' ImageVolume and containerd 2.1+ or CRI-O 1.31+ on the nodes) (default InitContainer)", func(s string) error {
+	fs.Func("agent-delivery", "how kernel pods get the agent out of --agent-image: InitContainer (copied by an init container; works everywhere), ImageVolume (the image mounted as a volume, no init container: needs Kubernetes' ImageVolume and containerd 2.1+ or CRI-O 1.31+ on the nodes) or Auto (ImageVolume while every node has kubelet 1.36+ and such a runtime, else InitContainer; needs to list nodes) (default Auto)", func(s string) error {
 		d, err := builder.ParseAgentDelivery(s)
 		o.AgentDelivery = d
 		return err

@@ -28,8 +28,8 @@ type Options struct {
 	// init container runs `<AgentBinary> install` to copy it into the pod, or runs it from
 	// the image mounted as a volume (AgentDelivery).
 	AgentBinary string
-	// AgentDelivery is how kernel pods get the agent out of AgentImage; empty is
-	// AgentInitContainer. AgentHostDir overrides it.
+	// AgentDelivery is how kernel pods get the agent out of AgentImage; empty, and AgentAuto
+	// until the controllers decide it, are AgentInitContainer. AgentHostDir overrides it.
 	AgentDelivery AgentDelivery
 	// AgentHostDir, when set, is a directory of the node that holds nbkube-agent: kernel pods
 	// mount it read-only (hostPath) instead of copying the agent out of AgentImage with an init
@@ -78,6 +78,7 @@ func DefaultOptions() Options {
 	return Options{
 		AgentImage:          "ghcr.io/nbkube/nbkube:latest",
 		AgentBinary:         "/usr/local/bin/nbkube-agent",
+		AgentDelivery:       AgentAuto,
 		DefaultKernelImage:  "ghcr.io/nbkube/kernel-python:latest",
 		DefaultClusterImage: "ghcr.io/nbkube/kernel-python:latest",
 		ContentsClaim:       "nbkube-contents",
@@ -176,18 +177,22 @@ const (
 	AgentInitContainer AgentDelivery = "InitContainer"
 	// AgentImageVolume mounts the operator's image read-only as an image volume and runs the
 	// agent from there: no init container. Needs Kubernetes' ImageVolume (on by default
-	// since 1.35) and a runtime that mounts image volumes (containerd 2.1+, CRI-O 1.31+);
-	// elsewhere the kernel's container fails to start.
+	// since 1.35, always on since 1.36) and a runtime that mounts image volumes (containerd
+	// 2.1+, CRI-O 1.31+); elsewhere the kernel's container fails to start.
 	AgentImageVolume AgentDelivery = "ImageVolume"
+	// AgentAuto is AgentImageVolume where every node can mount image volumes, else
+	// AgentInitContainer: the controllers decide (controllers.AgentDeliveries) and give the
+	// builder one of the two; the builder takes AgentAuto itself as AgentInitContainer.
+	AgentAuto AgentDelivery = "Auto"
 )
 
 // ParseAgentDelivery reads a flag's value.
 func ParseAgentDelivery(s string) (AgentDelivery, error) {
 	switch d := AgentDelivery(s); d {
-	case AgentInitContainer, AgentImageVolume:
+	case AgentInitContainer, AgentImageVolume, AgentAuto:
 		return d, nil
 	}
-	return "", fmt.Errorf("agent delivery %q is neither %s nor %s", s, AgentInitContainer, AgentImageVolume)
+	return "", fmt.Errorf("agent delivery %q is none of %s, %s and %s", s, AgentAuto, AgentInitContainer, AgentImageVolume)
 }
 
 // AgentImageDir is where an image volume of the operator's image is mounted (AgentImageVolume).

@@ -466,8 +466,11 @@ func testHelmUpgrade(t *testing.T, env *helmEnv, api *jupyterAPI, kernelID strin
 	if err := env.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: kernelID}, before); err != nil {
 		t.Fatal(err)
 	}
+	// The release's default, manager.agentDelivery Auto, found that every node of this cluster
+	// (kubelet 1.36, containerd 2.4) mounts image volumes.
+	usesImageVolume(t, env, before)
 	env.run(t, env.helm, env.helmArgs("upgrade", "--set", "apiserver.replicas=1", "--set", "apiserver.iopubMsgRateLimit=500",
-		"--set", "manager.agentDelivery=ImageVolume")...)
+		"--set", "manager.agentDelivery=InitContainer")...)
 	dep := &appsv1.Deployment{}
 	if err := env.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube-apiserver"}, dep); err != nil {
 		t.Fatal(err)
@@ -485,7 +488,7 @@ func testHelmUpgrade(t *testing.T, env *helmEnv, api *jupyterAPI, kernelID strin
 	if got := strings.TrimSpace(runCell(t, ws, "print(6 * 7)").stdout.String()); got != "42" {
 		t.Errorf("after the upgrade: %q", got)
 	}
-	testHelmAgentFromImageVolume(t, env, api)
+	testHelmAgentByInitContainer(t, env, api)
 }
 
 // testHelmUninstall removes the release: no pods, secrets, custom resources or other objects

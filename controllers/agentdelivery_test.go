@@ -1,0 +1,76 @@
+package controllers_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/builder"
+)
+
+// Auto takes the agent from an image volume while every node of the cluster, as the API
+// server lists them, can mount one; a node that cannot, or none at all, keeps init
+// containers. The decision holds for Every and is then made again. A delivery that is not
+// Auto, or nbkube local's host directory, is left as it is.
+func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktesting.NewFakeClock(time.Now())
+	a := &controllers.AgentDeliveries{Reader: k8sClient, Clock: clock, Every: time.Minute}
+	auto := builder.DefaultOptions()
+	if auto.AgentDelivery != builder.AgentAuto {
+		t.Fatalf("default delivery %q, want Auto", auto.AgentDelivery)
+	}
+	resolved := func(what string, want builder.AgentDelivery) {
+		t.Helper()
+		if got := a.Resolve(ctx, auto).AgentDelivery; got != want {
+			t.Errorf("%s: %s, want %s", what, got, want)
+		}
+	}
+	resolved("no nodes", builder.AgentInitContainer)
+
+	node := func(name, kubelet, runtime string) {
+		t.Helper()
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := k8sClient.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), n) })
+		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: kubelet, ContainerRuntimeVersion: runtime}
+		if err := k8sClient.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	node("delivery-new", "v1.36.3", "containerd://2.4.2")
+	node("delivery-crio", "v1.36.3", "cri-o://1.36.0")
+	resolved("nodes before the decision is due again", builder.AgentInitContainer)
+	clock.Step(time.Minute)
+	resolved("every node mounts image volumes", builder.AgentImageVolume)
+
+	node("delivery-old", "v1.36.3", "containerd://1.7.27")
+	clock.Step(time.Minute - time.Second)
+	resolved("a node that cannot, within Every", builder.AgentImageVolume)
+	clock.Step(time.Second)
+	resolved("a node that cannot", builder.AgentInitContainer)
+
+	for _, d := range []builder.AgentDelivery{builder.AgentInitContainer, builder.AgentImageVolume} {
+		o := auto
+		o.AgentDelivery = d
+		if got := a.Resolve(ctx, o).AgentDelivery; got != d {
+			t.Errorf("configured %s: resolved to %s", d, got)
+		}
+	}
+	local := auto
+	local.AgentHostDir = "/opt/nbkube/bin"
+	if got := a.Resolve(ctx, local).AgentDelivery; got != builder.AgentAuto {
+		t.Errorf("with the agent's host directory: resolved to %s, want it left alone", got)
+	}
+	var none *controllers.AgentDeliveries
+	if got := none.Resolve(ctx, auto).AgentDelivery; got != builder.AgentAuto {
+		t.Errorf("no resolver: %s, want Auto left for the builder (an init container)", got)
+	}
+}
