@@ -5,9 +5,7 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,8 +16,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -129,47 +125,6 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
 	return writeReport(out, contents, exports, kernels, pages, idle, nil, nil, d)
-}
-
-// contentsSlices is how many turns each server takes in a contents cell of one client: this
-// machine's speed drifts by tens of percent between minutes, so one server's five seconds,
-// then the other's, compared the drift as much as the servers. With many clients a request
-// can take longer than a turn (Jupyter's listings at 64 clients take over a second), so
-// those cells stay one turn each.
-const contentsSlices = 5
-
-func measureContents(servers []*server, d time.Duration) (map[string]map[string]result, error) {
-	results := map[string]map[string]result{}
-	for _, sc := range contentsScenarios() {
-		for _, c := range sc.concurrencies() {
-			key := fmt.Sprintf("%s@%d", sc.name, c)
-			results[key] = map[string]result{}
-			timings := make([]timing, len(servers))
-			turns := contentsSlices
-			if c > 1 {
-				turns = 1
-			}
-			for i := range turns {
-				for j := range servers {
-					// Each turn led by the next server.
-					k := (i + j) % len(servers)
-					if err := timings[k].add(servers[k], sc, c, d/time.Duration(turns)); err != nil {
-						return nil, fmt.Errorf("%s %s: %w", servers[k].name, key, err)
-					}
-				}
-			}
-			for k, s := range servers {
-				r, err := timings[k].result()
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", s.name, key, err)
-				}
-				fmt.Fprintf(os.Stderr, "%-8s %-16s c=%-3d %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d\n",
-					s.name, sc.name, c, r.rps, ms(r.p50), ms(r.p99), r.errors)
-				results[key][s.name] = r
-			}
-		}
-	}
-	return results, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -341,139 +296,6 @@ func contentsScenarios() []scenario {
 			},
 		},
 	}, shapesScenarios()...)
-}
-
-type result struct {
-	rps      float64
-	p50, p99 time.Duration
-	errors   int64
-	mem      memory
-}
-
-// measure runs concurrency workers that send requests back to back for d (after a short
-// warm-up) and reports throughput and latency.
-func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, error) {
-	var t timing
-	if err := t.add(s, sc, concurrency, d); err != nil {
-		return result{}, err
-	}
-	return t.result()
-}
-
-// timing gathers the requests of one scenario on one server over one or more slices of time
-// (measureContents interleaves the servers' slices).
-type timing struct {
-	lat      []time.Duration
-	errs     int64
-	measured time.Duration
-	mem      memory
-	slices   int
-	firstErr error
-}
-
-// add measures one slice of d, after its warm-up, into t.
-func (t *timing) add(s *server, sc scenario, concurrency int, d time.Duration) error {
-	lat, errs, mem, err := measureSlice(s, sc, concurrency, d)
-	if err != nil && len(lat) == 0 {
-		return err
-	}
-	if err != nil && t.firstErr == nil {
-		t.firstErr = err
-	}
-	t.lat = append(t.lat, lat...)
-	t.errs += errs
-	t.measured += d
-	if t.slices == 0 {
-		t.mem = mem
-	} else {
-		t.mem.requests += mem.requests
-		t.mem.elapsed += mem.elapsed
-		t.mem.allocated += mem.allocated
-		t.mem.allocatedKnown = t.mem.allocatedKnown && mem.allocatedKnown
-		t.mem.rss = mem.rss
-	}
-	t.slices++
-	return nil
-}
-
-func (t *timing) result() (result, error) {
-	if len(t.lat) == 0 {
-		if t.firstErr != nil {
-			return result{}, t.firstErr
-		}
-		return result{}, errors.New("no request completed")
-	}
-	slices.Sort(t.lat)
-	return result{
-		rps:    float64(len(t.lat)) / t.measured.Seconds(),
-		p50:    t.lat[len(t.lat)/2],
-		p99:    t.lat[len(t.lat)*99/100],
-		errors: t.errs,
-		mem:    t.mem,
-	}, nil
-}
-
-// measureSlice is one measurement of d after a warm-up of d/5: the latencies of the requests
-// sent after the warm-up, the failures, and memory over it all. err is the first failure.
-func measureSlice(s *server, sc scenario, concurrency int, d time.Duration) ([]time.Duration, int64, memory, error) {
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}, Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-	warm := d / 5
-	ctx, cancel := context.WithTimeout(context.Background(), warm+d)
-	defer cancel()
-	start := time.Now()
-	measureFrom := start.Add(warm)
-	var mu sync.Mutex
-	var lat []time.Duration
-	var errs, done atomic.Int64
-	var firstErr atomic.Value
-	allocBefore, allocKnown := allocatedBytes(s)
-	var wg sync.WaitGroup
-	for w := range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var mine []time.Duration
-			for i := 0; ctx.Err() == nil; i++ {
-				req, err := sc.request(s, w, i)
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				req.Header.Set("Authorization", "token "+s.token)
-				t0 := time.Now()
-				resp, err := hc.Do(req.WithContext(ctx))
-				if err != nil {
-					if ctx.Err() == nil {
-						errs.Add(1)
-					}
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				done.Add(1)
-				if resp.StatusCode >= 300 {
-					errs.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Errorf("status %d", resp.StatusCode))
-					continue
-				}
-				if t0.After(measureFrom) && ctx.Err() == nil {
-					mine = append(mine, time.Since(t0))
-				}
-			}
-			mu.Lock()
-			lat = append(lat, mine...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	mem := memory{requests: done.Load(), elapsed: time.Since(start)}
-	mem.rss, _ = rss(s.pid)
-	if allocAfter, ok := allocatedBytes(s); ok && allocKnown {
-		mem.allocated, mem.allocatedKnown = allocAfter-allocBefore, true
-	}
-	err, _ := firstErr.Load().(error)
-	return lat, errs.Load(), mem, err
 }
 
 // writeReport writes the sections that were measured: contents unless results is nil,
