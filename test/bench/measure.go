@@ -24,16 +24,6 @@ type result struct {
 	mem      memory
 }
 
-// measure runs concurrency workers that send requests back to back for d (after a short
-// warm-up) and reports throughput and latency.
-func measure(s *server, sc scenario, concurrency int, d time.Duration) (result, error) {
-	var t timing
-	if err := t.add(s, sc, concurrency, d); err != nil {
-		return result{}, err
-	}
-	return t.result()
-}
-
 // timing gathers the requests of one scenario on one server over one or more slices of time
 // (measureContents interleaves the servers' slices).
 type timing struct {
@@ -161,32 +151,41 @@ func measureContents(servers []*server, d time.Duration) (map[string]map[string]
 	results := map[string]map[string]result{}
 	for _, sc := range contentsScenarios() {
 		for _, c := range sc.concurrencies() {
-			key := fmt.Sprintf("%s@%d", sc.name, c)
-			results[key] = map[string]result{}
-			timings := make([]timing, len(servers))
 			turns := contentsSlices
 			if c > 1 {
 				turns = 1
 			}
-			for i := range turns {
-				for j := range servers {
-					// Each turn led by the next server.
-					k := (i + j) % len(servers)
-					if err := timings[k].add(servers[k], sc, c, d/time.Duration(turns)); err != nil {
-						return nil, fmt.Errorf("%s %s: %w", servers[k].name, key, err)
-					}
-				}
+			cell, err := measureCell(servers, sc, c, d, turns)
+			if err != nil {
+				return nil, err
 			}
-			for k, s := range servers {
-				r, err := timings[k].result()
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", s.name, key, err)
-				}
-				fmt.Fprintf(os.Stderr, "%-8s %-16s c=%-3d %8.0f req/s  p50 %6.2f ms  p99 %6.2f ms  errors %d\n",
-					s.name, sc.name, c, r.rps, ms(r.p50), ms(r.p99), r.errors)
-				results[key][s.name] = r
-			}
+			results[fmt.Sprintf("%s@%d", sc.name, c)] = cell
 		}
 	}
 	return results, nil
+}
+
+// measureCell measures sc at c clients on each server for d, in turns of d/turns, the servers
+// taking turns (each turn led by the next), and prints each server's result.
+func measureCell(servers []*server, sc scenario, c int, d time.Duration, turns int) (map[string]result, error) {
+	timings := make([]timing, len(servers))
+	for i := range turns {
+		for j := range servers {
+			k := (i + j) % len(servers)
+			if err := timings[k].add(servers[k], sc, c, d/time.Duration(turns)); err != nil {
+				return nil, fmt.Errorf("%s %s@%d: %w", servers[k].name, sc.name, c, err)
+			}
+		}
+	}
+	cell := map[string]result{}
+	for k, s := range servers {
+		r, err := timings[k].result()
+		if err != nil {
+			return nil, fmt.Errorf("%s %s@%d: %w", s.name, sc.name, c, err)
+		}
+		fmt.Fprintf(os.Stderr, "%-8s %-20s c=%-3d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms  errors %d\n",
+			s.name, sc.name, c, r.rps, ms(r.p50), ms(r.p99), r.errors)
+		cell[s.name] = r
+	}
+	return cell, nil
 }

@@ -86,17 +86,11 @@ func measureNbconvert(servers []*server, d time.Duration) (map[string]map[string
 	results := map[string]map[string]result{}
 	for _, sc := range nbconvertScenarios() {
 		for _, c := range exportClients {
-			key := fmt.Sprintf("%s@%d", sc.name, c)
-			results[key] = map[string]result{}
-			for _, s := range servers {
-				r, err := measure(s, sc, c, exportDurationFactor*d)
-				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", s.name, key, err)
-				}
-				fmt.Fprintf(os.Stderr, "%-8s %-20s c=%-3d %8.1f req/s  p50 %7.2f ms  p99 %7.2f ms  errors %d\n",
-					s.name, sc.name, c, r.rps, ms(r.p50), ms(r.p99), r.errors)
-				results[key][s.name] = r
+			cell, err := measureCell(servers, sc, c, exportDurationFactor*d, 1)
+			if err != nil {
+				return nil, err
 			}
+			results[fmt.Sprintf("%s@%d", sc.name, c)] = cell
 		}
 	}
 	return results, nil
