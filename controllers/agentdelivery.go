@@ -34,9 +34,10 @@ type AgentDeliveries struct {
 	// (DefaultAgentDeliveryRecheck when zero).
 	Every time.Duration
 
-	mu      sync.Mutex
-	decided builder.AgentDelivery
-	at      time.Time
+	mu         sync.Mutex
+	decided    builder.AgentDelivery
+	at         time.Time
+	refreshing bool
 }
 
 // DefaultAgentDeliveryRecheck is how often Auto looks at the nodes again: a node joining
@@ -46,27 +47,54 @@ const DefaultAgentDeliveryRecheck = time.Minute
 // nodePage is how many nodes one list request returns.
 const nodePage = 500
 
+// refreshTimeout bounds one listing of the nodes made in the background.
+const refreshTimeout = 30 * time.Second
+
 // Resolve is o with its agent delivery decided where it says Auto (and no host directory
-// of the agent overrides it, as on nbkube local's node).
+// of the agent overrides it, as on nbkube local's node). The first call lists the nodes;
+// once the decision is older than Every, the nodes are listed again in the background and
+// the decision at hand serves meanwhile, so that pods are not held up by the listing of a
+// large cluster's nodes.
 func (a *AgentDeliveries) Resolve(ctx context.Context, o builder.Options) builder.Options {
 	if o.AgentDelivery != builder.AgentAuto || o.AgentHostDir != "" || a == nil {
 		return o
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	every := a.Every
-	if every <= 0 {
-		every = DefaultAgentDeliveryRecheck
-	}
-	if now := a.Clock.Now(); a.decided == "" || now.Sub(a.at) >= every {
+	if a.decided == "" {
+		now := a.Clock.Now()
 		d, why := a.decide(ctx)
-		if d != a.decided {
-			log.FromContext(ctx).Info("Agent delivery decided", "delivery", d, "why", why)
-		}
-		a.decided, a.at = d, now
+		a.record(ctx, d, why, now)
+	} else if !a.refreshing && a.Clock.Since(a.at) >= a.every() {
+		a.refreshing = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+			defer cancel()
+			now := a.Clock.Now()
+			d, why := a.decide(ctx)
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.record(ctx, d, why, now)
+			a.refreshing = false
+		}()
 	}
 	o.AgentDelivery = a.decided
 	return o
+}
+
+func (a *AgentDeliveries) every() time.Duration {
+	if a.Every > 0 {
+		return a.Every
+	}
+	return DefaultAgentDeliveryRecheck
+}
+
+// record keeps d, decided as of now for why; the caller holds mu.
+func (a *AgentDeliveries) record(ctx context.Context, d builder.AgentDelivery, why string, now time.Time) {
+	if d != a.decided {
+		log.FromContext(ctx).Info("Agent delivery decided", "delivery", d, "why", why)
+	}
+	a.decided, a.at = d, now
 }
 
 func (a *AgentDeliveries) decide(ctx context.Context) (builder.AgentDelivery, string) {
@@ -109,21 +137,21 @@ func mountsImageVolumes(n *corev1.Node) (bool, string) {
 	info := n.Status.NodeInfo
 	kubelet, err := version.ParseGeneric(info.KubeletVersion)
 	if err != nil || kubelet.LessThan(minKubelet) {
-		return false, "node " + n.Name + " runs kubelet " + quoted(info.KubeletVersion) + ", before " + minKubelet.String()
+		return false, "node " + n.Name + " runs kubelet " + orUnreported(info.KubeletVersion) + ", before " + minKubelet.String()
 	}
 	runtime, v, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
 	least, known := minRuntimeFor[runtime]
 	if !known {
-		return false, "node " + n.Name + " runs " + quoted(info.ContainerRuntimeVersion) + ", neither containerd nor CRI-O"
+		return false, "node " + n.Name + " runs " + orUnreported(info.ContainerRuntimeVersion) + ", neither containerd nor CRI-O"
 	}
 	rv, err := version.ParseGeneric(v)
 	if err != nil || rv.LessThan(least) {
-		return false, "node " + n.Name + " runs " + quoted(info.ContainerRuntimeVersion) + ", before " + runtime + " " + least.String()
+		return false, "node " + n.Name + " runs " + orUnreported(info.ContainerRuntimeVersion) + ", before " + runtime + " " + least.String()
 	}
 	return true, ""
 }
 
-func quoted(s string) string {
+func orUnreported(s string) string {
 	if s == "" {
 		return "(unreported)"
 	}

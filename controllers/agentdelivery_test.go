@@ -2,6 +2,7 @@ package controllers_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,12 +12,13 @@ import (
 
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // Auto takes the agent from an image volume while every node of the cluster, as the API
 // server lists them, can mount one; a node that cannot, or none at all, keeps init
-// containers. The decision holds for Every and is then made again. A delivery that is not
-// Auto, or nbkube local's host directory, is left as it is.
+// containers. The decision holds for Every and is then made again, in the background. A
+// delivery that is not Auto, or nbkube local's host directory, is left as it is.
 func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
 	ctx := context.Background()
 	clock := clocktesting.NewFakeClock(time.Now())
@@ -30,6 +32,17 @@ func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
 		if got := a.Resolve(ctx, auto).AgentDelivery; got != want {
 			t.Errorf("%s: %s, want %s", what, got, want)
 		}
+	}
+	// A decision due again is made in the background; the one at hand serves meanwhile.
+	refreshed := func(what string, before, want builder.AgentDelivery) {
+		t.Helper()
+		resolved(what+", the decision before", before)
+		testenv.Eventually(t, what, 10*time.Second, func() error {
+			if got := a.Resolve(ctx, auto).AgentDelivery; got != want {
+				return fmt.Errorf("%s, want %s", got, want)
+			}
+			return nil
+		})
 	}
 	resolved("no nodes", builder.AgentInitContainer)
 
@@ -49,13 +62,15 @@ func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
 	node("delivery-crio", "v1.36.3", "cri-o://1.36.0")
 	resolved("nodes before the decision is due again", builder.AgentInitContainer)
 	clock.Step(time.Minute)
-	resolved("every node mounts image volumes", builder.AgentImageVolume)
+	refreshed("every node mounts image volumes", builder.AgentInitContainer, builder.AgentImageVolume)
 
 	node("delivery-old", "v1.36.3", "containerd://1.7.27")
 	clock.Step(time.Minute - time.Second)
 	resolved("a node that cannot, within Every", builder.AgentImageVolume)
+	time.Sleep(100 * time.Millisecond) // no refresh was started to change it meanwhile
+	resolved("a node that cannot, within Every, still", builder.AgentImageVolume)
 	clock.Step(time.Second)
-	resolved("a node that cannot", builder.AgentInitContainer)
+	refreshed("a node that cannot", builder.AgentImageVolume, builder.AgentInitContainer)
 
 	for _, d := range []builder.AgentDelivery{builder.AgentInitContainer, builder.AgentImageVolume} {
 		o := auto
