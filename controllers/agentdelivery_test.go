@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -46,25 +47,13 @@ func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
 	}
 	resolved("no nodes", builder.AgentInitContainer)
 
-	node := func(name, kubelet, runtime string) {
-		t.Helper()
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		if err := k8sClient.Create(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), n) })
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: kubelet, ContainerRuntimeVersion: runtime}
-		if err := k8sClient.Status().Update(ctx, n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	node("delivery-new", "v1.36.3", "containerd://2.4.2")
-	node("delivery-crio", "v1.36.3", "cri-o://1.36.0")
+	node(t, "delivery-new", "v1.36.3", "containerd://2.4.2")
+	node(t, "delivery-crio", "v1.36.3", "cri-o://1.36.0")
 	resolved("nodes before the decision is due again", builder.AgentInitContainer)
 	clock.Step(time.Minute)
 	refreshed("every node mounts image volumes", builder.AgentInitContainer, builder.AgentImageVolume)
 
-	node("delivery-old", "v1.36.3", "containerd://1.7.27")
+	node(t, "delivery-old", "v1.36.3", "containerd://1.7.27")
 	clock.Step(time.Minute - time.Second)
 	resolved("a node that cannot, within Every", builder.AgentImageVolume)
 	time.Sleep(100 * time.Millisecond) // no refresh was started to change it meanwhile
@@ -87,5 +76,54 @@ func TestAgentDeliveries_DecidedFromTheNodes(t *testing.T) {
 	var none *controllers.AgentDeliveries
 	if got := none.Resolve(ctx, auto).AgentDelivery; got != builder.AgentAuto {
 		t.Errorf("no resolver: %s, want Auto left for the builder (an init container)", got)
+	}
+}
+
+// node makes a node reporting the kubelet and runtime versions, gone when the test ends.
+func node(t *testing.T, name, kubelet, runtime string) {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := k8sClient.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8sClient.Delete(context.Background(), n) })
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: kubelet, ContainerRuntimeVersion: runtime}
+	if err := k8sClient.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The reStructuredText renderer's pods take the agent as Auto decides, as kernel pods do:
+// from an image volume on a cluster whose every node mounts one.
+func TestRSTRendererKeeper_TakesTheAgentAsAutoDecides(t *testing.T) {
+	ns := namespace(t)
+	manager := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nbkube-manager"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "m"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "m"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "m"}}},
+			},
+		},
+	}
+	create(t, manager)
+	node(t, "renderer-node", "v1.37.0", "containerd://2.4.2")
+	o := builder.DefaultOptions()
+	k := &controllers.RSTRendererKeeper{Client: k8sClient, Reader: k8sClient, AgentTokenKey: agentTokenKey, Builder: o,
+		Deliveries: &controllers.AgentDeliveries{Reader: k8sClient, Clock: clocktesting.NewFakeClock(time.Now())},
+		Options:    controllers.RSTRendererOptions{Namespace: ns, OwnerDeployment: manager.Name}}
+	if err := k.Ensure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builder.RSTRendererName}}
+	if err := get(deploy); err != nil {
+		t.Fatal(err)
+	}
+	spec := deploy.Spec.Template.Spec
+	if len(spec.InitContainers) != 0 || spec.Volumes[0].Image == nil || spec.Volumes[0].Image.Reference != o.AgentImage {
+		t.Errorf("renderer pods: init containers %v, agent volume %+v; want the agent from an image volume of %s",
+			spec.InitContainers, spec.Volumes[0], o.AgentImage)
 	}
 }

@@ -11,7 +11,7 @@ const DefaultNotebookCacheBytes = 64 << 20
 
 // notebookCache keeps the content of notebooks as Jupyter's get serves it (lines joined,
 // ids added, upgraded), with its validation message and, once asked, its hash, by the
-// version of the file it was made from (validationKey: a save renames a new inode over the
+// version of the file it was made from (versionKey: a save renames a new inode over the
 // file, a write in place changes its modification time). An unchanged notebook is then
 // served without reading, transforming or validating it again: the work, and the garbage,
 // of a read of a notebook of plots is megabytes, and the collections that garbage causes are
@@ -23,11 +23,11 @@ type notebookCache struct {
 	max   int64
 	bytes int64
 	lru   *list.List // of *cachedNotebook, the most recently used first
-	items map[validationKey]*list.Element
+	items map[versionKey]*list.Element
 }
 
 type cachedNotebook struct {
-	key     validationKey
+	key     versionKey
 	content json.RawMessage
 	msg     string
 	// hash is the SHA-256 of the file's bytes, hex, once a read asked for it.
@@ -35,10 +35,10 @@ type cachedNotebook struct {
 }
 
 func newNotebookCache(maxBytes int64) *notebookCache {
-	return &notebookCache{max: maxBytes, lru: list.New(), items: map[validationKey]*list.Element{}}
+	return &notebookCache{max: maxBytes, lru: list.New(), items: map[versionKey]*list.Element{}}
 }
 
-func (c *notebookCache) get(k validationKey) (cachedNotebook, bool) {
+func (c *notebookCache) get(k versionKey) (cachedNotebook, bool) {
 	if c.max <= 0 {
 		return cachedNotebook{}, false
 	}
@@ -53,7 +53,7 @@ func (c *notebookCache) get(k validationKey) (cachedNotebook, bool) {
 }
 
 // addHash adds the hash of the file's bytes to the entry of k, if one is kept.
-func (c *notebookCache) addHash(k validationKey, hash string) {
+func (c *notebookCache) addHash(k versionKey, hash string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.items[k]; ok {

@@ -72,24 +72,24 @@ func TestGet_UnchangedNotebooksAreServedFromTheCache(t *testing.T) {
 func TestNotebookCache_BoundedByBytes(t *testing.T) {
 	c := newNotebookCache(8 << 10)
 	for i := range 20 {
-		c.put(cachedNotebook{key: validationKey{ino: uint64(i)}, content: make([]byte, 700)})
+		c.put(cachedNotebook{key: versionKey{ino: uint64(i)}, content: make([]byte, 700)})
 	}
 	if c.bytes > c.max {
 		t.Errorf("%d bytes kept, bound %d", c.bytes, c.max)
 	}
-	if _, ok := c.get(validationKey{ino: 19}); !ok {
+	if _, ok := c.get(versionKey{ino: 19}); !ok {
 		t.Error("the newest entry was evicted")
 	}
-	if _, ok := c.get(validationKey{ino: 0}); ok {
+	if _, ok := c.get(versionKey{ino: 0}); ok {
 		t.Error("the oldest entry was kept past the bound")
 	}
-	c.put(cachedNotebook{key: validationKey{ino: 100}, content: make([]byte, 2<<10)})
-	if _, ok := c.get(validationKey{ino: 100}); ok {
+	c.put(cachedNotebook{key: versionKey{ino: 100}, content: make([]byte, 2<<10)})
+	if _, ok := c.get(versionKey{ino: 100}); ok {
 		t.Error("an entry over an eighth of the bound was kept")
 	}
 	off := newNotebookCache(-1)
-	off.put(cachedNotebook{key: validationKey{ino: 1}})
-	if _, ok := off.get(validationKey{ino: 1}); ok {
+	off.put(cachedNotebook{key: versionKey{ino: 1}})
+	if _, ok := off.get(versionKey{ino: 1}); ok {
 		t.Error("a cache turned off kept an entry")
 	}
 }

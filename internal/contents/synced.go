@@ -1,16 +1,14 @@
 package contents
 
-import (
-	"sync"
-	"time"
-)
+import "sync"
 
 // syncedFiles remembers the versions of files this store synced itself, as it wrote them or
-// for a checkpoint, so that a checkpoint linking such a file need not sync its data again. An fdatasync of a file whose
-// data is on disk still costs a journal commit on ext4 when its inode changed otherwise (a
-// rename, the link count of earlier checkpoints): about a third of a checkpoint's time.
+// for a checkpoint, so that a checkpoint linking such a file need not sync its data again.
+// An fdatasync of a file whose data is on disk still costs a journal commit on ext4 when its
+// inode changed otherwise (a rename, the link count of earlier checkpoints): about a third of
+// a checkpoint's time.
 //
-// A version is the inode with its size and modification time: for a file the store wrote, as
+// A version is a versionKey (inode, size, modification time): for a file the store wrote, as
 // they were when its sync returned and before the file got its name, so nothing else could
 // have written it yet; for a file synced for a checkpoint, as they were before that sync.
 // Any later write changes the modification time, with one limit: the kernel stamps files
@@ -21,17 +19,10 @@ import (
 // checkpoint as before.
 type syncedFiles struct {
 	mu sync.Mutex
-	m  map[fileID]fileVersion
+	m  map[versionKey]struct{}
 }
 
-type fileID struct{ dev, ino uint64 }
-
-type fileVersion struct {
-	size  int64
-	mtime time.Time
-}
-
-// maxSyncedFiles bounds the record; past it, it starts again empty (a file forgotten is
+// maxSyncedFiles bounds the record; past it, it starts again empty (a version forgotten is
 // only synced once more).
 const maxSyncedFiles = 4096
 
@@ -40,15 +31,15 @@ func (sf *syncedFiles) note(st statInfo) {
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
 	if sf.m == nil || len(sf.m) >= maxSyncedFiles {
-		sf.m = make(map[fileID]fileVersion)
+		sf.m = make(map[versionKey]struct{})
 	}
-	sf.m[fileID{st.dev, st.ino}] = fileVersion{st.size, st.mtime}
+	sf.m[keyOf(st)] = struct{}{}
 }
 
 // holds says st is a version noted as on disk.
 func (sf *syncedFiles) holds(st statInfo) bool {
 	sf.mu.Lock()
 	defer sf.mu.Unlock()
-	v, ok := sf.m[fileID{st.dev, st.ino}]
-	return ok && v.size == st.size && v.mtime.Equal(st.mtime)
+	_, ok := sf.m[keyOf(st)]
+	return ok
 }

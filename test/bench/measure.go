@@ -31,7 +31,6 @@ type timing struct {
 	errs     int64
 	measured time.Duration
 	mem      memory
-	slices   int
 	firstErr error
 }
 
@@ -44,10 +43,7 @@ func (t *timing) add(s *server, sc scenario, concurrency int, d time.Duration) e
 	if err != nil && t.firstErr == nil {
 		t.firstErr = err
 	}
-	t.lat = append(t.lat, lat...)
-	t.errs += errs
-	t.measured += d
-	if t.slices == 0 {
+	if t.measured == 0 {
 		t.mem = mem
 	} else {
 		t.mem.requests += mem.requests
@@ -56,7 +52,9 @@ func (t *timing) add(s *server, sc scenario, concurrency int, d time.Duration) e
 		t.mem.allocatedKnown = t.mem.allocatedKnown && mem.allocatedKnown
 		t.mem.rss = mem.rss
 	}
-	t.slices++
+	t.lat = append(t.lat, lat...)
+	t.errs += errs
+	t.measured += d
 	return nil
 }
 
