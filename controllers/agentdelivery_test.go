@@ -98,17 +98,7 @@ func node(t *testing.T, name, kubelet, runtime string) {
 // from an image volume on a cluster whose every node mounts one.
 func TestRSTRendererKeeper_TakesTheAgentAsAutoDecides(t *testing.T) {
 	ns := namespace(t)
-	manager := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nbkube-manager"},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "m"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "m"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "m"}}},
-			},
-		},
-	}
-	create(t, manager)
+	manager := managerDeployment(t, ns)
 	node(t, "renderer-node", "v1.37.0", "containerd://2.4.2")
 	o := builder.DefaultOptions()
 	k := &controllers.RSTRendererKeeper{Client: k8sClient, Reader: k8sClient, AgentTokenKey: agentTokenKey, Builder: o,

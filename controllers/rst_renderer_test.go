@@ -20,17 +20,7 @@ import (
 
 func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 	ns := namespace(t)
-	manager := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nbkube-manager"},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "m"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "m"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "m"}}},
-			},
-		},
-	}
-	create(t, manager)
+	manager := managerDeployment(t, ns)
 	key := agentTokenKey
 	keeper := func(o builder.Options) *controllers.RSTRendererKeeper {
 		return &controllers.RSTRendererKeeper{Client: k8sClient, Reader: k8sClient, AgentTokenKey: key, Builder: o,
@@ -144,4 +134,22 @@ func TestRSTRendererKeeper_KeepsTheRendererAndItsToken(t *testing.T) {
 			t.Errorf("%T after disabling: %v", obj, err)
 		}
 	}
+}
+
+// managerDeployment makes a Deployment in ns standing for the manager's, which owns the
+// renderer's objects.
+func managerDeployment(t *testing.T, ns string) *appsv1.Deployment {
+	t.Helper()
+	manager := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nbkube-manager"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "m"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "m"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "m", Image: "m"}}},
+			},
+		},
+	}
+	create(t, manager)
+	return manager
 }
