@@ -71,6 +71,42 @@ var controllers = []string{
 	"pod-garbage-collector-controller",
 }
 
+// apiGroups are the API group versions kube-apiserver serves, beside the CRDs' groups. Each
+// group served costs the server memory that the collector scans at every collection (its
+// storage, handlers and OpenAPI schemas: a fifth of the live heap for the twenty-odd groups
+// nothing here uses), and the soft memory limit makes collections frequent under load. The
+// groups left out are those of controllers the control plane does not run (Jobs,
+// autoscaling, disruption budgets, certificate signing, dynamic resources) or of its own
+// bookkeeping among several servers (storage versions, API Priority and Fairness, off).
+var apiGroups = []string{
+	// Pods, Secrets, ConfigMaps, PVCs, Services, namespaces, service accounts and tokens.
+	"v1",
+	// The reStructuredText renderer's Deployment.
+	"apps/v1",
+	// Users' roles and bindings (users.md), and kubectl auth can-i.
+	"rbac.authorization.k8s.io/v1",
+	"authentication.k8s.io/v1",
+	"authorization.k8s.io/v1",
+	// The manager's leader election.
+	"coordination.k8s.io/v1",
+	"events.k8s.io/v1",
+	// Kernels' network policies; Service CIDRs and IP addresses, which the server itself
+	// allocates from.
+	"networking.k8s.io/v1",
+	// The CRDs, and the aggregator that serves them beside the built-in groups (it follows
+	// the built-in API server's endpoints through EndpointSlices).
+	"apiextensions.k8s.io/v1",
+	"apiregistration.k8s.io/v1",
+	"discovery.k8s.io/v1",
+	// What the default admission plugins read before they admit anything: admission
+	// policies, priority classes, runtime classes and storage classes (which a kernel spec's
+	// pod template may name).
+	"admissionregistration.k8s.io/v1",
+	"scheduling.k8s.io/v1",
+	"node.k8s.io/v1",
+	"storage.k8s.io/v1",
+}
+
 // KubeVersion is the Kubernetes release nbkube runs and tests against; hack/build-k8s.sh
 // and the Makefile pin the same.
 const KubeVersion = "v1.36.3"
@@ -112,9 +148,9 @@ type Config struct {
 	// UnsafeNoFsync makes etcd skip fsync: for throw-away test clusters only.
 	UnsafeNoFsync bool
 	// AsClusters runs kube-apiserver as clusters run it, for measurements at scale: with its
-	// watch cache (lists and watches served from memory) and no soft memory limit. Without it
-	// the server is trimmed for one user's kernels at rest, as nbkube local runs it (see
-	// startAPIServer and apiServerEnv).
+	// watch cache (lists and watches served from memory), every API group and no soft memory
+	// limit. Without it the server is trimmed for one user's kernels at rest, as nbkube local
+	// runs it (see startAPIServer, apiGroups and apiServerEnv).
 	AsClusters bool
 	// Progress receives one line per step for people watching; nil discards.
 	Progress io.Writer
@@ -416,6 +452,9 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 		// coordination among several API servers, as does the proxy to peers of another
 		// version that depends on it; there is one server here.
 		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
+	}
+	if !c.cfg.AsClusters {
+		args = append(args, "--runtime-config=api/all=false,"+strings.Join(apiGroups, "=true,")+"=true")
 	}
 	if !c.cfg.ControllerManager {
 		// Without the controller manager no `default` service account ever appears, and the
