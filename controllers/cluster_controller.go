@@ -110,7 +110,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 	st := clusterStatus(c, obs, metav1.NewTime(r.Clock.Now()))
-	if _, err := writeStatus(ctx, r.Client, c, clusterStatusOf, st); err != nil {
+	if _, _, err := writeStatus(ctx, r.Client, c, clusterStatusOf, st); err != nil {
 		return ctrl.Result{}, err
 	}
 	if obs.stepErr != nil {

@@ -67,17 +67,19 @@ const (
 // reconciled again. The Kernel controller does not (see KernelReconciler.SetupWithManager):
 // it writes the same observations onto the live Kernel at once. An object deleted
 // meanwhile is no error either: it has no status left to write.
-func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (statusWrite, error) {
+//
+// written is the object as the write left it (its new resourceVersion), when it wrote.
+func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (res statusWrite, written T, err error) {
 	if equality.Semantic.DeepEqual(*status(obj), desired) {
-		return statusUnchanged, nil
+		return statusUnchanged, written, nil
 	}
 	obj = obj.DeepCopyObject().(T)
 	*status(obj) = desired
 	if err := c.Status().Update(ctx, obj); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return statusLost, nil
+			return statusLost, written, nil
 		}
-		return statusUnchanged, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
+		return statusUnchanged, written, fmt.Errorf("update status of %T %s: %w", obj, obj.GetName(), err)
 	}
-	return statusWritten, nil
+	return statusWritten, obj, nil
 }

@@ -27,14 +27,14 @@ func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {
 	ctx := context.Background()
 	status := func(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
 	st := nbv1.KernelStatus{PodIP: "10.0.0.9"}
-	if res, err := writeStatus(ctx, c, k.DeepCopy(), status, st); err != nil || res != statusWritten {
+	if res, _, err := writeStatus(ctx, c, k.DeepCopy(), status, st); err != nil || res != statusWritten {
 		t.Fatalf("writeStatus of a live kernel: %v, error %v", res, err)
 	}
 	if err := c.Delete(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	st.PodIP = "10.0.0.10"
-	if res, err := writeStatus(ctx, c, k, status, st); err != nil || res == statusWritten {
+	if res, _, err := writeStatus(ctx, c, k, status, st); err != nil || res == statusWritten {
 		t.Errorf("writeStatus of a deleted kernel: %v, error %v", res, err)
 	}
 }
@@ -49,13 +49,13 @@ func TestWriteStatus_SaysWhetherItWroteOrLost(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(k), stale); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := writeStatus(ctx, c, stale.DeepCopy(), kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.1"}); err != nil || res != statusWritten {
+	if res, _, err := writeStatus(ctx, c, stale.DeepCopy(), kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.1"}); err != nil || res != statusWritten {
 		t.Fatalf("first write: %v, error %v", res, err)
 	}
-	if res, err := writeStatus(ctx, c, stale, kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.2"}); err != nil || res != statusLost {
+	if res, _, err := writeStatus(ctx, c, stale, kernelStatusOf, nbv1.KernelStatus{PodIP: "10.0.0.2"}); err != nil || res != statusLost {
 		t.Errorf("write onto a stale copy: %v, error %v; want lost", res, err)
 	}
-	if res, err := writeStatus(ctx, c, stale, kernelStatusOf, stale.Status); err != nil || res != statusUnchanged {
+	if res, _, err := writeStatus(ctx, c, stale, kernelStatusOf, stale.Status); err != nil || res != statusUnchanged {
 		t.Errorf("write of the status the object has: %v, error %v; want unchanged", res, err)
 	}
 }

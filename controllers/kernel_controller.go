@@ -71,6 +71,7 @@ type KernelReconciler struct {
 	starts  kernelStarts
 	replay  replayHeld
 	held    heldWrites
+	own     ownWrites
 	running runningKernels
 }
 
@@ -104,6 +105,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
 		r.held.forget(req.NamespacedName)
+		r.own.forget(req.NamespacedName)
 		r.running.mark(req.NamespacedName, false)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -112,9 +114,11 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		r.starts.forget(req.NamespacedName)
 		r.replay.forget(req.NamespacedName)
 		r.held.forget(req.NamespacedName)
+		r.own.forget(req.NamespacedName)
 		r.running.mark(req.NamespacedName, false)
 		return ctrl.Result{}, nil
 	}
+	r.own.catchUp(req.NamespacedName, kernel)
 	var obs kernelObservation
 	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
 		r.reconcileSecret,
@@ -147,10 +151,11 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	lost, werr := r.updateStatus(ctx, kernel, st)
 	if lost && werr == nil {
-		// The cache had not caught up with a write, most often this controller's own of a
-		// moment ago (a starting kernel's pod changes in quick steps): the same observations
-		// are written again onto the live Kernel now, rather than a second later, which a
-		// client waiting for the kernel's address would wait too.
+		// The Kernel changed since the cache's version: someone else wrote it (the culler,
+		// an edit), or the cache had not caught up with a write of ours that ownWrites did
+		// not know (one before a restart of the manager). The same observations are written
+		// again onto the live Kernel now, rather than a second later, which a client waiting
+		// for the kernel's address would wait too.
 		log.FromContext(ctx).V(1).Info("Kernel status write lost to a newer version; writing it onto the live Kernel")
 		live := &nbv1.Kernel{}
 		switch gerr := r.APIReader.Get(ctx, req.NamespacedName, live); {
@@ -458,9 +463,12 @@ func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (
 // bring the kernel back (see SetupWithManager), so the caller tries again.
 func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus) (lost bool, err error) {
 	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
-	res, err := writeStatus(ctx, r.Client, k, kernelStatusOf, st)
+	res, written, err := writeStatus(ctx, r.Client, k, kernelStatusOf, st)
 	if err != nil {
 		return false, err
+	}
+	if res == statusWritten {
+		r.own.wrote(client.ObjectKeyFromObject(k), k.ResourceVersion, written)
 	}
 	after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed)
 	if res == statusWritten && after != nil && before == nil {

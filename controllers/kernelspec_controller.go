@@ -60,7 +60,7 @@ func (r *KernelSpecReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	if poolErr == nil {
 		st.WarmPool = pool
 	}
-	_, err := writeStatus(ctx, r.Client, ks, kernelSpecStatusOf, st)
+	_, _, err := writeStatus(ctx, r.Client, ks, kernelSpecStatusOf, st)
 	return ctrl.Result{RequeueAfter: next}, errors.Join(poolErr, err)
 }
 

@@ -58,7 +58,7 @@ func (r *SessionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, r.deleteSession(ctx, s)
 	}
 	st := sessionStatus(s, obs, metav1.NewTime(r.Clock.Now()))
-	if _, err := writeStatus(ctx, r.Client, s, sessionStatusOf, st); err != nil {
+	if _, _, err := writeStatus(ctx, r.Client, s, sessionStatusOf, st); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, obs.stepErr
