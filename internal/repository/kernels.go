@@ -255,10 +255,16 @@ func (k *Kernels) liveModel(ctx context.Context, kn *nbv1.Kernel) jupyter.Kernel
 }
 
 // endpoint is where the kernel's agent listens, with its token derived from the kernel's
-// identity.
+// identity. A kernel without a pod address has no agent to reach: one that failed says why,
+// as a failed start does (500, its reason); one whose pod is still coming (a start, or a
+// dead kernel's new pod) is a conflict, as a restart of a starting kernel is: the request
+// works once the kernel has started.
 func (k *Kernels) endpoint(_ context.Context, kn *nbv1.Kernel) (agentclient.Endpoint, error) {
 	if kn.Status.PodIP == "" {
-		return agentclient.Endpoint{}, startFailed("NotReady", "the kernel is not running")
+		if c := meta.FindStatusCondition(kn.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
+			return agentclient.Endpoint{}, startFailed(c.Reason, "the kernel is not running: "+c.Message)
+		}
+		return agentclient.Endpoint{}, conflict("The kernel has not started yet: try again once it has")
 	}
 	token := agenttoken.Kernel(k.AgentTokenKey, kn.Namespace, kn.Name, string(kn.UID))
 	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: agentapi.Port, Token: token}, nil

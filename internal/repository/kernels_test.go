@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +248,34 @@ func TestEndpoint_DerivesTheAgentTokenWithoutReadingSecrets(t *testing.T) {
 	want := agentclient.Endpoint{Host: "10.0.0.7", Port: agentapi.Port, Token: testAgentToken}
 	if e != want {
 		t.Errorf("Endpoint = %+v, want %+v", e, want)
+	}
+}
+
+// A kernel without a pod address (starting, or a dead kernel's new pod coming) is a
+// conflict for what needs its agent, as restarting a starting kernel is; a failed one says
+// why, with the reason of its Failed condition.
+func TestEndpoint_OfAKernelWithoutAPod(t *testing.T) {
+	c := runningKernel(t, "")
+	k := &Kernels{Reader: c, Writer: c, Namespace: "ns", AgentTokenKey: testAgentTokenKey}
+	admin := identity.User{Name: "admin", Admin: true}
+	_, err := k.Endpoint(t.Context(), admin, "k1")
+	var de *domainerr.Error
+	if !errors.As(err, &de) || de.Kind != domainerr.ErrConflict {
+		t.Errorf("Endpoint of a starting kernel: %v, want a conflict", err)
+	}
+
+	kernel := &nbv1.Kernel{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "k1"}, kernel); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&kernel.Status.Conditions, metav1.Condition{Type: nbv1.ConditionFailed, Status: metav1.ConditionTrue,
+		Reason: "ImagePullBackOff", Message: "the kernel's image cannot be pulled"})
+	if err := c.Status().Update(t.Context(), kernel); err != nil {
+		t.Fatal(err)
+	}
+	_, err = k.Endpoint(t.Context(), admin, "k1")
+	if !errors.As(err, &de) || de.Kind != domainerr.ErrStartFailed || de.Reason != "ImagePullBackOff" || !strings.Contains(de.Message, "cannot be pulled") {
+		t.Errorf("Endpoint of a failed kernel: %#v, want its failure", err)
 	}
 }
 
