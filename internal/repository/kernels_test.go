@@ -260,7 +260,7 @@ func TestEndpoint_OfAKernelWithoutAPod(t *testing.T) {
 	admin := identity.User{Name: "admin", Admin: true}
 	_, err := k.Endpoint(t.Context(), admin, "k1")
 	var de *domainerr.Error
-	if !errors.As(err, &de) || de.Kind != domainerr.ErrConflict {
+	if !errors.Is(err, domainerr.ErrConflict) {
 		t.Errorf("Endpoint of a starting kernel: %v, want a conflict", err)
 	}
 
@@ -274,7 +274,7 @@ func TestEndpoint_OfAKernelWithoutAPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = k.Endpoint(t.Context(), admin, "k1")
-	if !errors.As(err, &de) || de.Kind != domainerr.ErrStartFailed || de.Reason != "ImagePullBackOff" || !strings.Contains(de.Message, "cannot be pulled") {
+	if !errors.Is(err, domainerr.ErrStartFailed) || !errors.As(err, &de) || de.Reason != "ImagePullBackOff" || !strings.Contains(de.Message, "cannot be pulled") {
 		t.Errorf("Endpoint of a failed kernel: %#v, want its failure", err)
 	}
 }
