@@ -184,16 +184,23 @@ const kernelNotes = `
   server; the controllers and local node idle beside it) plus the agents, for Jupyter Server its
   process. Output dropped by the rate limit was read from the kernel too but is not in the count,
   so when lines were dropped the figure overstates the cost per message.
-* What twenty starts at once cost beside the kernels, measured on this machine: nbkube pays
-  for the control plane, on the same two cores as the kernels. Per twenty kernels the kernels
-  themselves spend 21–27 s of CPU under nbkube as under the floor; beside them kube-apiserver
-  spends 1.4–1.9 s, the agents 1.1–1.5 s, the nbkube process 0.9–1.3 s, etcd 0.6–0.8 s and
-  kube-controller-manager 0.3–0.4 s (about 0.5 s of that is the control plane's idle
-  baseline over the run), where the floor's client spends 2.2–3.0 s. A kernel's start and
-  deletion are about 17 API writes (the Kernel, its Secret and Pod, their status updates, a
-  few events). Starts are CPU-bound, so the 2–3 s of extra CPU are 1–1.5 s of wall time, 7–10 %
-  of a twenty-kernel start: of all the targets this one has the least margin. The floor itself
-  moves by ±1.5 s between runs here.
+* What starts at once cost beside the kernels, measured on this machine (20 and 100 POSTs at
+  once from curl, the CPU of each process of ` + "`nbkube local`" + `'s tree over the burst, runs
+  interleaved with the build before the two changes named below): per twenty kernels the
+  kernels themselves spend 15–17 s of CPU; beside them kube-apiserver spends 1.6–1.9 s, the
+  nbkube process 0.7–0.9 s, etcd and the agents 0.5–0.6 s each and kube-controller-manager
+  0.1 s, about 3.8 s in all, where the floor's client spends 2.2–3.0 s. Per hundred kernels:
+  kube-apiserver 8.8–9.1 s, nbkube 6.3–6.7 s, the agents 3.5–4.6 s, etcd 2.7–2.8 s. Before
+  the control plane served only the API groups used here (less heap for kube-apiserver's
+  collector to scan under its soft memory limit) and the kernel controller wrote on top of
+  its own status writes (no conflict, read and second write per step), the same bursts cost
+  kube-apiserver 2.1–2.5 s and 12.3–15.3 s and nbkube 0.7–0.9 s and 7.8–9.6 s: the control
+  plane's share fell by a tenth at twenty kernels and by a quarter at a hundred. A start is
+  11 API writes (the Kernel, its Secret, Pod and binding, three Kernel and two pod status
+  updates, and the Scheduled and Started events a kubelet writes too). Starts are CPU-bound,
+  so those 4 s of CPU are about 2 s of a twenty-kernel start, more than the 1.1× target
+  leaves; Jupyter Server's one process costs less. The kernels' own CPU moves by ±1.5 s
+  between runs here, and the wall times of single runs move with it.
 * A single start pays 50–130 ms from the POST to the kernel's process (median about 80),
   measured on this machine from the logs: 20–25 ms until the pod exists (the Kernel, its
   Secret and its Pod are written one after the other, 4–6 ms each), 5–10 ms to bind it, 5–7 ms
