@@ -8,7 +8,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -117,7 +116,7 @@ func (r *Clusters) StopCluster(ctx context.Context, u identity.User, id string) 
 // and waits until the cache shows it, so that a GET right after does.
 func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutate func(*nbv1.Cluster) error) (jupyter.Cluster, error) {
 	var c *nbv1.Cluster
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retryOnConflict(func() error {
 		cur, err := r.get(ctx, u, id)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 )
@@ -51,4 +52,21 @@ func unavailable(what string, d time.Duration, err error) error {
 func controlPlaneDown(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || utilnet.IsConnectionRefused(err) ||
 		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
+}
+
+// retryOnConflict runs fn again while its write loses to a newer version of the object, as
+// client-go's retry.RetryOnConflict does, and returns fn's last error as it is. That one
+// takes an error that wraps a context's end (an ErrUnavailable refusal wraps the deadline of
+// the call that got no answer) for the end of its own waiting and returns nil in its place,
+// as if the write had been made.
+func retryOnConflict(fn func() error) error {
+	var last error
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		last = fn()
+		return last
+	})
+	if err == nil {
+		return last
+	}
+	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/agenttoken"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -61,11 +62,12 @@ type Kernels struct {
 	// Quota reserves room for each new kernel in its owner's ledger before it is created,
 	// and refuses a start past a limit (403); none when nil.
 	Quota *quota.Ledger
-	// APITimeout bounds each call of a start to the Kubernetes API (reading its spec, the
-	// owner's reservation, creating the Kernel or Session): when the control plane does not
-	// answer, the start fails with domainerr.ErrUnavailable (503) within it, rather than
-	// holding its client until StartTimeout or for good (a client of a stopped API server
-	// waits without end). DefaultAPITimeout when zero.
+	// APITimeout bounds each call to the Kubernetes API of a start (reading its spec, the
+	// owner's reservation, creating the Kernel or Session) and of the other writes (deleting a
+	// kernel or session, asking for a dead kernel's restart, changing a session): when the
+	// control plane does not answer, the request fails with domainerr.ErrUnavailable (503)
+	// within it, rather than holding its client until StartTimeout or for good (a client of
+	// a stopped API server waits without end). DefaultAPITimeout when zero.
 	APITimeout time.Duration
 }
 
@@ -80,7 +82,8 @@ func (k *Kernels) apiTimeout() time.Duration {
 	return DefaultAPITimeout
 }
 
-// bounded runs one call of a start to the Kubernetes API within APITimeout. A control plane
+// bounded runs one call to the Kubernetes API, of a start or of any other write, within
+// APITimeout. A control plane
 // that is not there makes it an ErrUnavailable refusal; what says what the call does, for
 // its message ("create the kernel"). A create whose answer did not come may still land once
 // the control plane is back: created names the object it creates, if any, deleted then in
@@ -293,7 +296,13 @@ func (k *Kernels) DeleteKernel(ctx context.Context, u identity.User, id string) 
 		}
 		cancel()
 	}
-	if err := k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+	err = k.bounded(ctx, "delete the kernel", nil, func(ctx context.Context) error {
+		return client.IgnoreNotFound(k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	})
+	if errors.Is(err, domainerr.ErrUnavailable) {
+		return err
+	}
+	if err != nil {
 		return fmt.Errorf("delete kernel: %w", err)
 	}
 	waitGone(ctx, k.Reader, kn)
@@ -375,7 +384,13 @@ func (k *Kernels) restartPod(ctx context.Context, kn *nbv1.Kernel) (jupyter.Kern
 		patched.Annotations = map[string]string{}
 	}
 	patched.Annotations[nbv1.AnnotationRestart] = request
-	if err := k.Writer.Patch(ctx, patched, client.MergeFrom(kn)); err != nil {
+	err := k.bounded(ctx, "ask for the kernel's restart", nil, func(ctx context.Context) error {
+		return k.Writer.Patch(ctx, patched, client.MergeFrom(kn))
+	})
+	if errors.Is(err, domainerr.ErrUnavailable) {
+		return jupyter.Kernel{}, err
+	}
+	if err != nil {
 		return jupyter.Kernel{}, fmt.Errorf("ask for the kernel's restart: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, k.StartTimeout)

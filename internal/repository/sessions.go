@@ -10,7 +10,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -310,7 +309,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 	kernelChanged := false
 	// The session controller writes the same object (its status, the kernel's UID): a
 	// conflict means read again and apply the change to what is there.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retryOnConflict(func() error {
 		cur, err := r.get(ctx, u, id)
 		if err != nil {
 			return err
@@ -359,13 +358,13 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 			}
 			kernelChanged = true
 		}
-		return r.Writer.Update(ctx, s)
+		return r.Kernels.bounded(ctx, "change the session", nil, func(ctx context.Context) error { return r.Writer.Update(ctx, s) })
 	})
 	if apierrors.IsInvalid(err) {
 		return jupyter.Session{}, invalid(err.Error())
 	}
 	if err != nil {
-		if errors.Is(err, domainerr.ErrNotFound) || errors.Is(err, domainerr.ErrInvalid) {
+		if errors.Is(err, domainerr.ErrNotFound) || errors.Is(err, domainerr.ErrInvalid) || errors.Is(err, domainerr.ErrUnavailable) {
 			return jupyter.Session{}, err
 		}
 		return jupyter.Session{}, fmt.Errorf("update session: %w", err)
@@ -389,7 +388,13 @@ func (r *Sessions) DeleteSession(ctx context.Context, u identity.User, id string
 	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
 	own := err == nil && metav1.IsControlledBy(kn, s)
 	// The session goes first: while it exists, its controller would start the kernel again.
-	if err := r.Writer.Delete(ctx, s, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+	err = r.Kernels.bounded(ctx, "delete the session", nil, func(ctx context.Context) error {
+		return client.IgnoreNotFound(r.Writer.Delete(ctx, s, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	})
+	if errors.Is(err, domainerr.ErrUnavailable) {
+		return err
+	}
+	if err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	if own {

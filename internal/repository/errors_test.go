@@ -1,0 +1,32 @@
+package repository
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
+)
+
+func TestRetryOnConflict_ReturnsTheWritesOwnError(t *testing.T) {
+	refused := unavailable("change the session", time.Second, fmt.Errorf("put: %w", context.DeadlineExceeded))
+	if err := retryOnConflict(func() error { return refused }); !errors.Is(err, domainerr.ErrUnavailable) {
+		t.Errorf("a write refused at its deadline: %v, want the refusal", err)
+	}
+	calls := 0
+	conflict := apierrors.NewConflict(schema.GroupResource{Resource: "sessions"}, "s", errors.New("newer version"))
+	err := retryOnConflict(func() error {
+		if calls++; calls < 3 {
+			return conflict
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Errorf("a write that lost twice: %v after %d calls, want nil after 3", err, calls)
+	}
+}
