@@ -34,19 +34,7 @@ func TestStart_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 		Spec: nbv1.KernelSpecSpec{DisplayName: "Python 3", Language: "python", Argv: argv}}); err != nil {
 		t.Fatal(err)
 	}
-	proxy := startFreezableProxy(t, cfg)
-	pc, err := client.New(proxy.config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const apiTimeout = time.Second
-	k := &Kernels{Reader: c, Writer: pc, Namespace: ns, StartTimeout: 30 * time.Second, APITimeout: apiTimeout,
-		Specs: &KernelSpecs{Reader: c, Namespace: ns}}
-	sessions := &Sessions{Reader: c, Writer: pc, Namespace: ns, Kernels: k}
-	// The connection is open before the API server stops, as a long-running server's is.
-	if err := pc.List(t.Context(), &nbv1.KernelList{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	k, sessions, pc, proxy := behindFreezableProxy(t, c, cfg, ns)
 
 	proxy.freeze()
 	u := identity.User{Name: "ann"}
@@ -64,16 +52,7 @@ func TestStart_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 			return err
 		}},
 	} {
-		began := time.Now()
-		err := start.run()
-		took := time.Since(began)
-		var de *domainerr.Error
-		if !errors.As(err, &de) || !errors.Is(de, domainerr.ErrUnavailable) || de.Reason != ReasonControlPlaneUnavailable {
-			t.Errorf("%s start with the API server stopped: %v, want ErrUnavailable with reason %s", start.name, err, ReasonControlPlaneUnavailable)
-		}
-		if took > apiTimeout+2*time.Second {
-			t.Errorf("%s start refused after %s, want about %s", start.name, took, apiTimeout)
-		}
+		refusedQuickly(t, start.name+" start", start.run)
 	}
 	proxy.thaw()
 
@@ -95,6 +74,45 @@ func TestStart_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 	if err := pc.Create(t.Context(), &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "after"},
 		Spec: nbv1.KernelParameters{Owner: "ann", KernelSpec: "python3"}}); err != nil {
 		t.Errorf("create after the API server came back: %v", err)
+	}
+}
+
+// apiTimeout is the repositories' APITimeout in the tests of a control plane that does not
+// answer.
+const apiTimeout = time.Second
+
+// behindFreezableProxy is a kernel and a session repository whose writes go to the API server
+// through a freezable proxy (pc), reading through c. The proxy's connection is open before
+// the test freezes it, as a long-running server's is.
+func behindFreezableProxy(t *testing.T, c client.Client, cfg *rest.Config, ns string) (*Kernels, *Sessions, client.Client, *freezableProxy) {
+	t.Helper()
+	proxy := startFreezableProxy(t, cfg)
+	pc, err := client.New(proxy.config, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &Kernels{Reader: c, Writer: pc, Namespace: ns, StartTimeout: 30 * time.Second, APITimeout: apiTimeout,
+		Specs: &KernelSpecs{Reader: c, Namespace: ns}}
+	sessions := &Sessions{Reader: c, Writer: pc, Namespace: ns, Kernels: k}
+	if err := pc.List(t.Context(), &nbv1.KernelList{}, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	return k, sessions, pc, proxy
+}
+
+// refusedQuickly runs what, a request to the frozen API server, and checks that it is
+// refused with ErrUnavailable within about apiTimeout.
+func refusedQuickly(t *testing.T, what string, run func() error) {
+	t.Helper()
+	began := time.Now()
+	err := run()
+	took := time.Since(began)
+	var de *domainerr.Error
+	if !errors.As(err, &de) || !errors.Is(de, domainerr.ErrUnavailable) || de.Reason != ReasonControlPlaneUnavailable {
+		t.Errorf("%s with the API server stopped: %v, want ErrUnavailable with reason %s", what, err, ReasonControlPlaneUnavailable)
+	}
+	if took > apiTimeout+2*time.Second {
+		t.Errorf("%s refused after %s, want about %s", what, took, apiTimeout)
 	}
 }
 

@@ -1,18 +1,14 @@
 package repository
 
 import (
-	"errors"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
-	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
-	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -44,18 +40,7 @@ func TestWrites_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	proxy := startFreezableProxy(t, cfg)
-	pc, err := client.New(proxy.config, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const apiTimeout = time.Second
-	k := &Kernels{Reader: c, Writer: pc, Namespace: ns, StartTimeout: 30 * time.Second, APITimeout: apiTimeout,
-		Specs: &KernelSpecs{Reader: c, Namespace: ns}}
-	sessions := &Sessions{Reader: c, Writer: pc, Namespace: ns, Kernels: k}
-	if err := pc.List(t.Context(), &nbv1.KernelList{}, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	k, sessions, _, proxy := behindFreezableProxy(t, c, cfg, ns)
 
 	proxy.freeze()
 	defer proxy.thaw()
@@ -76,15 +61,6 @@ func TestWrites_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 		}},
 		{"DELETE session", func() error { return sessions.DeleteSession(t.Context(), admin, "s-delete") }},
 	} {
-		began := time.Now()
-		err := write.run()
-		took := time.Since(began)
-		var de *domainerr.Error
-		if !errors.As(err, &de) || !errors.Is(de, domainerr.ErrUnavailable) || de.Reason != ReasonControlPlaneUnavailable {
-			t.Errorf("%s with the API server stopped: %v, want ErrUnavailable with reason %s", write.name, err, ReasonControlPlaneUnavailable)
-		}
-		if took > apiTimeout+2*time.Second {
-			t.Errorf("%s refused after %s, want about %s", write.name, took, apiTimeout)
-		}
+		refusedQuickly(t, write.name, write.run)
 	}
 }
