@@ -30,6 +30,16 @@ type Clusters struct {
 	// Quota reserves room for a cluster's engines in its owner's ledger before it starts,
 	// and refuses a start past a limit (403); none when nil.
 	Quota *quota.Ledger
+	// APITimeout bounds each write of a start or stop to the Kubernetes API, as
+	// Kernels.APITimeout does (DefaultAPITimeout when zero).
+	APITimeout time.Duration
+}
+
+func (r *Clusters) apiTimeout() time.Duration {
+	if r.APITimeout > 0 {
+		return r.APITimeout
+	}
+	return DefaultAPITimeout
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -76,8 +86,10 @@ func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string,
 			return nil
 		}
 		room := quota.ClusterRoom(c.Name, c.Spec.Engines, c.Spec.EngineResources)
-		_, _, err := r.Quota.Reserve(ctx, quota.Request{Owner: owner, Groups: groupsOf(u, owner), Reservation: room})
-		return quota.Refusal(err)
+		return boundedCall(ctx, r.apiTimeout(), "record the cluster in its owner's usage", func(ctx context.Context) error {
+			_, _, err := r.Quota.Reserve(ctx, quota.Request{Owner: owner, Groups: groupsOf(u, owner), Reservation: room})
+			return quota.Refusal(err)
+		})
 	})
 	if err != nil && owner != "" && !errors.Is(err, domainerr.ErrForbidden) {
 		// Not started after all.
@@ -125,12 +137,13 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 		if err := mutate(c); err != nil {
 			return err
 		}
-		return r.Writer.Update(ctx, c)
+		return boundedCall(ctx, r.apiTimeout(), "change the cluster", func(ctx context.Context) error { return r.Writer.Update(ctx, c) })
 	})
 	switch {
 	case apierrors.IsInvalid(err):
 		return jupyter.Cluster{}, invalid(err.Error())
-	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict), errors.Is(err, domainerr.ErrForbidden):
+	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict), errors.Is(err, domainerr.ErrForbidden),
+		errors.Is(err, domainerr.ErrUnavailable):
 		return jupyter.Cluster{}, err
 	case err != nil:
 		return jupyter.Cluster{}, fmt.Errorf("update cluster: %w", err)

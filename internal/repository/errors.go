@@ -70,3 +70,17 @@ func retryOnConflict(fn func() error) error {
 	}
 	return err
 }
+
+// boundedCall runs f, one call to the Kubernetes API, within d. A control plane that is not
+// there (f's deadline passed, its connection was refused, the API server timed out or is
+// unavailable) makes it an ErrUnavailable refusal; what says what the call does, for its
+// message ("create the kernel"). The end of ctx itself, the client's, is returned as it is.
+func boundedCall(ctx context.Context, d time.Duration, what string, f func(context.Context) error) error {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	err := f(wctx)
+	if err == nil || ctx.Err() != nil || !controlPlaneDown(err) {
+		return err
+	}
+	return unavailable(what, d, err)
+}

@@ -83,23 +83,15 @@ func (k *Kernels) apiTimeout() time.Duration {
 }
 
 // bounded runs one call to the Kubernetes API, of a start or of any other write, within
-// APITimeout. A control plane
-// that is not there makes it an ErrUnavailable refusal; what says what the call does, for
-// its message ("create the kernel"). A create whose answer did not come may still land once
-// the control plane is back: created names the object it creates, if any, deleted then in
-// the background, so that no kernel runs that nobody was told of.
+// APITimeout (see boundedCall). A create whose answer did not come may still land once the
+// control plane is back: created names the object it creates, if any, deleted then in the
+// background, so that no kernel runs that nobody was told of.
 func (k *Kernels) bounded(ctx context.Context, what string, created client.Object, f func(context.Context) error) error {
-	d := k.apiTimeout()
-	wctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	err := f(wctx)
-	if err == nil || ctx.Err() != nil || !controlPlaneDown(err) {
-		return err
-	}
-	if created != nil {
+	err := boundedCall(ctx, k.apiTimeout(), what, f)
+	if created != nil && errors.Is(err, domainerr.ErrUnavailable) {
 		go k.deleteLate(ctx, created)
 	}
-	return unavailable(what, d, err)
+	return err
 }
 
 // deleteLate deletes an object whose creation got no answer, once the control plane answers

@@ -13,7 +13,7 @@ import (
 )
 
 // The writes besides starts (deleting a kernel or a session, asking for a dead kernel's
-// restart, changing a session) are bounded as starts are: with the real kube-apiserver cut
+// restart, changing a session, starting or stopping a cluster) are bounded as starts are: with the real kube-apiserver cut
 // off as a stopped process is, each is refused with ErrUnavailable within APITimeout rather
 // than held for as long as its client waits.
 func TestWrites_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
@@ -40,7 +40,14 @@ func TestWrites_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	k, sessions, _, proxy := behindFreezableProxy(t, c, cfg, ns)
+	for name, state := range map[string]nbv1.ClusterState{"c-stopped": nbv1.ClusterStopped, "c-running": nbv1.ClusterRunning} {
+		if err := c.Create(t.Context(), &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: nbv1.ClusterParameters{Owner: "ann", State: state}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, sessions, pc, proxy := behindFreezableProxy(t, c, cfg, ns)
+	clusters := &Clusters{Reader: c, Writer: pc, Namespace: ns, APITimeout: apiTimeout}
 
 	proxy.freeze()
 	defer proxy.thaw()
@@ -60,6 +67,14 @@ func TestWrites_ControlPlaneThatDoesNotAnswerIs503Quickly(t *testing.T) {
 			return err
 		}},
 		{"DELETE session", func() error { return sessions.DeleteSession(t.Context(), admin, "s-delete") }},
+		{"cluster start", func() error {
+			_, err := clusters.StartCluster(t.Context(), admin, "c-stopped", nil)
+			return err
+		}},
+		{"cluster stop", func() error {
+			_, err := clusters.StopCluster(t.Context(), admin, "c-running")
+			return err
+		}},
 	} {
 		refusedQuickly(t, write.name, write.run)
 	}
