@@ -152,6 +152,9 @@ type Config struct {
 	// limit. Without it the server is trimmed for one user's kernels at rest, as nbkube local
 	// runs it (see startAPIServer, apiGroups and apiServerEnv).
 	AsClusters bool
+	// AllAPIGroups serves every API group, as clusters do (AsClusters does too), and is
+	// otherwise nbkube local's server: for tests that stand for a cluster.
+	AllAPIGroups bool
 	// Progress receives one line per step for people watching; nil discards.
 	Progress io.Writer
 }
@@ -453,7 +456,7 @@ func (c *ControlPlane) startAPIServer(ctx context.Context, p ports) error {
 		// version that depends on it; there is one server here.
 		"--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
 	}
-	if !c.cfg.AsClusters {
+	if !c.cfg.AsClusters && !c.cfg.AllAPIGroups {
 		args = append(args, "--runtime-config=api/all=false,"+strings.Join(apiGroups, "=true,")+"=true")
 	}
 	if !c.cfg.ControllerManager {

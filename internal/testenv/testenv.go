@@ -14,16 +14,25 @@ import (
 func KubeBinDir() string { return controlplane.DefaultBinDir(os.Getenv) }
 
 // ControlPlane starts a throw-away control plane for the test (with kube-controller-manager
-// when asked) and stops it when the test ends. Missing binaries fail the test: run
-// `make k8s-bins` (or `make test`, which does).
+// when asked), as nbkube local runs it, and stops it when the test ends. Missing binaries fail
+// the test: run `make k8s-bins` (or `make test`, which does).
 func ControlPlane(t testing.TB, withControllerManager bool) *controlplane.ControlPlane {
 	t.Helper()
-	cp, err := controlplane.Start(context.Background(), controlplane.Config{
-		BinDir:            KubeBinDir(),
-		DataDir:           t.TempDir(),
-		ControllerManager: withControllerManager,
-		UnsafeNoFsync:     true,
-	})
+	return startControlPlane(t, controlplane.Config{ControllerManager: withControllerManager})
+}
+
+// ClusterControlPlane is ControlPlane without kube-controller-manager, serving every API
+// group as a cluster's API server does: for tests that stand for a cluster, such as the
+// chart's, whose objects include kinds nbkube local has no use for (its cleanup Job).
+func ClusterControlPlane(t testing.TB) *controlplane.ControlPlane {
+	t.Helper()
+	return startControlPlane(t, controlplane.Config{AllAPIGroups: true})
+}
+
+func startControlPlane(t testing.TB, cfg controlplane.Config) *controlplane.ControlPlane {
+	t.Helper()
+	cfg.BinDir, cfg.DataDir, cfg.UnsafeNoFsync = KubeBinDir(), t.TempDir(), true
+	cp, err := controlplane.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("control plane: %v", err)
 	}

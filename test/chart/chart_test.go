@@ -139,7 +139,7 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 // TestChart_ObjectsAreValidForKubernetes creates every object of several renderings with a
 // server-side dry run: the API server checks fields, enums and the CRDs' schemas.
 func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	cfg := testenv.ClusterControlPlane(t).RESTConfig()
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func kustomizeBuild(t *testing.T) []*unstructured.Unstructured {
 // the chart does.
 func TestKustomize_ManagerHasRightsInItsNamespaceOnly(t *testing.T) {
 	objs := kustomizeBuild(t)
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	cfg := testenv.ClusterControlPlane(t).RESTConfig()
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)

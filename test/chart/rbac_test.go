@@ -91,7 +91,7 @@ func TestChart_KubernetesProviderMayReviewTokens(t *testing.T) {
 	if args := apiServerPod(t, objs).Containers[0].Args; !slices.Contains(args, "--auth=kubernetes,token") {
 		t.Errorf("API server args %v", args)
 	}
-	cfg := testenv.ControlPlane(t, false).RESTConfig()
+	cfg := testenv.ClusterControlPlane(t).RESTConfig()
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
