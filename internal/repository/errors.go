@@ -54,6 +54,16 @@ func controlPlaneDown(err error) bool {
 		apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsServiceUnavailable(err)
 }
 
+// failure adds what to an error the server failed with; a refusal (a domainerr.Error, such as
+// an ErrUnavailable of a bounded call) is returned as it is, since its message is the client's.
+func failure(err error, what string) error {
+	var de *domainerr.Error
+	if err == nil || errors.As(err, &de) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // retryOnConflict runs fn again while its write loses to a newer version of the object, as
 // client-go's retry.RetryOnConflict does, and returns fn's last error as it is. That one
 // takes an error that wraps a context's end (an ErrUnavailable refusal wraps the deadline of

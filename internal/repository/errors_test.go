@@ -30,3 +30,17 @@ func TestRetryOnConflict_ReturnsTheWritesOwnError(t *testing.T) {
 		t.Errorf("a write that lost twice: %v after %d calls, want nil after 3", err, calls)
 	}
 }
+
+func TestFailure_WrapsOnlyWhatTheServerFailedWith(t *testing.T) {
+	refused := unavailable("delete the kernel", time.Second, context.DeadlineExceeded)
+	if got := failure(refused, "delete kernel"); got.Error() != refused.Error() {
+		t.Errorf("a refusal became %q: its message is the client's", got)
+	}
+	broken := errors.New("connection reset")
+	if got := failure(broken, "delete kernel"); got.Error() != "delete kernel: connection reset" || !errors.Is(got, broken) {
+		t.Errorf("a failure became %q, want it wrapped with what failed", got)
+	}
+	if failure(nil, "delete kernel") != nil {
+		t.Error("no error became one")
+	}
+}

@@ -291,11 +291,8 @@ func (k *Kernels) DeleteKernel(ctx context.Context, u identity.User, id string) 
 	err = k.bounded(ctx, "delete the kernel", nil, func(ctx context.Context) error {
 		return client.IgnoreNotFound(k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	})
-	if errors.Is(err, domainerr.ErrUnavailable) {
-		return err
-	}
 	if err != nil {
-		return fmt.Errorf("delete kernel: %w", err)
+		return failure(err, "delete kernel")
 	}
 	waitGone(ctx, k.Reader, kn)
 	k.release(ctx, string(kn.Spec.Owner), kn.Name)
@@ -379,11 +376,8 @@ func (k *Kernels) restartPod(ctx context.Context, kn *nbv1.Kernel) (jupyter.Kern
 	err := k.bounded(ctx, "ask for the kernel's restart", nil, func(ctx context.Context) error {
 		return k.Writer.Patch(ctx, patched, client.MergeFrom(kn))
 	})
-	if errors.Is(err, domainerr.ErrUnavailable) {
-		return jupyter.Kernel{}, err
-	}
 	if err != nil {
-		return jupyter.Kernel{}, fmt.Errorf("ask for the kernel's restart: %w", err)
+		return jupyter.Kernel{}, failure(err, "ask for the kernel's restart")
 	}
 	wctx, cancel := context.WithTimeout(ctx, k.StartTimeout)
 	defer cancel()

@@ -391,11 +391,8 @@ func (r *Sessions) DeleteSession(ctx context.Context, u identity.User, id string
 	err = r.Kernels.bounded(ctx, "delete the session", nil, func(ctx context.Context) error {
 		return client.IgnoreNotFound(r.Writer.Delete(ctx, s, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	})
-	if errors.Is(err, domainerr.ErrUnavailable) {
-		return err
-	}
 	if err != nil {
-		return fmt.Errorf("delete session: %w", err)
+		return failure(err, "delete session")
 	}
 	if own {
 		// Garbage collection would stop the kernel too, but not before this answer: Jupyter
