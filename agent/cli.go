@@ -59,6 +59,7 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		HeartbeatInterval: *heartbeat,
 		MemoryBudget:      *memory,
 		TerminationLog:    getenv(agentapi.EnvTerminationLog),
+		ForkServer:        getenv(agentapi.EnvForkServer),
 		Cluster:           ClusterConfig{Profile: getenv(agentapi.EnvClusterProfile), File: getenv(agentapi.EnvClusterFile), IPythonDir: ipythonDir},
 		Log:               log,
 	})

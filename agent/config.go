@@ -47,6 +47,10 @@ type Config struct {
 	// TerminationLog, when set, receives why the kernel could not start (the container's
 	// terminationMessagePath), so that the pod's status says it without the agent's logs.
 	TerminationLog string
+	// ForkServer is the socket of the node's kernel fork server (`nbkube local` has one): a
+	// kernel it can fork starts in milliseconds instead of importing ipykernel anew. Empty,
+	// or refused, the kernel starts as the agent's child.
+	ForkServer string
 	// Cluster is the ipyparallel cluster the kernel is attached to, if any.
 	Cluster ClusterConfig
 	// Log receives the agent's structured log.

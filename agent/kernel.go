@@ -31,8 +31,11 @@ import (
 type incarnation struct {
 	info     ConnectionInfo
 	connFile string
-	cmd      *exec.Cmd
-	started  time.Time
+	// pid is the kernel process's, the leader of its process group.
+	pid int
+	// forked says that the node's fork server started the process (see forkKernel).
+	forked  bool
+	started time.Time
 	// exited is closed when the process has exited; exitErr is then its status.
 	exited  chan struct{}
 	exitErr error
@@ -72,39 +75,63 @@ func (a *Agent) startIncarnation() (*incarnation, error) {
 	if err := info.write(connFile); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(a.cfg.Argv[0], substitute(a.cfg.Argv[1:], connFile)...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, io.MultiWriter(os.Stderr, a.stderrTail)
-	cmd.Env = kernelEnv(os.Environ())
+	argv := append([]string{a.cfg.Argv[0]}, substitute(a.cfg.Argv[1:], connFile)...)
+	env := kernelEnv(os.Environ())
 	a.mu.Lock()
-	cmd.Dir = a.workDir
-	cmd.Env = append(cmd.Env, a.extraEnv...)
+	dir := a.workDir
+	env = append(env, a.extraEnv...)
 	a.mu.Unlock()
-	// Its own process group so that signals reach the kernel's children too, as Jupyter's
-	// provisioner does; Pdeathsig so it never outlives the agent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	ctx, cancel := context.WithCancel(context.Background())
 	connRead, err := watchOpen(ctx, connFile)
 	if err != nil {
 		// inotify can be out of instances; waitListening then probes at its fast pace throughout.
 		a.cfg.Log.V(1).Info("Cannot watch the connection file", "error", err.Error())
 	}
-	if err := cmd.Start(); err != nil {
+	pid, wait, forked, err := a.startProcess(argv, env, dir)
+	if err != nil {
 		cancel()
 		_ = os.Remove(connFile)
 		return nil, fmt.Errorf("start kernel %q: %w", a.cfg.Argv[0], err)
 	}
 	inc := &incarnation{
-		info: info, connFile: connFile, cmd: cmd, started: time.Now(), exited: make(chan struct{}),
+		info: info, connFile: connFile, pid: pid, forked: forked, started: time.Now(), exited: make(chan struct{}),
 		ctx: ctx, cancel: cancel, sockets: map[string]zmq4.Socket{}, sendMu: map[string]*sync.Mutex{},
 		connRead: connRead, iopubSeen: make(chan struct{}),
 	}
 	go func() {
-		inc.exitErr = cmd.Wait()
+		inc.exitErr = wait()
 		close(inc.exited)
 		// Dials still retrying toward a dead process give up.
 		cancel()
 	}()
 	return inc, nil
+}
+
+// startProcess starts the kernel's process: forked by the node's fork server when there is
+// one and it can (see forkKernel), else as a child of the agent's. wait waits for its end.
+func (a *Agent) startProcess(argv, env []string, dir string) (pid int, wait func() error, forked bool, err error) {
+	stderr := io.MultiWriter(os.Stderr, a.stderrTail)
+	if a.cfg.ForkServer != "" {
+		k, err := forkKernel(a.cfg.ForkServer, argv, env, dir, os.Stdout, stderr)
+		switch {
+		case err == nil:
+			return k.pid, k.wait, true, nil
+		case errors.Is(err, errNotIPyKernel):
+			a.cfg.Log.V(1).Info("Not an ipykernel command; starting the kernel as a new process")
+		default:
+			a.cfg.Log.Info("The fork server did not start the kernel; starting it as a new process", "reason", err.Error())
+		}
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, stderr
+	cmd.Env, cmd.Dir = env, dir
+	// Its own process group so that signals reach the kernel's children too, as Jupyter's
+	// provisioner does; Pdeathsig so it never outlives the agent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return 0, nil, false, err
+	}
+	return cmd.Process.Pid, cmd.Wait, false, nil
 }
 
 // kernelEnv is the agent's environment without its own settings: the kernel runs user code,
@@ -319,7 +346,7 @@ func (inc *incarnation) close() {
 
 // signal sends sig to the kernel's process group.
 func (inc *incarnation) signal(sig syscall.Signal) error {
-	if err := syscall.Kill(-inc.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := syscall.Kill(-inc.pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal kernel: %w", err)
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -56,7 +55,7 @@ func (a *Agent) launchOnce() error {
 	if err != nil {
 		return err
 	}
-	a.cfg.Log.Info("Started kernel", "kernel", a.cfg.KernelID, "pid", inc.cmd.Process.Pid, "restart", a.restarts.Load())
+	a.cfg.Log.Info("Started kernel", "kernel", a.cfg.KernelID, "pid", inc.pid, "forked", inc.forked, "restart", a.restarts.Load())
 	go a.watch(inc)
 	fail := func(err error) error {
 		inc.close()
@@ -337,10 +336,9 @@ func (a *Agent) writeTerminationLog(err error) {
 // the restart numbered restart.
 func death(err error, at time.Time, restart int) *agentapi.Death {
 	d := &agentapi.Death{At: at.UTC(), ExitCode: -1, Restart: restart}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		d.ExitCode = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := waitStatus(err); ok {
+		d.ExitCode = ws.ExitStatus()
+		if ws.Signaled() {
 			d.ExitCode = 128 + int(ws.Signal())
 			d.Signal = unix.SignalName(ws.Signal())
 		}
@@ -351,11 +349,10 @@ func death(err error, at time.Time, restart int) *agentapi.Death {
 // exitError is the exit of the kernel's process as an *ExitError, a death by a signal as a
 // shell reports it (128 + the signal); any other error stays as it is.
 func exitError(err error) error {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code := ee.ExitCode()
-		if code < 0 {
-			code = 128 + int(ee.Sys().(syscall.WaitStatus).Signal())
+	if ws, ok := waitStatus(err); ok {
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
 		}
 		return &ExitError{Code: code}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/controlplane"
@@ -44,6 +46,7 @@ func runLocal(ctx context.Context, args []string) error {
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
+	forkServer := fs.Bool("kernel-fork-server", true, "fork Python kernels from a process that imported ipykernel once (starts in milliseconds; see docs/local.md), rather than start a new interpreter for each")
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
 	rstOpts := builder.DefaultRSTRendererOptions()
@@ -160,10 +163,11 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	node, err := localnode.New(clientset, localnode.Config{
-		NodeName:       *nodeName,
-		DataDir:        filepath.Join(*dataDir, "node"),
-		ClaimDirs:      map[string]string{opts.ContentsClaim: *root},
-		SelfExecutable: self,
+		NodeName:         *nodeName,
+		DataDir:          filepath.Join(*dataDir, "node"),
+		ClaimDirs:        map[string]string{opts.ContentsClaim: *root},
+		SelfExecutable:   self,
+		KernelForkServer: forkServerPython(ctx, c, *namespace, *forkServer),
 	})
 	if err != nil {
 		return err
@@ -239,4 +243,26 @@ type prefixed struct{}
 func (prefixed) Write(p []byte) (int, error) {
 	fmt.Fprintf(os.Stderr, "nbkube: %s", p)
 	return len(p), nil
+}
+
+// forkServerPython is the interpreter of the local node's kernel fork server: the one the
+// "python3" kernel spec runs (from this machine's kernel.json, or the python3 found with
+// ipykernel), when it runs ipykernel_launcher; empty when off or there is none.
+func forkServerPython(ctx context.Context, c client.Client, namespace string, on bool) string {
+	if !on {
+		return ""
+	}
+	var ks nbv1.KernelSpec
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "python3"}, &ks); err != nil {
+		return ""
+	}
+	argv := ks.Spec.Argv
+	if len(argv) < 3 || argv[1] != "-m" || argv[2] != "ipykernel_launcher" {
+		return ""
+	}
+	p, err := exec.LookPath(argv[0])
+	if err != nil {
+		return ""
+	}
+	return p
 }

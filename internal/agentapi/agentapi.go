@@ -58,6 +58,9 @@ const (
 	// EnvTerminationLog is the container's terminationMessagePath, where the agent writes why
 	// a kernel did not start.
 	EnvTerminationLog = EnvPrefix + "TERMINATION_LOG"
+	// EnvForkServer is the socket of the local node's kernel fork server, which forks a kernel
+	// from an interpreter that imported ipykernel already; set by `nbkube local`'s node only.
+	EnvForkServer = EnvPrefix + "FORK_SERVER"
 	// EnvClusterProfile names the ipyparallel cluster a kernel is attached to.
 	EnvClusterProfile = EnvPrefix + "IPCLUSTER_PROFILE"
 	// EnvClusterFile is the client connection file of that cluster (in a Secret volume).

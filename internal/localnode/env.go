@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // hostIP is the node's address as pods see it: the pod IPs are other addresses on the same lo.
@@ -61,6 +63,9 @@ func (o podObjects) envData(kind, name string, optional *bool) (data map[string]
 // the host's environment (credentials, kubeconfig, tokens) reaches a pod.
 type hostEnv struct {
 	path, home string
+	// forkServer is the socket of the node's kernel fork server, empty when it has none; a
+	// container sees it as agentapi.EnvForkServer.
+	forkServer string
 }
 
 // envContext is what resolving a container's environment takes besides the container itself.
@@ -200,6 +205,9 @@ func processEnv(declared []corev1.EnvVar, host hostEnv, podName string) []string
 		env.set("HOME", host.home)
 	}
 	env.set("HOSTNAME", podName)
+	if host.forkServer != "" {
+		env.set(agentapi.EnvForkServer, host.forkServer)
+	}
 	for _, v := range declared {
 		env.set(v.Name, v.Value)
 	}

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -172,6 +174,20 @@ func TestProcessEnv_InheritsOnlyPathAndHomeFromTheHost(t *testing.T) {
 	want := []string{"PATH=/usr/bin:/bin", "HOME=/work", "HOSTNAME=web-0", "X=1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+}
+
+func TestProcessEnv_NamesTheForkServerUnlessTheContainerDoes(t *testing.T) {
+	host := hostEnv{path: "/bin", forkServer: "/data/forkserver/kernel-fork.sock"}
+	got := processEnv(nil, host, "k")
+	want := []string{"PATH=/bin", "HOSTNAME=k", agentapi.EnvForkServer + "=/data/forkserver/kernel-fork.sock"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+	// A container that sets it empty opts out: its agent starts kernels itself.
+	got = processEnv([]corev1.EnvVar{{Name: agentapi.EnvForkServer}}, host, "k")
+	if want[2] = agentapi.EnvForkServer + "="; !cmp.Equal(want, got) {
+		t.Errorf("environment %v, want %v", got, want)
 	}
 }
 

@@ -81,6 +81,11 @@ type Config struct {
 	// AddressLockDir holds a lock file per pod IP in use, shared by every nbkube on the machine so
 	// that they never hand out the same address; default <os.TempDir()>/nbkube-pod-ips.
 	AddressLockDir string
+	// KernelForkServer, when set, is the Python interpreter of the node's kernel fork server:
+	// kernels of the form `<that python> -m ipykernel_launcher ...` are forked from a process
+	// that imported ipykernel once, rather than started as new interpreters (see
+	// forkserver.py). Empty: every kernel starts its own interpreter.
+	KernelForkServer string
 }
 
 // Node is a local node: the scheduler and kubelet of a one-node cluster whose containers are
@@ -94,6 +99,8 @@ type Node struct {
 	info      corev1.NodeSystemInfo
 	addresses *addressPool
 	started   atomic.Bool
+	// forkServer is the kernel fork server, nil when off.
+	forkServer *forkServer
 
 	// recorder is set by Start before anything that records events runs.
 	recorder record.EventRecorder
@@ -151,7 +158,7 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 	if cfg.AddressLockDir == "" {
 		cfg.AddressLockDir = filepath.Join(os.TempDir(), "nbkube-pod-ips")
 	}
-	return &Node{
+	n := &Node{
 		client:  client,
 		cfg:     cfg,
 		hostEnv: hostEnv{path: os.Getenv("PATH"), home: os.Getenv("HOME")},
@@ -167,7 +174,13 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 		info:      systemInfo(cfg.KubeletVersion),
 		addresses: newAddressPool(cfg.AddressLockDir),
 		workers:   map[types.UID]*podWorker{},
-	}, nil
+	}
+	if cfg.KernelForkServer != "" {
+		if n.forkServer, err = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver")}); err != nil {
+			return nil, fmt.Errorf("localnode: kernel fork server: %w", err)
+		}
+	}
+	return n, nil
 }
 
 // NeedLeaderElection is false: the node runs in every nbkube process that has one, like a kubelet
@@ -187,6 +200,20 @@ func (n *Node) Start(ctx context.Context) error {
 
 	if !n.register(ctx) {
 		return nil // ctx ended before the API server took the node
+	}
+	// The fork server outlives the pods: stopping them lets each agent shut its kernel down.
+	forkCtx, stopForks := context.WithCancel(log.IntoContext(context.WithoutCancel(ctx), logger))
+	var forks sync.WaitGroup
+	defer forks.Wait()
+	defer stopForks()
+	if f := n.forkServer; f != nil {
+		ln, err := f.listen()
+		if err != nil {
+			logger.Error(err, "Kernel fork server off; kernels start their own interpreters")
+		} else {
+			n.hostEnv.forkServer = f.socket
+			forks.Go(func() { f.serve(forkCtx, ln) })
+		}
 	}
 
 	// The core/v1 recorder the kubelet uses rather than events.k8s.io: its events carry

@@ -6,6 +6,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,25 +201,33 @@ func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
 	return k
 }
 
-// kernelProcess finds the ipykernel process of a kernel: the child of the pod's agent.
+// kernelProcess finds the ipykernel process of a kernel below nbkube local, a child of the
+// pod's agent or forked by the node's kernel fork server (docs/local.md): the pid the agent
+// logged when it started the kernel (a forked kernel's command line is the fork server's).
 func (i *instance) kernelProcess(t *testing.T, name string) int {
 	t.Helper()
 	pod := &corev1.Pod{}
 	if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	var agentPID int
-	if _, err := fmt.Sscanf(pod.Status.ContainerStatuses[0].ContainerID, "nbkube-local://%d", &agentPID); err != nil {
-		t.Fatalf("container ID %q: %v", pod.Status.ContainerStatuses[0].ContainerID, err)
-	}
-	for _, pid := range testenv.Descendants(agentPID) {
-		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if strings.Contains(string(cmdline), "ipykernel_launcher") {
-			return pid
+	logs, _ := filepath.Glob(filepath.Join(i.dataDir, "node", "pods", "default_"+name+"_"+string(pod.UID), "logs", "*", "*.log"))
+	pid := 0
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		for line := range strings.SplitSeq(string(data), "\n") {
+			var entry struct {
+				Msg string
+				PID int
+			}
+			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "Started kernel" {
+				pid = entry.PID
+			}
 		}
 	}
-	t.Fatalf("no ipykernel process under agent %d", agentPID)
-	return 0
+	if pid == 0 || !slices.Contains(testenv.Descendants(i.cmd.Process.Pid), pid) {
+		t.Fatalf("no kernel process of pod %s under nbkube local (its agent logged pid %d)", name, pid)
+	}
+	return pid
 }
 
 func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
@@ -243,6 +254,17 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	pid := inst.kernelProcess(t, "sample-kernel")
 	if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err != nil || cwd != root {
 		t.Errorf("kernel cwd %q (%v), want the contents root %s", cwd, err, root)
+	}
+	// A kernel of the python3 spec is forked by the node's kernel fork server (docs/local.md).
+	var ppid int
+	if stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+		_, after, _ := strings.Cut(string(stat), ") ")
+		if f := strings.Fields(after); len(f) > 1 {
+			ppid, _ = strconv.Atoi(f[1])
+		}
+	}
+	if parent, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ppid)); !strings.Contains(string(parent), "forkserver.py") {
+		t.Errorf("the kernel's parent %d is %q, want the kernel fork server", ppid, parent)
 	}
 
 	// A session's kernel works in the notebook's directory; deleting the session collects its

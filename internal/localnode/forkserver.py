@@ -1,0 +1,292 @@
+# nbkube's kernel fork server (see forkserver.go and docs/local.md).
+#
+# It imports ipykernel once, then forks a child per request that runs ipykernel_launcher as
+# `python3 -m ipykernel_launcher ...` would, with the request's argv, environment, working
+# directory, umask and standard streams. A fork costs a few milliseconds where a new
+# interpreter spends most of a second importing the same modules.
+#
+# fd 3 is a listening SOCK_SEQPACKET Unix socket (socket activation): the node made it and
+# starts this server when a connection waits. A request is one message, JSON
+# {"argv": [...], "env": [...], "cwd": ..., "umask": n} with stdin, stdout and stderr as
+# SCM_RIGHTS. The answer is {"pid": n} or {"refused": why}; later {"exit": status} (the raw
+# wait status) when the kernel ended. A connection closed before that kills the kernel's
+# process group: its agent is gone. The server exits when it has had nothing to do for
+# NBKUBE_FORK_SERVER_IDLE seconds.
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+# The interpreter-wide settings an interpreter takes from its environment when it starts
+# (or that the modules imported here read at import): a request whose environment sets any
+# of them otherwise than this server's was started with gets a new interpreter instead.
+STARTUP_PREFIXES = ("PYTHON", "LC_", "PYDEVD", "DEBUGPY")
+STARTUP_NAMES = ("LANG", "LANGUAGE", "IDE_PROJECT_ROOTS", "LIBRARY_ROOTS")
+MAX_REQUEST = 1 << 20
+
+t0 = time.monotonic()
+IDLE = float(os.environ.pop("NBKUBE_FORK_SERVER_IDLE", "600"))
+
+
+def exec_environment():
+    """The environment this process was started with, before the interpreter changed it (it
+    sets LC_CTYPE when the locale is C, PEP 538)."""
+    with open("/proc/self/environ", "rb") as f:
+        pairs = [e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e]
+    env = {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
+    env.pop("NBKUBE_FORK_SERVER_IDLE", None)
+    return env
+
+
+SERVER_ENV = exec_environment()
+import ipykernel.kernelapp  # noqa: E402  (the point of this process)
+import ipykernel.ipkernel  # noqa: E402,F401
+import ipykernel.zmqshell  # noqa: E402,F401
+import runpy  # noqa: E402
+import site  # noqa: E402
+import sysconfig  # noqa: E402
+
+ctypes_prctl = None
+try:
+    import ctypes
+
+    _libc = ctypes.CDLL(None, use_errno=True)
+    ctypes_prctl = _libc.prctl
+except (OSError, AttributeError):
+    pass
+
+PR_SET_PDEATHSIG = 1
+# What the interpreter's start and the imports set in the environment (LC_CTYPE, ipykernel's
+# debugger sets PYDEVD_USE_FRAME_EVAL): a new interpreter started with the same settings
+# would have set it in its environment too.
+IMPORTS_SET = {k: v for k, v in os.environ.items() if SERVER_ENV.get(k) != v}
+EXECUTABLE = os.path.realpath(sys.executable)
+
+
+def log(msg):
+    print("nbkube fork server: " + msg, file=sys.stderr, flush=True)
+
+
+def startup_env(env):
+    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES}
+
+
+def user_site(env):
+    """The user site-packages directory an interpreter started with env would add."""
+    home = env.get("HOME", "")
+    base = env.get("PYTHONUSERBASE") or (os.path.join(home, ".local") if home else "")
+    if not base:
+        return "", ""
+    ver = sys.version_info
+    return base, os.path.join(base, "lib", "python%d.%d" % ver[:2], "site-packages")
+
+
+def refusal(req):
+    """Why req cannot be a fork of this interpreter, or None when it can."""
+    argv = req.get("argv")
+    if not isinstance(argv, list) or len(argv) < 3 or not all(isinstance(a, str) for a in argv):
+        return "not a command line"
+    if os.path.realpath(argv[0]) != EXECUTABLE:
+        return "another interpreter: %s, this server runs %s" % (argv[0], EXECUTABLE)
+    if argv[1:3] != ["-m", "ipykernel_launcher"]:
+        return "not `python -m ipykernel_launcher`"
+    env = req.get("env")
+    if not isinstance(env, list) or not all(isinstance(e, str) and "=" in e for e in env):
+        return "no environment"
+    env = dict(e.split("=", 1) for e in env)
+    if startup_env(env) != startup_env(SERVER_ENV):
+        return "its environment sets the interpreter up otherwise (PYTHON*, LANG, LC_*)"
+    if site.ENABLE_USER_SITE:
+        _, user = user_site(env)
+        if user and os.path.isdir(user):
+            return "its home has user site-packages (%s)" % user
+    if not isinstance(req.get("cwd"), str) or not isinstance(req.get("umask"), int):
+        return "no working directory or umask"
+    return None
+
+
+def become_kernel(req, fds, closing):
+    """In the child: take the request's process state and run ipykernel_launcher."""
+    try:
+        for f in closing:
+            f.close() if hasattr(f, "close") else os.close(f)
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setpgid(0, 0)
+        if ctypes_prctl is not None:
+            # Dies with this server (which dies with nbkube), as a child of its agent would.
+            ctypes_prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        env = dict(e.split("=", 1) for e in req["env"])
+        os.environ.clear()
+        os.environ.update(env)
+        os.environ.update(IMPORTS_SET)
+        os.umask(req["umask"])
+        os.chdir(req["cwd"])
+        time.tzset()
+        # What the interpreter and the modules imported above took from this server's
+        # environment, taken again from the kernel's.
+        site.USER_BASE, site.USER_SITE = user_site(env)
+        if sysconfig._CONFIG_VARS is not None and site.USER_BASE:
+            sysconfig._CONFIG_VARS["userbase"] = site.USER_BASE
+        jedi_settings = sys.modules.get("jedi.settings")
+        if jedi_settings is not None:
+            xdg = env.get("XDG_CACHE_HOME")
+            cache = os.path.join(xdg, "jedi") if xdg else os.path.join(env.get("HOME", "~"), ".cache", "jedi")
+            jedi_settings.cache_directory = os.path.expanduser(cache)
+        import tempfile
+
+        tempfile.tempdir = None
+        # `python -m` puts the working directory first on the path.
+        sys.path[0] = os.getcwd()
+        sys.argv = [req["argv"][0]] + req["argv"][3:]
+        runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+def main():
+    listener = socket.socket(fileno=3)
+    listener.setblocking(False)
+    sel = selectors.DefaultSelector()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel.register(listener, selectors.EVENT_READ, "listen")
+    sel.register(wake_r, selectors.EVENT_READ, "wake")
+    conns = {}  # socket -> child pid (None before it forked)
+    children = {}  # pid -> socket
+    idle_since = time.monotonic()
+    log("ready in %.2f s" % (time.monotonic() - t0))
+
+    def send(conn, msg):
+        try:
+            conn.send(json.dumps(msg).encode())
+        except OSError:
+            pass
+
+    def drop(conn):
+        pid = conns.pop(conn, None)
+        sel.unregister(conn)
+        conn.close()
+        if pid is not None and pid in children:
+            # The agent is gone: so is its kernel.
+            del children[pid]
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def serve(conn):
+        try:
+            msg, fds, flags, _ = socket.recv_fds(conn, MAX_REQUEST, 3)
+        except OSError:
+            drop(conn)
+            return
+        if conns.get(conn) is not None or not msg:
+            # A running kernel's agent said something (or hung up): only hanging up counts.
+            for fd in fds:
+                os.close(fd)
+            if not msg:
+                drop(conn)
+            return
+        try:
+            req = json.loads(msg)
+            why = "file descriptors missing" if len(fds) != 3 else refusal(req)
+        except ValueError:
+            why = "not JSON"
+        if why is not None or flags & socket.MSG_TRUNC:
+            for fd in fds:
+                os.close(fd)
+            send(conn, {"refused": why or "request too large"})
+            drop(conn)
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            become_kernel(req, fds, [listener, *conns.keys(), sel, wake_r, wake_w])
+        # The child does it too; whichever comes first, a kill of its group right after this
+        # reaches it.
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        for fd in fds:
+            os.close(fd)
+        conns[conn] = pid
+        children[pid] = conn
+        send(conn, {"pid": pid})
+
+    def reap():
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = children.pop(pid, None)
+            if conn is not None:
+                send(conn, {"exit": status})
+                conns[conn] = None
+                drop(conn)
+
+    while True:
+        timeout = None
+        if conns or children:
+            idle_since = time.monotonic()
+        else:
+            timeout = idle_since + IDLE - time.monotonic()
+            if timeout <= 0:
+                log("idle, exiting")
+                return
+        events = sel.select(timeout)
+        for key, _ in events:
+            if key.data == "listen":
+                try:
+                    conn, _ = listener.accept()
+                except (BlockingIOError, InterruptedError):
+                    continue
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                _, uid, _ = struct.unpack("3i", creds)
+                if uid != os.getuid():
+                    conn.close()
+                    continue
+                conn.setblocking(True)
+                conns[conn] = None
+                sel.register(conn, selectors.EVENT_READ, "conn")
+            elif key.data == "wake":
+                try:
+                    while os.read(wake_r, 512):
+                        pass
+                except BlockingIOError:
+                    pass
+                reap()
+            else:
+                serve(key.fileobj)
+
+
+if __name__ == "__main__":
+    main()
