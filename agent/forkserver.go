@@ -90,7 +90,7 @@ func forkKernel(socket string, argv, env []string, dir string, stdout *os.File, 
 	ok := false
 	defer func() {
 		if !ok {
-			conn.Close()
+			_ = conn.Close()
 		}
 	}()
 	_ = conn.SetDeadline(time.Now().Add(forkTimeout))
@@ -152,7 +152,7 @@ func readForkReply(conn *net.UnixConn) (forkReply, error) {
 // wait waits for the kernel to exit and returns its status as exec.Cmd's Wait would: nil, or
 // a *forkExit. A server that went away without telling took the kernel with it (Pdeathsig).
 func (k *forkedKernel) wait() error {
-	defer k.conn.Close()
+	defer func() { _ = k.conn.Close() }()
 	rep, err := readForkReply(k.conn)
 	var status error
 	switch {

@@ -6,11 +6,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nbkube/nbkube/internal/agentapi"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 func testPod() *corev1.Pod {

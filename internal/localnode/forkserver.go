@@ -99,7 +99,7 @@ func (f *forkServer) listen() (*net.UnixListener, error) {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(f.Dir, "forkserver.py"), forkServerScript, 0o600); err != nil {
-		ln.Close()
+		_ = ln.Close()
 		return nil, err
 	}
 	return ln, nil
@@ -112,7 +112,7 @@ func (f *forkServer) listen() (*net.UnixListener, error) {
 func (f *forkServer) serve(ctx context.Context, ln *net.UnixListener) {
 	logger := log.FromContext(ctx).WithName("forkserver")
 	defer os.Remove(f.socket)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	file, err := ln.File()
 	if err != nil {
 		logger.Error(err, "Fork server off")
@@ -174,10 +174,15 @@ func (f *forkServer) run(ctx context.Context, listener *os.File) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", f.Python, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	var waitErr error
+	go func() {
+		waitErr = cmd.Wait()
+		close(done)
+	}()
 	select {
-	case err = <-done:
+	case <-done:
+		err = waitErr
 	case <-ctx.Done():
 		// Its kernels die with it (they set Pdeathsig); the node stopped their pods first.
 		_ = cmd.Process.Kill()
