@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -260,5 +261,27 @@ func TestForkKernel_AsksOnlyForIPyKernel(t *testing.T) {
 	}
 	if _, err := forkKernel(missing, ipykernel, nil, "", os.Stdout, io.Discard); errors.Is(err, errNotForked) || err == nil {
 		t.Errorf("ipykernel's command: %v, want the failure to reach the server", err)
+	}
+}
+
+// A forked kernel ends as a new interpreter does: its exit handlers run (IPython saves its
+// history in one, notebooks register their own).
+func TestAgent_ForkedKernelRunsItsExitHandlers(t *testing.T) {
+	socket, _ := testForkServer(t, time.Minute)
+	ra := startAgent(t, func(c *Config) { c.ForkServer = socket })
+	c := ra.connect(t, "s", false)
+	if f := c.facts(); !forkedFrom(f) {
+		t.Fatalf("kernel's parent %q, want the fork server", f.Parent)
+	}
+	bye := filepath.Join(t.TempDir(), "bye")
+	if r := c.execute("import atexit; atexit.register(lambda: open(" + strconv.Quote(bye) + ", 'w').write('bye'))"); r.reply["status"] != "ok" {
+		t.Fatalf("register: %v", r.reply)
+	}
+	if resp := ra.request(t, http.MethodPost, agentapi.PathShutdown); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("shutdown: %s", resp.Status)
+	}
+	ra.waitEnded(t, 15*time.Second)
+	if b, err := os.ReadFile(bye); string(b) != "bye" {
+		t.Errorf("the kernel's exit handler wrote %q (%v), want bye", b, err)
 	}
 }

@@ -110,58 +110,48 @@ def refusal(req):
 
 
 def become_kernel(req, fds, closing):
-    """In the child: take the request's process state and run ipykernel_launcher."""
-    try:
-        for f in closing:
-            f.close() if hasattr(f, "close") else os.close(f)
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        os.setpgid(0, 0)
-        if ctypes_prctl is not None:
-            # Dies with this server (which dies with nbkube), as a child of its agent would.
-            ctypes_prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-        for fd in fds:
-            if fd > 2:
-                os.close(fd)
-        env = dict(e.split("=", 1) for e in req["env"])
-        os.environ.clear()
-        os.environ.update(env)
-        os.environ.update(IMPORTS_SET)
-        os.umask(req["umask"])
-        os.chdir(req["cwd"])
-        time.tzset()
-        # What the interpreter and the modules imported above took from this server's
-        # environment, taken again from the kernel's.
-        site.USER_BASE, site.USER_SITE = user_site(env)
-        if sysconfig._CONFIG_VARS is not None and site.USER_BASE:
-            sysconfig._CONFIG_VARS["userbase"] = site.USER_BASE
-        jedi_settings = sys.modules.get("jedi.settings")
-        if jedi_settings is not None:
-            xdg = env.get("XDG_CACHE_HOME")
-            cache = os.path.join(xdg, "jedi") if xdg else os.path.join(env.get("HOME", "~"), ".cache", "jedi")
-            jedi_settings.cache_directory = os.path.expanduser(cache)
-        import tempfile
+    """In the child: take the request's process state and run ipykernel_launcher. It never
+    returns: the kernel's end (SystemExit, or an exception) unwinds this process as it would
+    a new interpreter's, running its atexit handlers (IPython's history, the user's) and
+    exiting with the kernel's status."""
+    for f in closing:
+        f.close() if hasattr(f, "close") else os.close(f)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setpgid(0, 0)
+    if ctypes_prctl is not None:
+        # Dies with this server (which dies with nbkube), as a child of its agent would.
+        ctypes_prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    env = dict(e.split("=", 1) for e in req["env"])
+    os.environ.clear()
+    os.environ.update(env)
+    os.environ.update(IMPORTS_SET)
+    os.umask(req["umask"])
+    os.chdir(req["cwd"])
+    time.tzset()
+    # What the interpreter and the modules imported above took from this server's
+    # environment, taken again from the kernel's.
+    site.USER_BASE, site.USER_SITE = user_site(env)
+    if sysconfig._CONFIG_VARS is not None and site.USER_BASE:
+        sysconfig._CONFIG_VARS["userbase"] = site.USER_BASE
+    jedi_settings = sys.modules.get("jedi.settings")
+    if jedi_settings is not None:
+        xdg = env.get("XDG_CACHE_HOME")
+        cache = os.path.join(xdg, "jedi") if xdg else os.path.join(env.get("HOME", "~"), ".cache", "jedi")
+        jedi_settings.cache_directory = os.path.expanduser(cache)
+    import tempfile
 
-        tempfile.tempdir = None
-        # `python -m` puts the working directory first on the path.
-        sys.path[0] = os.getcwd()
-        sys.argv = [req["argv"][0]] + req["argv"][3:]
-        runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except BaseException:
-        import traceback
-
-        traceback.print_exc()
-        code = 1
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code)
+    tempfile.tempdir = None
+    # `python -m` puts the working directory first on the path.
+    sys.path[0] = os.getcwd()
+    sys.argv = [req["argv"][0]] + req["argv"][3:]
+    runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+    sys.exit(0)
 
 
 def main():

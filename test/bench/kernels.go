@@ -49,6 +49,7 @@ const (
 	scDelete
 	scRSS
 	scCPU
+	scBurstCPU
 )
 
 // kernelResults is one column of the kernel report: what the scenarios measured on a server or
@@ -61,6 +62,7 @@ type kernelResults struct {
 	many                  time.Duration   // manyKernels at once, until all answered
 	rss                   rssResult
 	cpu                   cpuResult
+	burst                 []burstRound // one per round of concurrentKernels that worked
 	errs                  map[kernelScenario]error
 }
 
@@ -269,6 +271,7 @@ func measureConcurrentRounds(rep *kernelReport, servers []*server, python, dir s
 	for _, sc := range serverColumns(rep, servers) {
 		defer sc.c.hc.CloseIdleConnections()
 		sc.r.errs[scRSS] = errors.New("no round of twenty kernels started any")
+		sc.r.errs[scBurstCPU] = errors.New("no round of twenty kernels worked")
 		cols = append(cols, column{sc.r, func() (time.Duration, error) { return sc.c.measureConcurrent(sc.r) }})
 	}
 	if rep.direct != nil {
@@ -365,7 +368,14 @@ func (c *kernelClient) measureStream(k *kernelConn, r *kernelResults) {
 // measurement, it measures that too, with the twenty kernels running.
 func (c *kernelClient) measureConcurrent(r *kernelResults) (time.Duration, error) {
 	before, beforeErr := c.serverRSS()
+	cpuBefore, cpuErr := treeCPU(c.s.pid)
 	conns, elapsed, startErr := c.startAtOnce(concurrentKernels)
+	if startErr == nil && cpuErr == nil {
+		if after, err := treeCPU(c.s.pid); err == nil {
+			r.burst = append(r.burst, burstRound{elapsed: elapsed, cpu: spentByName(cpuBefore, after)})
+			delete(r.errs, scBurstCPU)
+		}
+	}
 	// Memory per kernel means as much with the kernels that did start.
 	started := len(conns)
 	if started > 0 && r.rss.perKernel == 0 {
