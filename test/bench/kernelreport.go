@@ -215,9 +215,9 @@ const kernelNotes = `
   Secret and its Pod are written one after the other, 4–6 ms each), 5–10 ms to bind it, 5–7 ms
   for the local node to start it, then 20–55 ms for the agent, most of it the start of a Go
   process while the control plane handles the new pod beside it on two cores, and 3–5 ms to
-  write the connection file and fork the kernel. After the kernel answers, the POST's 201
-  follows within 2 ms. That is about a tenth of this machine's fastest direct starts, so the
-  single-start target has a thin margin too.
+  write the connection file and start the kernel's process. After the kernel answers, the
+  POST's 201 follows within 2 ms. Beside a new interpreter's start that was about a tenth; beside
+  a kernel forked from the warm interpreter it is about half of the start.
 * The proxy's CPU per message is mostly system calls and Go runtime wake-ups: the agent reads
   a printing kernel in moderated batches (at most 8 ms late, with the socket's low-water mark
   raised meanwhile so that arriving lines do not wake it) and both the agent and the API
