@@ -155,20 +155,7 @@ func TestAgent_ForkedKernelInterruptsDiesAndIsForkedAgain(t *testing.T) {
 	}
 	id := c.sendExecute("import time; print('sleeping', flush=True); time.sleep(60)", false)
 	c.waitOutput(id, "sleeping", 30*time.Second)
-	var r reply
-	for attempt := 1; ; attempt++ {
-		if resp := ra.request(t, http.MethodPost, agentapi.PathInterrupt); resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("interrupt: %s", resp.Status)
-		}
-		var ok bool
-		if r, ok = c.tryCollect(id, 4*time.Second, nil); ok {
-			break
-		}
-		if attempt == 3 {
-			t.Fatalf("three interrupts did not end the cell (states %v)", r.states)
-		}
-	}
-	if r.reply["ename"] != "KeyboardInterrupt" {
+	if r := ra.interruptCell(t, c, id); r.reply["ename"] != "KeyboardInterrupt" {
 		t.Errorf("reply to the interrupted cell %v", r.reply)
 	}
 	c.sendExecute("import os; os._exit(3)", false)

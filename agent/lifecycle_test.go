@@ -64,24 +64,7 @@ func TestAgent_InterruptStopsASleepingCell(t *testing.T) {
 				t.Errorf("state while sleeping %q", st.ExecutionState)
 			}
 			start := time.Now()
-			// Once in about sixty CI runs the kernel acknowledged the interrupt and slept on: a
-			// SIGINT that Linux hands to another of ipykernel's threads does not wake the main
-			// thread's time.sleep (CPython), under Jupyter Server as here. A user interrupts
-			// again, and so does the test; the cell must still end with KeyboardInterrupt.
-			var r reply
-			for attempt := 1; ; attempt++ {
-				if resp := ra.request(t, http.MethodPost, agentapi.PathInterrupt); resp.StatusCode != http.StatusNoContent {
-					t.Fatalf("interrupt: %s", resp.Status)
-				}
-				var ok bool
-				if r, ok = c.tryCollect(id, 4*time.Second, nil); ok {
-					break
-				}
-				if attempt == 3 {
-					t.Fatalf("three interrupts did not end the cell (states %v)", r.states)
-				}
-				t.Logf("interrupt %d did not end the cell within 4 s; interrupting again", attempt)
-			}
+			r := ra.interruptCell(t, c, id)
 			if r.reply["status"] != "error" || r.reply["ename"] != "KeyboardInterrupt" {
 				t.Errorf("reply %v", r.reply)
 			}
