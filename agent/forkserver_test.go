@@ -187,6 +187,33 @@ func TestForkServer_RefusesHangsUpAndComesBack(t *testing.T) {
 		}
 	})
 
+	t.Run("a server that cannot start", func(t *testing.T) {
+		dir, err := os.MkdirTemp("", "fork")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		ctx, cancel := context.WithCancel(context.Background())
+		broken, done, err := localnode.ServeForkServer(ctx, localnode.ForkServerOptions{Python: "/bin/false", Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { cancel(); <-done }()
+		for range 2 { // the connection that starts it, then one after it was given up
+			began := time.Now()
+			ra := startAgent(t, func(c *Config) { c.ForkServer = broken })
+			// Not after forkTimeout: the broken server is given up, its connections closed.
+			if took := time.Since(began); took > forkTimeout/2 {
+				t.Errorf("the kernel took %s to start beside a server that cannot start", took)
+			}
+			if f := ra.connect(t, "s", false).facts(); forkedFrom(f) || f.PPID != os.Getpid() {
+				t.Errorf("kernel's parent %q, want the agent", f.Parent)
+			}
+			ra.stop()
+			ra.waitEnded(t)
+		}
+	})
+
 	t.Run("agent hangs up", func(t *testing.T) {
 		dir := t.TempDir()
 		info, err := newConnectionInfo("127.0.0.1", "k", "k1")
@@ -222,7 +249,7 @@ func TestForkServer_RefusesHangsUpAndComesBack(t *testing.T) {
 			t.Fatalf("a kernel's parent is %q, want the fork server", f.Parent)
 		}
 		ra.stop()
-		ra.waitEnded(t, 15*time.Second)
+		ra.waitEnded(t)
 		testenv.Eventually(t, "the idle fork server to exit", 30*time.Second, func() error {
 			b, _ := os.ReadFile(log)
 			if !strings.Contains(string(b), "idle, exiting") {
@@ -267,7 +294,7 @@ func TestAgent_ForkedKernelRunsItsExitHandlers(t *testing.T) {
 	if resp := ra.request(t, http.MethodPost, agentapi.PathShutdown); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("shutdown: %s", resp.Status)
 	}
-	ra.waitEnded(t, 15*time.Second)
+	ra.waitEnded(t)
 	if b, err := os.ReadFile(bye); string(b) != "bye" {
 		t.Errorf("the kernel's exit handler wrote %q (%v), want bye", b, err)
 	}

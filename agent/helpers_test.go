@@ -96,9 +96,11 @@ func runAgent(t *testing.T, cfg Config, addr string) *runningAgent {
 	return ra
 }
 
-// waitEnded waits for Run to end, which it must within timeout and without an error.
-func (ra *runningAgent) waitEnded(t *testing.T, timeout time.Duration) {
+// waitEnded waits for Run to end, which it must within 15 s (a shutdown's grace periods) and
+// without an error.
+func (ra *runningAgent) waitEnded(t *testing.T) {
 	t.Helper()
+	const timeout = 15 * time.Second
 	select {
 	case err := <-ra.done:
 		if err != nil {

@@ -137,7 +137,7 @@ func TestAgent_ShutdownEndsRun(t *testing.T) {
 	if resp := ra.request(t, http.MethodPost, agentapi.PathShutdown); resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("shutdown: %s", resp.Status)
 	}
-	ra.waitEnded(t, 15*time.Second)
+	ra.waitEnded(t)
 	t.Logf("shutdown took %s", time.Since(start))
 }
 
@@ -201,7 +201,7 @@ func TestRun_StopsTheKernelOnCancel(t *testing.T) {
 	ra := startAgent(t, nil)
 	start := time.Now()
 	ra.stop()
-	ra.waitEnded(t, 15*time.Second)
+	ra.waitEnded(t)
 	if took := time.Since(start); took > 4*time.Second {
 		t.Errorf("stopping took %s", took)
 	}

@@ -26,6 +26,10 @@ var forkServerScript []byte
 // next kernel starts it again.
 const forkServerIdle = 10 * time.Minute
 
+// forkServerSteady is how long a fork server must have run for its failure to be taken for an
+// accident rather than a server that cannot work.
+const forkServerSteady = time.Minute
+
 // maxSocketPath is the longest path a Unix socket address holds (sun_path, with its NUL).
 const maxSocketPath = 107
 
@@ -122,12 +126,24 @@ func (f *forkServer) serve(ctx context.Context, ln *net.UnixListener) {
 	stop := context.AfterFunc(ctx, func() { _ = file.SetReadDeadline(time.Now()) })
 	defer stop()
 	for {
-		if !waitConnection(file) || ctx.Err() != nil {
+		if !waitConnection(file) {
+			if ctx.Err() == nil {
+				logger.Error(errors.New("cannot wait for connections"), "Fork server off; agents start their kernels themselves")
+			}
 			return
 		}
-		if err := f.run(ctx, file); err != nil {
+		began := time.Now()
+		err := f.run(ctx, file)
+		switch {
+		case err == nil:
+		case time.Since(began) < forkServerSteady:
+			// It could not even start (no ipykernel for that interpreter, say): starting it
+			// for every kernel would only make each start wait for the failure.
 			logger.Error(err, "Fork server failed; agents start their kernels themselves", "log", filepath.Join(f.Dir, "forkserver.log"))
 			return
+		default:
+			// It ran for a while (and was killed, say): the next kernel starts it again.
+			logger.Error(err, "Fork server ended; the next kernel starts it again", "log", filepath.Join(f.Dir, "forkserver.log"))
 		}
 	}
 }
