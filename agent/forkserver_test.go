@@ -26,13 +26,7 @@ import (
 func testForkServer(t *testing.T, idle time.Duration) (socket, log string) {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
-	var env []string
-	for _, kv := range os.Environ() {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
-			env = append(env, kv)
-		}
-	}
+	env := serverEnv()
 	// The socket's path must fit a Unix socket address: not under a long test name.
 	dir, err := os.MkdirTemp("", "fork")
 	if err != nil {
@@ -50,6 +44,19 @@ func testForkServer(t *testing.T, idle time.Duration) (socket, log string) {
 		_ = os.RemoveAll(dir)
 	})
 	return socket, filepath.Join(dir, "forkserver.log")
+}
+
+// serverEnv is this process's interpreter settings, which the kernels of this test's agents
+// inherit: a fork server started with them forks those kernels.
+func serverEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "PYTHON") || strings.HasPrefix(name, "LC_") || name == "LANG" || name == "LANGUAGE" {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // kernelFacts is what a kernel tells of its process.
@@ -211,6 +218,27 @@ func TestForkServer_RefusesHangsUpAndComesBack(t *testing.T) {
 			}
 			ra.stop()
 			ra.waitEnded(t)
+		}
+	})
+
+	t.Run("a data directory too long for a socket address", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), strings.Repeat("d", 120))
+		ctx, cancel := context.WithCancel(context.Background())
+		long, done, err := localnode.ServeForkServer(ctx, localnode.ForkServerOptions{Python: ipykernel[0], Dir: dir, Env: serverEnv()})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		ra := startAgent(t, func(c *Config) { c.ForkServer = long })
+		if f := ra.connect(t, "s", false).facts(); !forkedFrom(f) {
+			t.Errorf("kernel's parent %q, want the fork server", f.Parent)
+		}
+		ra.stop()
+		ra.waitEnded(t)
+		cancel()
+		<-done
+		if _, err := os.Stat(filepath.Dir(long)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the socket's directory %s is left behind (%v)", filepath.Dir(long), err)
 		}
 	})
 

@@ -39,7 +39,10 @@ const maxSocketPath = 107
 // and starts the interpreter itself when it cannot (see agent/forkserver.go).
 type forkServer struct {
 	ForkServerOptions
-	socket string
+	// socket is where agents connect, set by listen: in Dir, or in a private directory of
+	// the temporary directory (socketDir, removed at the end) when Dir's path is too long
+	// for a Unix socket address.
+	socket, socketDir string
 }
 
 // ForkServerOptions say how to run a kernel fork server.
@@ -54,26 +57,18 @@ type ForkServerOptions struct {
 	Idle time.Duration
 }
 
-// newForkServer is the fork server of opts, or the reason there cannot be one: the socket's
-// path is too long for a Unix socket address.
-func newForkServer(opts ForkServerOptions) (*forkServer, error) {
-	socket := filepath.Join(opts.Dir, "kernel-fork.sock")
-	if len(socket) > maxSocketPath {
-		return nil, fmt.Errorf("the socket path %s is longer than a Unix socket address holds", socket)
-	}
+// newForkServer is the fork server of opts.
+func newForkServer(opts ForkServerOptions) *forkServer {
 	if opts.Idle <= 0 {
 		opts.Idle = forkServerIdle
 	}
-	return &forkServer{ForkServerOptions: opts, socket: socket}, nil
+	return &forkServer{ForkServerOptions: opts}
 }
 
 // ServeForkServer runs a kernel fork server outside a node (tests of agents use it) until
 // ctx ends, and returns the socket to give agents; done is closed when it stopped.
 func ServeForkServer(ctx context.Context, opts ForkServerOptions) (socket string, done <-chan struct{}, err error) {
-	f, err := newForkServer(opts)
-	if err != nil {
-		return "", nil, err
-	}
+	f := newForkServer(opts)
 	ln, err := f.listen()
 	if err != nil {
 		return "", nil, err
@@ -95,15 +90,25 @@ func (f *forkServer) listen() (*net.UnixListener, error) {
 	if err := os.Chmod(f.Dir, 0o700); err != nil {
 		return nil, err
 	}
+	if err := os.WriteFile(filepath.Join(f.Dir, "forkserver.py"), forkServerScript, 0o600); err != nil {
+		return nil, err
+	}
+	f.socket = filepath.Join(f.Dir, "kernel-fork.sock")
+	if len(f.socket) > maxSocketPath {
+		dir, err := os.MkdirTemp("", "nbkube-fork-")
+		if err != nil {
+			return nil, err
+		}
+		f.socket, f.socketDir = filepath.Join(dir, "kernel-fork.sock"), dir
+	}
 	if err := os.Remove(f.socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
 	ln, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: f.socket, Net: "unixpacket"})
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(f.Dir, "forkserver.py"), forkServerScript, 0o600); err != nil {
-		_ = ln.Close()
+		if f.socketDir != "" {
+			_ = os.Remove(f.socketDir)
+		}
 		return nil, err
 	}
 	return ln, nil
@@ -115,7 +120,12 @@ func (f *forkServer) listen() (*net.UnixListener, error) {
 // and agents start their kernels themselves.
 func (f *forkServer) serve(ctx context.Context, ln *net.UnixListener) {
 	logger := log.FromContext(ctx).WithName("forkserver")
-	defer os.Remove(f.socket)
+	defer func() {
+		_ = os.Remove(f.socket)
+		if f.socketDir != "" {
+			_ = os.Remove(f.socketDir)
+		}
+	}()
 	defer func() { _ = ln.Close() }()
 	file, err := ln.File()
 	if err != nil {

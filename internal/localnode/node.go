@@ -176,9 +176,7 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 		workers:   map[types.UID]*podWorker{},
 	}
 	if cfg.KernelForkServer != "" {
-		if n.forkServer, err = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver")}); err != nil {
-			return nil, fmt.Errorf("localnode: kernel fork server: %w", err)
-		}
+		n.forkServer = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver")})
 	}
 	return n, nil
 }
