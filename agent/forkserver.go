@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
 // forkTimeout bounds asking the fork server for a kernel: its first request waits for it to
@@ -58,15 +59,13 @@ type forkReply struct {
 // on stdout and its stderr copied to stderr. An error wrapping errNotForked is a refusal;
 // any error leaves no process behind.
 func forkKernel(socket string, argv, env []string, dir string, stdout *os.File, stderr io.Writer) (*forkedKernel, error) {
-	if len(argv) < 3 || argv[1] != "-m" || argv[2] != "ipykernel_launcher" {
+	if !agentapi.IPyKernelCommand(argv) {
 		// Not worth asking (nor starting a server that imports ipykernel for).
 		return nil, fmt.Errorf("%w: not `python -m ipykernel_launcher`", errNotIPyKernel)
 	}
+	// The server compares the real path of what the agent would run with its own.
 	python, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, err
-	}
-	if python, err = filepath.EvalSymlinks(python); err != nil {
 		return nil, err
 	}
 	if dir == "" {

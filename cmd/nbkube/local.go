@@ -19,6 +19,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/controlplane"
 	"github.com/nbkube/nbkube/internal/crds"
@@ -256,11 +257,10 @@ func forkServerPython(ctx context.Context, c client.Client, namespace string, on
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "python3"}, &ks); err != nil {
 		return ""
 	}
-	argv := ks.Spec.Argv
-	if len(argv) < 3 || argv[1] != "-m" || argv[2] != "ipykernel_launcher" {
+	if !agentapi.IPyKernelCommand(ks.Spec.Argv) {
 		return ""
 	}
-	p, err := exec.LookPath(argv[0])
+	p, err := exec.LookPath(ks.Spec.Argv[0])
 	if err != nil {
 		return ""
 	}

@@ -36,6 +36,12 @@ const CommandPause = "pause"
 // pod's IP.
 const Port = 8777
 
+// IPyKernelCommand tells ipykernel's command line, `<python> -m ipykernel_launcher ...`: the
+// kernels the local node's fork server can fork (EnvForkServer).
+func IPyKernelCommand(argv []string) bool {
+	return len(argv) >= 3 && argv[1] == "-m" && argv[2] == "ipykernel_launcher"
+}
+
 // EnvPrefix starts the name of every variable of the agent's environment. A kernel's own env
 // may not set such names, and the agent does not pass them on to the kernel process.
 const EnvPrefix = "NBKUBE_"
