@@ -285,3 +285,44 @@ func TestCheckpoints_SyncOnlyWhatTheStoreHasNotSynced(t *testing.T) {
 		t.Log("the file system clones files: checkpoints are reflinks, which sync themselves")
 	}
 }
+
+// A file checkpointed again and again has its checkpoints copied in batches: once no
+// checkpoint has come for a quiet moment, and meanwhile at most every so often. Not after each
+// checkpoint (each copy is the whole file written and synced, and holds up the links made
+// meanwhile), nor never while checkpoints go on (a write in place would change them).
+func TestCheckpoints_RepeatedCheckpointsAreCopiedInBatches(t *testing.T) {
+	s, dir := newTestStore(t, Options{MaxCheckpoints: 1000})
+	s.share.quiet, s.share.most = 150*time.Millisecond, 400*time.Millisecond
+	saveText(t, s, "f.txt", "content")
+	var ids []string
+	start := time.Now()
+	for time.Since(start) < 1500*time.Millisecond {
+		cp, err := s.CreateCheckpoint(ctx, "f.txt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, cp.ID)
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if !s.share.noReflink.Load() {
+		t.Skip("the file system clones files: checkpoints are reflinks, never copied")
+	}
+	s.share.waitUnshared()
+	// A copy gives every checkpoint still linked to the file one new inode: each inode is a copy.
+	fileIno, _ := inodeOf(t, filepath.Join(dir, "f.txt"))
+	copies := map[uint64]bool{}
+	for _, id := range ids {
+		ino, _ := inodeOf(t, filepath.Join(dir, checkpointPath("f.txt", id)))
+		if ino == fileIno {
+			t.Errorf("checkpoint %s is still the file's inode once the copies are done", id)
+		}
+		copies[ino] = true
+	}
+	// One each 400 ms while the checkpoints go on, and one after; pauses of the machine
+	// longer than the quiet time may add some.
+	most := int(elapsed/(400*time.Millisecond)) + 3
+	if len(copies) < 2 || len(copies) > most {
+		t.Errorf("%d checkpoints in %s were copied %d times, want 2 to %d", len(ids), elapsed.Round(time.Millisecond), len(copies), most)
+	}
+}
