@@ -28,17 +28,22 @@ const (
 
 // idleReport is the tree of `nbkube local` at rest.
 type idleReport struct {
-	procs   []idleProc
-	window  time.Duration
-	startup time.Duration // from the start of nbkube to its first answer
-	load    string        // the machine's load average before the window
-	err     error
+	procs []idleProc
+	// inUseErr is why the binaries' pages in use at rest were not measured.
+	inUseErr error
+	window   time.Duration
+	startup  time.Duration // from the start of nbkube to its first answer
+	load     string        // the machine's load average before the window
+	err      error
 }
 
 // idleProc is one process of the tree.
 type idleProc struct {
 	name      string
-	rss, file int64         // resident bytes; of those, the pages of files it maps (its binary's)
+	rss, file int64 // resident bytes; of those, the pages of files it maps (its binary's)
+	// fileInUse is file after the binary's pages were reclaimed and a window at rest passed:
+	// the pages it uses at rest.
+	fileInUse int64
 	cpu       time.Duration // CPU time spent in the window
 }
 
@@ -105,6 +110,29 @@ func (r *idleReport) measure(bin, dir string) error {
 			return err
 		}
 		r.procs = append(r.procs, idleProc{name: procName(pid), rss: rssBytes, file: file, cpu: t1 - before[pid]})
+	}
+	r.inUseErr = r.measureInUse(pids)
+	return nil
+}
+
+// measureInUse reads which pages of their binaries the processes use at rest. The start
+// touches most of each binary (package initialisation, flags, kube-apiserver building its
+// OpenAPI documents), and those pages stay resident until memory runs short. They are
+// reclaimed here, as the kernel would reclaim them, and what a window at rest brings back is
+// what rest uses.
+func (r *idleReport) measureInUse(pids []int) error {
+	for _, pid := range pids {
+		if err := reclaimExecutable(pid); err != nil {
+			return err
+		}
+	}
+	time.Sleep(idleWindow)
+	for i, pid := range pids {
+		file, err := statusBytes(pid, "RssFile:")
+		if err != nil {
+			return err
+		}
+		r.procs[i].fileInUse = file
 	}
 	return nil
 }
@@ -176,19 +204,35 @@ func writeIdle(b *strings.Builder, r *idleReport) {
 	}
 	procs := slices.Clone(r.procs)
 	slices.SortStableFunc(procs, func(a, b idleProc) int { return int(b.rss - a.rss) })
-	b.WriteString("| process | RSS MiB | of which its binary's pages | CPU % of a core |\n|---|---|---|---|\n")
+	inUse := func(p idleProc) string {
+		if r.inUseErr != nil {
+			return "n/a"
+		}
+		return fmt.Sprintf("%.0f", mib(p.fileInUse))
+	}
+	b.WriteString("| process | RSS MiB | of which its binary's pages | of those, in use at rest | CPU % of a core |\n|---|---|---|---|---|\n")
 	var total idleProc
 	for _, p := range procs {
-		fmt.Fprintf(b, "| %s | %.0f | %.0f | %.2f |\n", p.name, mib(p.rss), mib(p.file), pctCore(p.cpu, r.window))
+		fmt.Fprintf(b, "| %s | %.0f | %.0f | %s | %.2f |\n", p.name, mib(p.rss), mib(p.file), inUse(p), pctCore(p.cpu, r.window))
 		total.rss += p.rss
 		total.file += p.file
+		total.fileInUse += p.fileInUse
 		total.cpu += p.cpu
 	}
-	fmt.Fprintf(b, "| **total** | **%.0f** | %.0f | **%.2f** |\n\n", mib(total.rss), mib(total.file), pctCore(total.cpu, r.window))
+	fmt.Fprintf(b, "| **total** | **%.0f** | %.0f | %s | **%.2f** |\n\n", mib(total.rss), mib(total.file), inUse(total), pctCore(total.cpu, r.window))
 	fmt.Fprintf(b, "nbkube answered %.1f s after its start; load average before the window %s. ", r.startup.Seconds(), r.load)
 	b.WriteString("CPU is read in clock ticks (10 ms): over 20 s one tick is 0.05 % of a core. " +
 		"The binary's pages (RssFile) are the page cache of the executables the processes touched: counted in RSS, " +
 		"shared with any other process running the same binary, and dropped first under memory pressure.\n")
+	if r.inUseErr != nil {
+		fmt.Fprintf(b, "\nThe binaries' pages in use at rest were not measured: %v\n", r.inUseErr)
+		return
+	}
+	anon := total.rss - total.file
+	fmt.Fprintf(b, "\nThe start touches most of each binary (package initialisation, flags, kube-apiserver building its OpenAPI documents). "+
+		"\"In use at rest\" is what came back in a window of %.0f s after those pages were reclaimed (process_madvise MADV_PAGEOUT on each process's executable, as the kernel reclaims under memory pressure). "+
+		"So, with every page only the start used given back, the tree would hold its memory of its own (RSS less the binaries' pages, %.0f MiB) and the binaries' pages in use (%.0f MiB): %.0f MiB.\n",
+		idleWindow.Seconds(), mib(anon), mib(total.fileInUse), mib(anon+total.fileInUse))
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
