@@ -438,7 +438,11 @@ const notes = `
   with nothing to write. Measured A/B on nbkube local, the binary before and after that change,
   2,000 checkpoints of the 60 KB notebook each: p50 1.21 ms before, 0.95 ms after. Beating
   Jupyter's unsynced copy threefold at one client would take a request of under a third of
-  its time including the link; at 16 and 64 clients the links' commits are shared.
+  its time including the link; at 16 and 64 clients the links' commits are shared. This
+  benchmark checkpoints one file in a loop: its links get their copies (against writes in
+  place, docs/api.md) once the file is quiet or every 5 s, not back to back as before
+  2026-11-29, when the copies' commits held up the links and the 5.4 MB notebook's p99 at one
+  client was 10.6 ms.
 * Memory: "allocated per request" is what nbkube's Go runtime allocated over the measurement,
   warm-up included (` + "`go_memstats_alloc_bytes_total`" + ` from its /metrics, the whole
   process: API server, controllers and the local node, which idle), divided by the requests
