@@ -142,8 +142,8 @@ type pendingUnshare struct{ first, last time.Time }
 // A file's linked checkpoints are copied once no checkpoint of it has been made for
 // unshareQuiet, and at the latest unshareMost after the first of them. The checkpoints of a
 // moment share one copy, and a checkpoint pruned or whose file is saved meanwhile needs none.
-// A client checkpointing one file again and again (an autosave, a user saving every few
-// seconds, a benchmark's loop) gets a copy every few seconds instead of one after each: each
+// A client checkpointing one file again and again (a user pressing save every few seconds,
+// a script, a benchmark's loop) gets a copy every few seconds instead of one after each: each
 // copy is the whole file written and synced, and on ext4 (which commits file data with the
 // metadata in its default mode) its commit holds up the links of the checkpoints made
 // meanwhile: when copying began half a second after a checkpoint and went on while more
