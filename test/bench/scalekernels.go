@@ -338,7 +338,7 @@ func (r *kernelScale) measure(bin, dir string) error {
 	}
 	// A page of the table kubectl asks for, and the continue token of the next.
 	page := func(cont string) (time.Duration, string, error) {
-		u := rc.Host + "/apis/nbkube.io/v1alpha1/namespaces/" + scaleNamespace + "/kernels?limit=500"
+		u := fmt.Sprintf("%s/apis/nbkube.io/v1alpha1/namespaces/%s/kernels?limit=%d", rc.Host, scaleNamespace, kubectlChunk)
 		if cont != "" {
 			u += "&continue=" + url.QueryEscape(cont)
 		}
@@ -454,22 +454,32 @@ func writeKernelScale(b *strings.Builder, r *kernelScale) {
 	fmt.Fprintf(b, "| `kubectl get kernels`, the process's start and its discovery included (p50 / slowest of 5) | %.0f / %.0f ms | p50 < 200 ms | %v |\n", ms(p50(r.kubectl)), ms(r.kubectl[len(r.kubectl)-1]), p50(r.kubectl) < 200*time.Millisecond)
 	fmt.Fprintf(b, "| kubectl's own CPU in it, user and system (p50 / most of 5) | %.0f / %.0f ms | – | – |\n", ms(p50(r.kubectlCPU)), ms(r.kubectlCPU[len(r.kubectlCPU)-1]))
 	fmt.Fprintf(b, "| `kubectl get kernels --chunk-size=0` (one LIST instead of pages; p50 / slowest of 5) | %.0f / %.0f ms | – | – |\n", ms(p50(r.kubectlOne)), ms(r.kubectlOne[len(r.kubectlOne)-1]))
-	fmt.Fprintf(b, "| the LIST it makes: a server-side table of the first 500, as kubectl pages (p50 / slowest of 5) | %.0f / %.0f ms | – | – |\n", ms(p50(r.table)), ms(r.table[len(r.table)-1]))
+	fmt.Fprintf(b, "| the LIST it makes: a server-side table of the first %d, as kubectl pages (p50 / slowest of 5) | %.0f / %.0f ms | – | – |\n", kubectlChunk, ms(p50(r.table)), ms(r.table[len(r.table)-1]))
 	fmt.Fprintf(b, "| the same LIST's next page, with the continue token of the first (p50 / slowest of 5) | %.0f / %.0f ms | – | – |\n", ms(p50(r.tableNext)), ms(r.tableNext[len(r.tableNext)-1]))
 	fmt.Fprintf(b, "| admin `GET /api/kernels` (p50 / slowest of 5) | %.0f / %.0f ms | p50 < 200 ms | %v |\n", ms(p50(r.apiList)), ms(r.apiList[len(r.apiList)-1]), p50(r.apiList) < 200*time.Millisecond)
 	fmt.Fprintf(b, "| agents' status requests at rest | %.0f a second (every kernel every %.0f s) | not thousands a second | %v |\n\n", r.pollRate, float64(r.kernels)/max(r.pollRate, 0.001), r.pollRate < 1000)
 	fmt.Fprintf(b, "Control plane beside it: kube-apiserver %.0f MiB, etcd %.0f MiB. The reconciles' p99 is controller-runtime's own histogram, read from the API server's /metrics; the two rows after it are what an admin sees: from a Kernel's creation until its pod was in the node's watch, and from the pod's readiness until the Kernel said Ready, with the kernels of the burst queued for the %d workers. Without the cap, %d kernels polled every %s would be %d requests a second.\n\n",
 		float64(r.apiserverRSS)/(1<<20), float64(r.etcdRSS)/(1<<20), scaleWorkers, r.kernels, scaleStatusInterval, r.kernels/int(scaleStatusInterval.Seconds()))
-	fmt.Fprintf(b, "`kubectl get kernels` reads %d pages of 500 rows. Its own CPU, %.1f s (p50), is its start and discovery, decoding each page's table (every row carries the Kernel's metadata, managed fields included) into the form its printer takes, and printing %d rows: above the target before any request is made, so no change on the server's side brings it under 200 ms with %d kernels in one namespace (a user's `kubectl get kernels -n <namespace>` reads that user's only). "+
+	cpu := p50(r.kubectlCPU)
+	verdict := "within the target, so the server's pages decide"
+	if cpu >= 200*time.Millisecond {
+		verdict = fmt.Sprintf("above the target before any request is made, so no change on the server's side brings it under 200 ms with %d kernels in one namespace (a user's `kubectl get kernels -n <namespace>` reads that user's only)", r.kernels)
+	}
+	fmt.Fprintf(b, "`kubectl get kernels` reads %d pages of %d rows. Its own CPU, %.1f s (p50), is its start and discovery, decoding each page's table (every row carries the Kernel's metadata, managed fields included) into the form its printer takes, and printing %d rows: %s. "+
 		"The server's part is the pages: kube-apiserver serves a continue token from a snapshot of its watch cache, and drops the snapshots older than each compaction of etcd (every 5 minutes), so once nothing has written to the kernels for some minutes the pages after the first are read from etcd. %s\n\n",
-		(r.kernels+499)/500, p50(r.kubectlCPU).Seconds(), r.kernels, r.kernels, nextPageNote(r))
+		kubectlPages(r), kubectlChunk, cpu.Seconds(), r.kernels, verdict, nextPageNote(r))
 }
+
+// kubectlChunk is the page size of kubectl's LISTs (its --chunk-size default).
+const kubectlChunk = 500
+
+func kubectlPages(r *kernelScale) int { return (r.kernels + kubectlChunk - 1) / kubectlChunk }
 
 // nextPageNote says whether the next page came from the cache, as the first did, or from etcd.
 func nextPageNote(r *kernelScale) string {
 	first, next := p50(r.table), p50(r.tableNext)
 	if next > 2*first {
-		return fmt.Sprintf("Here they were (the next page's row: %.1f× the first's); with every page from the cache, kubectl would have spent about %.1f s less waiting.", float64(next)/float64(first), float64(((r.kernels+499)/500-1)*int(next-first))/1e9)
+		return fmt.Sprintf("Here they were (the next page's row: %.1f× the first's); with every page from the cache, kubectl would have spent about %.1f s less waiting.", float64(next)/float64(first), (time.Duration(kubectlPages(r)-1) * (next - first)).Seconds())
 	}
 	return fmt.Sprintf("Here they were not yet (the next page's row: %.1f× the first's).", float64(next)/float64(first))
 }
