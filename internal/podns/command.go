@@ -1,0 +1,145 @@
+package podns
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// initArg0 is the argv[0] under which this binary runs as a sandbox's init.
+const initArg0 = "nbkube-pod-init"
+
+// Files the init finds open: the spec to read, and the control socket.
+const (
+	specFD    = 3
+	controlFD = 4
+)
+
+// initCaps are the capabilities, in its own user namespace, that the init builds the
+// sandbox with: mounts and pivot_root, the loopback interface, the hostname, and dropping the
+// bounding set.
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SYS_CHROOT, unix.CAP_SETPCAP}
+
+// startTimeout bounds how long the init may take to build the sandbox and start the command.
+const startTimeout = 30 * time.Second
+
+// namespaces are the namespaces a sandbox gets.
+const namespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID |
+	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
+
+// Command is a sandbox about to start: Cmd is the init's process, which the caller may
+// give its standard streams, process group and parent-death signal and then starts; Started
+// must follow a successful Start.
+type Command struct {
+	Cmd *exec.Cmd
+	// spec is sent to the init once it runs.
+	spec       []byte
+	specWrite  *os.File
+	childFiles []*os.File
+	control    *net.UnixConn
+}
+
+// NewCommand prepares the sandbox of spec. The init is this binary (/proc/self/exe), which
+// must call RunInitIfAsked first thing.
+func NewCommand(spec Spec) (*Command, error) {
+	spec.withDefaults()
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	specRead, specWrite, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		specRead.Close()
+		specWrite.Close()
+		return nil, err
+	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "control"), os.NewFile(uintptr(fds[1]), "control-init")
+	fc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		specRead.Close()
+		specWrite.Close()
+		theirs.Close()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:       "/proc/self/exe",
+		Args:       []string{initArg0},
+		Env:        []string{},
+		ExtraFiles: []*os.File{specRead, theirs},
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags:  namespaces,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.UID), HostID: os.Getuid(), Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: int(spec.GID), HostID: os.Getgid(), Size: 1}},
+			// An unprivileged user may map its group only once setgroups is denied.
+			GidMappingsEnableSetgroups: false,
+			// What the init needs to build the sandbox, kept across its exec (as ambient
+			// capabilities, since it is not UID 0 inside); it clears them before the command.
+			AmbientCaps: initCaps,
+		},
+	}
+	return &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: []*os.File{specRead, theirs}, control: fc.(*net.UnixConn)}, nil
+}
+
+// Close releases what a Command that was never started holds.
+func (c *Command) Close() {
+	for _, f := range c.childFiles {
+		f.Close()
+	}
+	c.specWrite.Close()
+	_ = c.control.Close()
+}
+
+// Started sends the init its spec and waits until the command runs or could not start; the
+// error then says why (a missing executable, a mount that failed), as a container runtime's
+// start error would. It returns the Control of the running sandbox.
+func (c *Command) Started() (*Control, error) {
+	for _, f := range c.childFiles {
+		f.Close()
+	}
+	go func() {
+		defer c.specWrite.Close()
+		_, _ = c.specWrite.Write(c.spec)
+	}()
+	_ = c.control.SetReadDeadline(time.Now().Add(startTimeout))
+	var msg startMessage
+	buf := make([]byte, 4096)
+	n, err := c.control.Read(buf)
+	if err == nil && n == 0 {
+		err = errors.New("the sandbox ended before starting its command")
+	}
+	if err == nil {
+		err = json.Unmarshal(buf[:n], &msg)
+	}
+	if err != nil {
+		_ = c.control.Close()
+		return nil, fmt.Errorf("starting the sandbox: %w", err)
+	}
+	if msg.Error != "" {
+		_ = c.control.Close()
+		return nil, errors.New(msg.Error)
+	}
+	_ = c.control.SetReadDeadline(time.Time{})
+	return newControl(c.control), nil
+}
+
+// startMessage is the init's first word on the control socket.
+type startMessage struct {
+	// PID is the command's process ID inside the sandbox.
+	PID   int    `json:"pid,omitempty"`
+	Error string `json:"error,omitempty"`
+}

@@ -1,0 +1,310 @@
+package podns
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sandbox is a started sandbox of a test.
+type sandbox struct {
+	cmd     *exec.Cmd
+	control *Control
+	out     string
+}
+
+// start runs spec in a sandbox whose output goes to a file of the test.
+func start(t *testing.T, spec Spec) *sandbox {
+	t.Helper()
+	if spec.Root == "" {
+		spec.Root = t.TempDir()
+	}
+	c, err := NewCommand(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	f, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c.Cmd.Stdout, c.Cmd.Stderr = f, f
+	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := c.Cmd.Start(); err != nil {
+		c.Close()
+		t.Fatalf("starting the init: %v", err)
+	}
+	control, err := c.Started()
+	if err != nil {
+		_ = c.Cmd.Wait()
+		b, _ := os.ReadFile(out)
+		t.Fatalf("starting the sandbox: %v\n%s", err, b)
+	}
+	s := &sandbox{cmd: c.Cmd, control: control, out: out}
+	t.Cleanup(func() {
+		_ = c.Cmd.Process.Kill()
+		_ = c.Cmd.Wait()
+		control.Close()
+	})
+	return s
+}
+
+// wait waits for the sandbox to end and returns its exit code and output.
+func (s *sandbox) wait(t *testing.T) (int, string) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the sandbox did not end")
+	}
+	b, _ := os.ReadFile(s.out)
+	return s.cmd.ProcessState.ExitCode(), string(b)
+}
+
+func shell(script string) Spec {
+	return Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000}
+}
+
+// results parses the KEY=value lines a script printed.
+func results(out string) map[string]string {
+	m := map[string]string{}
+	s := bufio.NewScanner(strings.NewReader(out))
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+func TestSandbox_SeesItsVolumesAndTheSystemOnly(t *testing.T) {
+	host := t.TempDir()
+	vol := filepath.Join(host, "home-ann")
+	ro := filepath.Join(host, "secret")
+	other := filepath.Join(host, "home-ben")
+	for _, d := range []string{vol, ro, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustWrite(t, filepath.Join(vol, "mine.txt"), "ann's")
+	mustWrite(t, filepath.Join(ro, "token"), "s3cret")
+	mustWrite(t, filepath.Join(other, "theirs.txt"), "ben's")
+	spec := shell(`
+echo "uid=$(id -u) gid=$(id -g)"
+echo "mine=$(cat /home/jovyan/mine.txt)"
+echo written > /home/jovyan/new.txt && echo "write=ok"
+echo "token=$(cat /var/run/secret/token)"
+echo x > /var/run/secret/other 2>/dev/null && echo "rowrite=yes" || echo "rowrite=no"
+ls ` + other + ` >/dev/null 2>&1 && echo "other=visible" || echo "other=hidden"
+ls ` + host + ` >/dev/null 2>&1 && echo "host=visible" || echo "host=hidden"
+echo x > /usr/nbkube-test 2>/dev/null && echo "usr=writable" || echo "usr=readonly"
+echo x > /new-at-root 2>/dev/null && echo "root=writable" || echo "root=readonly"
+echo "shadow=$(wc -c < /etc/shadow)"
+echo "procs=$(ls /proc | grep -c '^[0-9]')"
+echo "init=$(tr '\0' ' ' < /proc/1/cmdline)"
+echo "tmp=$(echo t > /tmp/t && cat /tmp/t)"
+echo "hostname=$(cat /proc/sys/kernel/hostname)"
+echo "null=$(echo gone > /dev/null && echo ok)"
+echo "caps=$(grep CapEff /proc/self/status | tr -d '\t')"
+echo "nnp=$(grep NoNewPrivs /proc/self/status | tr -d '\t')"
+`)
+	spec.Hostname = "kernel-abc"
+	spec.Mounts = []Mount{
+		{Source: vol, Target: "/home/jovyan"},
+		{Source: ro, Target: "/var/run/secret", ReadOnly: true},
+	}
+	code, out := start(t, spec).wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	got := results(out)
+	want := map[string]string{
+		"uid": "1000 gid=1000", "mine": "ann's", "write": "ok", "token": "s3cret", "rowrite": "no",
+		"other": "hidden", "host": "hidden", "usr": "readonly", "root": "readonly", "shadow": "0",
+		"init": initArg0 + " ", "tmp": "t", "hostname": "kernel-abc", "null": "ok",
+		"caps": "CapEff:0000000000000000", "nnp": "NoNewPrivs:1",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q\n%s", k, got[k], v, out)
+		}
+	}
+	// The shell, ls and the like, the init: nothing of the machine.
+	if n, _ := strconv.Atoi(got["procs"]); n < 2 || n > 6 {
+		t.Errorf("the sandbox sees %d processes, want its own 2-6", n)
+	}
+	// What the sandbox wrote is on the volume, as the host's user.
+	fi, err := os.Stat(filepath.Join(vol, "new.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() {
+		t.Errorf("a file written inside belongs to %d on the host, want %d", st.Uid, os.Getuid())
+	}
+}
+
+func TestSandbox_ReachesNothingOnTheNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	spec := Spec{Path: "/bin/bash", Argv: []string{"bash", "-c", fmt.Sprintf(
+		`(exec 3<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo reach=yes || echo reach=no`, port)}, Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000}
+	code, out := start(t, spec).wait(t)
+	if code != 0 || results(out)["reach"] != "no" {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	select {
+	case <-accepted:
+		t.Fatal("a connection from the sandbox reached the host's loopback")
+	default:
+	}
+}
+
+func TestSandbox_DialConnectsToAServerInside(t *testing.T) {
+	// A server on the pod IP inside answers each line with itself upper-cased.
+	spec := Spec{Path: "/usr/bin/python3", Argv: []string{"python3", "-c", `
+import socket, sys
+s = socket.socket(); s.bind(("127.0.0.9", 8888)); s.listen(); print("listening", flush=True)
+while True:
+    c, _ = s.accept(); c.sendall(c.recv(100).upper()); c.close()
+`}, Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000, PodIP: "127.0.0.9"}
+	s := start(t, spec)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var conn net.Conn
+	var err error
+	for ctx.Err() == nil {
+		if conn, err = s.control.Dial(ctx, 8888); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(conn)
+	if err != nil || string(b) != "HELLO" {
+		t.Fatalf("got %q, %v", b, err)
+	}
+	if _, err := s.control.Dial(ctx, 8889); err == nil {
+		t.Fatal("a port nothing listens on was connected")
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	if code, out := s.wait(t); code != 128+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d after SIGTERM, want %d: %s", code, 128+int(syscall.SIGTERM), out)
+	}
+	if _, err := s.control.Dial(context.Background(), 8888); !errors.Is(err, ErrEnded) {
+		t.Fatalf("Dial after the end: %v, want ErrEnded", err)
+	}
+}
+
+func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
+	if code, out := start(t, shell("exit 3")).wait(t); code != 3 {
+		t.Fatalf("exit %d, want 3: %s", code, out)
+	}
+	spec := shell("true")
+	spec.Path = "/usr/bin/no-such-program"
+	c, err := NewCommand(Spec{Path: spec.Path, Argv: spec.Argv, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Started()
+	_ = c.Cmd.Wait()
+	if err == nil || !strings.Contains(err.Error(), "no-such-program") {
+		t.Fatalf("Started: %v, want the missing program named", err)
+	}
+	spec = shell("true")
+	spec.Mounts = []Mount{{Source: "/nonexistent-volume", Target: "/data"}}
+	spec.Root = t.TempDir()
+	c, err = NewCommand(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Started()
+	_ = c.Cmd.Wait()
+	if err == nil || !strings.Contains(err.Error(), "/data") {
+		t.Fatalf("Started: %v, want the failed mount named", err)
+	}
+}
+
+func mustWrite(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSandbox_WorksForAnOrdinaryUser runs the other tests again as an ordinary user (nobody)
+// when run as root: a sandbox needs no privilege of the machine.
+func TestSandbox_WorksForAnOrdinaryUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("already an ordinary user: the other tests are the check")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir(), whose parent only root may enter.
+	dir, err := os.MkdirTemp("", "podns-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "podns.test")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run", "^TestSandbox_(SeesItsVolumesAndTheSystemOnly|ReachesNothingOnTheNetwork|DialConnectsToAServerInside)$", "-test.count=1", "-test.v")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + dir, "HOME=" + dir}
+	cmd.Dir = dir
+	const nobody = 65534
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil || strings.Count(string(out), "--- PASS") != 3 {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+}

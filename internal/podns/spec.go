@@ -1,0 +1,102 @@
+package podns
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Spec is what a sandboxed process is: its command line and the file system it sees.
+type Spec struct {
+	// Path is the executable as the sandbox sees it; Argv[0] is conventionally Path.
+	Path string   `json:"path"`
+	Argv []string `json:"argv"`
+	// Env is the whole environment of the command.
+	Env []string `json:"env"`
+	// Dir is the working directory inside the sandbox; "/" when empty.
+	Dir string `json:"dir,omitempty"`
+	// UID and GID are the command's user and group inside the sandbox, mapped to the user and
+	// group that start it.
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+	// Hostname is the name of the sandbox's UTS namespace, as a pod's is its name.
+	Hostname string `json:"hostname,omitempty"`
+	// PodIP is the address, inside, at which Control.Dial connects (a server of the pod
+	// listens there or on every address); default 127.0.0.1.
+	PodIP string `json:"podIP,omitempty"`
+	// Root is an empty directory of the host on which the sandbox mounts its root file system;
+	// what the sandbox writes there is in memory and never reaches the directory.
+	Root string `json:"root"`
+	// System lists host paths shown read-only at their own paths (directories, files or
+	// symbolic links, which are made again as links); missing ones are left out. Default
+	// DefaultSystem.
+	System []string `json:"system,omitempty"`
+	// Masks lists paths under System hidden from the sandbox: a file shows as empty, a
+	// directory as an empty read-only directory. Default DefaultMasks.
+	Masks []string `json:"masks,omitempty"`
+	// Mounts are the volumes.
+	Mounts []Mount `json:"mounts,omitempty"`
+}
+
+// Mount shows a host directory or file at a path of the sandbox.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// DefaultSystem is what a sandbox sees of the machine besides its volumes: the programs and
+// libraries it runs and their configuration, as a container sees its image.
+var DefaultSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// DefaultMasks are the secrets of the machine under DefaultSystem. They are readable only by
+// root, but the sandbox of an nbkube run by root runs as root's user, and file permissions
+// would let it read them.
+var DefaultMasks = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/ssh", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/security/opasswd", "/etc/kubernetes", "/etc/machine-id",
+}
+
+// validate checks what the init would otherwise fail on late or do wrong.
+func (s *Spec) validate() error {
+	if !filepath.IsAbs(s.Path) {
+		return fmt.Errorf("the command %q is not an absolute path", s.Path)
+	}
+	if len(s.Argv) == 0 {
+		return errors.New("no argv")
+	}
+	if !filepath.IsAbs(s.Root) {
+		return fmt.Errorf("the root %q is not an absolute path", s.Root)
+	}
+	for _, e := range s.Env {
+		if !strings.Contains(e, "=") {
+			return fmt.Errorf("environment entry %q is not NAME=value", e)
+		}
+	}
+	for _, m := range s.Mounts {
+		if !filepath.IsAbs(m.Source) || !filepath.IsAbs(m.Target) {
+			return fmt.Errorf("mount %s at %s: both paths must be absolute", m.Source, m.Target)
+		}
+		if filepath.Clean(m.Target) == "/" {
+			return fmt.Errorf("mount %s: a volume cannot replace the root", m.Source)
+		}
+	}
+	return nil
+}
+
+func (s *Spec) withDefaults() {
+	if s.System == nil {
+		s.System = DefaultSystem
+	}
+	if s.Masks == nil {
+		s.Masks = DefaultMasks
+	}
+	if s.PodIP == "" {
+		s.PodIP = "127.0.0.1"
+	}
+	if s.Dir == "" {
+		s.Dir = "/"
+	}
+}
