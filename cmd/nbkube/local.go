@@ -47,6 +47,7 @@ func runLocal(ctx context.Context, args []string) error {
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
+	sandbox := fs.Bool("sandbox", false, "run every pod in Linux namespaces of its own, built without privileges: it sees its volumes, the system's directories read-only, its own processes and its own network (see docs/local.md)")
 	forkServer := fs.Bool("kernel-fork-server", true, "fork Python kernels from a process that imported ipykernel once (starts in milliseconds; see docs/local.md), rather than start a new interpreter for each")
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
@@ -169,6 +170,7 @@ func runLocal(ctx context.Context, args []string) error {
 		ClaimDirs:        map[string]string{opts.ContentsClaim: *root},
 		SelfExecutable:   self,
 		KernelForkServer: forkServerPython(ctx, c, *namespace, *forkServer),
+		Sandbox:          *sandbox,
 	})
 	if err != nil {
 		return err

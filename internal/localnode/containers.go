@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/nbkube/nbkube/internal/podns"
 )
 
 // Container state reasons, as the kubelet and container runtimes report them.
@@ -51,8 +53,10 @@ type container struct {
 
 // containerRun is one run of a container's process and its probes.
 type containerRun struct {
-	proc         *process
-	mounts       mountTable
+	proc   *process
+	mounts mountTable
+	// ports forwards the pod IP's ports into a sandboxed container; nil otherwise.
+	ports        *portForwarder
 	env          []string
 	probeCtx     context.Context
 	cancelProbes context.CancelFunc
@@ -141,24 +145,39 @@ func (w *podWorker) startContainer(ctx context.Context, c *container, now time.T
 	// Like the kubelet, keep the logs of the current and the previous run only.
 	_ = os.Remove(filepath.Join(logDir, fmt.Sprintf("%d.log", c.status.RestartCount-2)))
 
-	cmd, err := resolveCommand(c.spec, mounts, envLookup(declared), w.podDir, w.node.resolver)
-	if err == nil && c.spec.WorkingDir != "" {
-		if _, underMount := mounts.translate(c.spec.WorkingDir); underMount {
+	if c.spec.WorkingDir != "" {
+		if dir, underMount := mounts.translate(c.spec.WorkingDir); underMount {
 			// A container runtime creates a missing working directory; inside a volume so do we.
-			err = os.MkdirAll(cmd.dir, 0o755)
+			err = os.MkdirAll(dir, 0o755)
 		}
 	}
 	run := &containerRun{mounts: mounts}
-	if err == nil {
-		for i := range declared {
-			declared[i].Value = mounts.rewrite(declared[i].Value)
+	logPath := filepath.Join(logDir, fmt.Sprintf("%d.log", c.status.RestartCount))
+	onExit := func(*process) { w.send(workerEvent{c: c, run: run, exited: true}) }
+	var argv []string
+	switch {
+	case err != nil:
+	case w.sandboxed():
+		var spec podns.Spec
+		if spec, err = w.sandboxSpec(c, mounts, declared); err == nil {
+			argv, run.env = spec.Argv, spec.Env
+			run.proc, err = startProcess(processSpec{sandbox: &spec, logPath: logPath}, w.node.cfg.Clock, onExit)
 		}
-		run.env = processEnv(declared, w.node.hostEnv, w.pod.Name)
-		run.proc, err = startProcess(processSpec{
-			cmd:     cmd,
-			env:     run.env,
-			logPath: filepath.Join(logDir, fmt.Sprintf("%d.log", c.status.RestartCount)),
-		}, w.node.cfg.Clock, func(*process) { w.send(workerEvent{c: c, run: run, exited: true}) })
+		if err == nil {
+			run.ports, err = forwardPorts(ctx, w.ip, c.spec.Ports, run.proc.control, w.log)
+			if err != nil {
+				run.proc.stop(0, w.node.cfg.Clock)
+			}
+		}
+	default:
+		var cmd hostCommand
+		if cmd, err = resolveCommand(c.spec, mounts, envLookup(declared), w.podDir, w.node.resolver); err == nil {
+			for i := range declared {
+				declared[i].Value = mounts.rewrite(declared[i].Value)
+			}
+			argv, run.env = cmd.argv, processEnv(declared, w.node.hostEnv, w.pod.Name)
+			run.proc, err = startProcess(processSpec{cmd: cmd, env: run.env, logPath: logPath}, w.node.cfg.Clock, onExit)
+		}
 	}
 	if err != nil {
 		if c.status.State.Terminated != nil {
@@ -177,7 +196,7 @@ func (w *podWorker) startContainer(ctx context.Context, c *container, now time.T
 		return
 	}
 
-	w.log.V(1).Info("Started container", "container", c.spec.Name, "pid", run.proc.pid, "command", cmd.argv)
+	w.log.V(1).Info("Started container", "container", c.spec.Name, "pid", run.proc.pid, "command", argv)
 	if c.status.State.Terminated != nil {
 		c.status.LastTerminationState = c.status.State
 	}
@@ -240,6 +259,9 @@ func (w *podWorker) handle(ev workerEvent) {
 func (w *podWorker) recordExit(c *container, now time.Time) {
 	run := c.run
 	run.cancelProbes()
+	if run.ports != nil {
+		run.ports.close()
+	}
 	c.run = nil
 	p := run.proc
 	t := &corev1.ContainerStateTerminated{

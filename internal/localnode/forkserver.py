@@ -14,6 +14,7 @@
 # NBKUBE_FORK_SERVER_IDLE seconds.
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -27,6 +28,8 @@ import time
 STARTUP_PREFIXES = ("PYTHON", "LC_", "PYDEVD", "DEBUGPY")
 STARTUP_NAMES = ("LANG", "LANGUAGE", "IDE_PROJECT_ROOTS", "LIBRARY_ROOTS")
 MAX_REQUEST = 1 << 20
+# How long a sandboxed kernel may take to join its pod's namespaces.
+SANDBOX_TIMEOUT = 10
 
 t0 = time.monotonic()
 IDLE = float(os.environ.pop("NBKUBE_FORK_SERVER_IDLE", "600"))
@@ -60,6 +63,13 @@ except (OSError, AttributeError):
     pass
 
 PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+# The namespaces of a sandboxed pod (internal/podns), in the order a process joins them: its
+# user namespace first, which gives the capabilities to join the others; its PID namespace
+# last, which takes effect for the children only.
+NAMESPACES = (("user", 0x10000000), ("mnt", 0x00020000), ("ipc", 0x08000000),
+              ("uts", 0x04000000), ("net", 0x40000000), ("pid", 0x20000000))
 # What the interpreter's start and the imports set in the environment (LC_CTYPE, ipykernel's
 # debugger sets PYDEVD_USE_FRAME_EVAL): a new interpreter started with the same settings
 # would have set it in its environment too.
@@ -106,6 +116,101 @@ def refusal(req):
             return "its home has user site-packages (%s)" % user
     if not isinstance(req.get("cwd"), str) or not isinstance(req.get("umask"), int):
         return "no working directory or umask"
+    return None
+
+
+def peer_namespaces(pid):
+    """The namespaces of the agent at pid that are not this server's, opened: an agent in a
+    sandbox gets a kernel in its sandbox, whatever it asks. They come from the peer's
+    credentials, which the kernel vouches for, never from the request."""
+    opened = []
+    try:
+        for name, flag in NAMESPACES:
+            mine = os.stat("/proc/self/ns/" + name)
+            path = "/proc/%d/ns/%s" % (pid, name)
+            theirs = os.stat(path)
+            if (theirs.st_dev, theirs.st_ino) != (mine.st_dev, mine.st_ino):
+                opened.append((os.open(path, os.O_RDONLY | os.O_CLOEXEC), flag))
+    except OSError:
+        for fd, _ in opened:
+            os.close(fd)
+        raise
+    return opened
+
+
+def drop_capabilities():
+    """Gives up what joining a user namespace gave: every capability in it, for good."""
+    for cap in range(64):
+        if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "no_new_privs")
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    if _libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def become_sandboxed(req, fds, closing, namespaces, report):
+    """In the child: join the agent's sandbox, fork the kernel there (a child is needed to be
+    in its PID namespace), tell the server the kernel's PID as the agent sees it (or why not)
+    on report, then wait for the kernel and end as it did, so that the server reports its
+    status."""
+    for f in closing:
+        f.close() if hasattr(f, "close") else os.close(f)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.setpgid(0, 0)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    pid = -1
+    try:
+        for fd, flag in namespaces:
+            if _libc.setns(fd, flag) != 0:
+                raise OSError(ctypes.get_errno(), "setns")
+            os.close(fd)
+        why = inside_refusal(req)
+        if why is None:
+            pid = os.fork()
+            if pid == 0:
+                drop_capabilities()
+                os.write(report, b"P%d" % os.getpid())
+                os.close(report)
+    except OSError as e:
+        why = "joining the pod's sandbox: %s" % e
+    if why is None and pid == 0:
+        become_kernel(req, fds, [])
+    if why is not None:
+        os.write(report, b"R" + why.encode())
+        os._exit(0)
+    os.close(report)
+    for fd in fds:
+        os.close(fd)
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def inside_refusal(req):
+    """Why req cannot be forked, found where the kernel will run (the agent's home and
+    working directory are the sandbox's)."""
+    if site.ENABLE_USER_SITE:
+        _, user = user_site(dict(e.split("=", 1) for e in req["env"]))
+        if user and os.path.isdir(user):
+            return "its home has user site-packages (%s)" % user
     return None
 
 
@@ -167,6 +272,7 @@ def main():
     sel.register(wake_r, selectors.EVENT_READ, "wake")
     conns = {}  # socket -> child pid (None before it forked)
     children = {}  # pid -> socket
+    peers = {}  # socket -> the agent's PID
     idle_since = time.monotonic()
     log("ready in %.2f s" % (time.monotonic() - t0))
 
@@ -177,6 +283,7 @@ def main():
             pass
 
     def drop(conn):
+        peers.pop(conn, None)
         pid = conns.pop(conn, None)
         sel.unregister(conn)
         conn.close()
@@ -212,6 +319,17 @@ def main():
             send(conn, {"refused": why or "request too large"})
             drop(conn)
             return
+        try:
+            namespaces = peer_namespaces(peers[conn])
+        except OSError as e:
+            for fd in fds:
+                os.close(fd)
+            send(conn, {"refused": "the agent's namespaces: %s" % e})
+            drop(conn)
+            return
+        if namespaces:
+            fork_sandboxed(conn, req, fds, namespaces)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -228,6 +346,42 @@ def main():
         conns[conn] = pid
         children[pid] = conn
         send(conn, {"pid": pid})
+
+    def fork_sandboxed(conn, req, fds, namespaces):
+        report_r, report_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(report_r)
+            become_sandboxed(req, fds, [listener, *conns.keys(), sel, wake_r, wake_w],
+                             namespaces, report_w)
+        os.close(report_w)
+        for fd, _ in namespaces:
+            os.close(fd)
+        for fd in fds:
+            os.close(fd)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        answer = b""
+        ready, _, _ = select.select([report_r], [], [], SANDBOX_TIMEOUT)
+        if ready:
+            answer = os.read(report_r, 4096)
+        os.close(report_r)
+        if answer.startswith(b"P"):
+            conns[conn] = pid
+            children[pid] = conn
+            send(conn, {"pid": int(answer[1:])})
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        why = answer[1:].decode(errors="replace") if answer else "no kernel came up in the pod's sandbox"
+        send(conn, {"refused": why})
+        drop(conn)
 
     def reap():
         while True:
@@ -260,12 +414,13 @@ def main():
                 except (BlockingIOError, InterruptedError):
                     continue
                 creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-                _, uid, _ = struct.unpack("3i", creds)
+                peer, uid, _ = struct.unpack("3i", creds)
                 if uid != os.getuid():
                     conn.close()
                     continue
                 conn.setblocking(True)
                 conns[conn] = None
+                peers[conn] = peer
                 sel.register(conn, selectors.EVENT_READ, "conn")
             elif key.data == "wake":
                 try:

@@ -86,6 +86,11 @@ type Config struct {
 	// that imported ipykernel once, rather than started as new interpreters (see
 	// forkserver.py). Empty: every kernel starts its own interpreter.
 	KernelForkServer string
+	// Sandbox runs each container in Linux namespaces of its own, built without privileges
+	// (see internal/podns): it sees its volumes at their mount paths and the system's
+	// directories read-only, its own processes only, and a network of its own into which the
+	// node forwards its declared ports. Off: containers are processes of the host.
+	Sandbox bool
 }
 
 // Node is a local node: the scheduler and kubelet of a one-node cluster whose containers are

@@ -27,6 +27,8 @@ type mount struct {
 	// subPath is set when the mount shows a subdirectory of its volume, which the kubelet
 	// creates when it is missing.
 	subPath bool
+	// readOnly: the container may not write there (enforced in a sandbox only).
+	readOnly bool
 }
 
 // mountTable holds a container's mounts, longest container path first, so that the first match
@@ -47,7 +49,7 @@ func newMountTable(c *corev1.Container, volumeDirs map[string]string, env func(s
 		if vm.SubPathExpr != "" {
 			sub = expand(vm.SubPathExpr, env)
 		}
-		m := mount{containerPath: path.Clean(vm.MountPath), hostPath: dir}
+		m := mount{containerPath: path.Clean(vm.MountPath), hostPath: dir, readOnly: vm.ReadOnly}
 		if sub != "" {
 			if !filepath.IsLocal(sub) {
 				return nil, fmt.Errorf("volumeMount %s: subPath %q must be a relative path inside the volume", vm.Name, sub)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/nbkube/nbkube/internal/podns"
 )
 
 // process is one run of a container: a host process that leads its own process group, so that
@@ -25,12 +27,15 @@ type process struct {
 	exitCode int32
 	// exitErr is set when the process could not be waited for.
 	exitErr error
+	// control reaches into the process's sandbox; nil when it has none.
+	control *podns.Control
 }
 
-// processSpec is what starting a process takes.
+// processSpec is what starting a process takes: a host command, or a sandbox.
 type processSpec struct {
 	cmd     hostCommand
 	env     []string
+	sandbox *podns.Spec
 	logPath string
 }
 
@@ -51,25 +56,53 @@ func startProcess(spec processSpec, clk clock.Clock, onExit func(*process)) (*pr
 	}
 	// The child has its own copy of the descriptor; ours is not needed once it started.
 	defer logFile.Close()
-	cmd := &exec.Cmd{
-		Path: spec.cmd.path,
-		Args: spec.cmd.argv,
-		// Never nil: a nil Env would hand the container nbkube's whole environment.
-		Env:         append([]string{}, spec.env...),
-		Dir:         spec.cmd.dir,
-		Stdout:      logFile,
-		Stderr:      logFile,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	var cmd *exec.Cmd
+	var sandbox *podns.Command
+	if spec.sandbox != nil {
+		if err := os.RemoveAll(spec.sandbox.Root); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(spec.sandbox.Root, 0o700); err != nil {
+			return nil, err
+		}
+		if sandbox, err = podns.NewCommand(*spec.sandbox); err != nil {
+			return nil, err
+		}
+		cmd = sandbox.Cmd
+	} else {
+		cmd = &exec.Cmd{
+			Path: spec.cmd.path,
+			Args: spec.cmd.argv,
+			// Never nil: a nil Env would hand the container nbkube's whole environment.
+			Env:         append([]string{}, spec.env...),
+			Dir:         spec.cmd.dir,
+			SysProcAttr: &syscall.SysProcAttr{},
+		}
 	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	if err := cmd.Start(); err != nil {
+		if sandbox != nil {
+			sandbox.Close()
+		}
 		return nil, err
 	}
 	p := &process{pid: cmd.Process.Pid, startedAt: clk.Now(), logPath: spec.logPath, done: make(chan struct{})}
+	if sandbox != nil {
+		if p.control, err = sandbox.Started(); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, err
+		}
+	}
 	go func() {
 		err := cmd.Wait()
 		p.exitCode, p.exitErr = exitCode(cmd.ProcessState, err)
 		// Like a container's init process, the leader takes the rest of its group with it.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		if p.control != nil {
+			_ = p.control.Close()
+		}
 		close(p.done)
 		onExit(p)
 	}()

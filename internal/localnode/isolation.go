@@ -1,0 +1,242 @@
+package localnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nbkube/nbkube/internal/podns"
+)
+
+// containerPath is the PATH of a sandboxed container that declares none, as container
+// runtimes set it.
+const containerPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// sandboxForkServer is where a sandbox finds the node's kernel fork server.
+const sandboxForkServer = "/run/nbkube/kernel-fork.sock"
+
+// sandboxSpec is a container's run as a sandbox sees it (see internal/podns): its own paths,
+// with volumes at their mount paths, nothing rewritten to the host's.
+func (w *podWorker) sandboxSpec(c *container, mounts mountTable, declared []corev1.EnvVar) (podns.Spec, error) {
+	env := envLookup(declared)
+	words := make([]string, 0, len(c.spec.Command)+len(c.spec.Args))
+	for _, s := range append(append([]string{}, c.spec.Command...), c.spec.Args...) {
+		words = append(words, expand(s, env))
+	}
+	if len(words) == 0 {
+		return podns.Spec{}, fmt.Errorf("container %s has no command", c.spec.Name)
+	}
+	dir := c.spec.WorkingDir
+	if dir == "" {
+		dir = "/"
+	}
+	spec := podns.Spec{
+		Argv:     words,
+		Dir:      dir,
+		Hostname: w.pod.Name,
+		PodIP:    w.ip,
+		Root:     filepath.Join(w.podDir, "rootfs", c.spec.Name),
+	}
+	spec.UID, spec.GID = sandboxIDs(w.pod, c.spec)
+	for _, m := range mounts {
+		spec.Mounts = append(spec.Mounts, podns.Mount{Source: m.hostPath, Target: m.containerPath, ReadOnly: m.readOnly})
+	}
+	exe, extra, err := w.sandboxExecutable(words[0], mounts, env, dir)
+	if err != nil {
+		return podns.Spec{}, err
+	}
+	spec.Path = exe
+	spec.Mounts = append(spec.Mounts, extra...)
+
+	host := w.node.hostEnv
+	host.path, host.home = containerPath, "/"
+	if host.forkServer != "" {
+		// The socket alone, at a path that says nothing of the node's directories.
+		spec.Mounts = append(spec.Mounts, podns.Mount{Source: host.forkServer, Target: sandboxForkServer})
+		host.forkServer = sandboxForkServer
+	}
+	spec.Env = processEnv(declared, host, w.pod.Name)
+	return spec, nil
+}
+
+// sandboxExecutable is where a sandbox finds command[0], and the read-only mounts that show it
+// when the node provides it: nbkube itself or an interpreter outside the system directories.
+func (w *podWorker) sandboxExecutable(cmd0 string, mounts mountTable, env func(string) (string, bool), dir string) (string, []podns.Mount, error) {
+	h := w.node.resolver
+	switch _, underMount := mounts.translate(cmd0); {
+	case filepath.Base(cmd0) == selfName:
+		return h.self, []podns.Mount{{Source: h.self, Target: h.self, ReadOnly: true}}, nil
+	case underMount:
+		return cmd0, nil, nil
+	case filepath.Base(cmd0) == agentName:
+		exe := filepath.Join(filepath.Dir(h.self), agentName)
+		if !h.exists(exe) {
+			p, err := h.lookPath(agentName)
+			if err != nil {
+				return "", nil, fmt.Errorf("no %s beside %s nor on the host's PATH", agentName, h.self)
+			}
+			exe = p
+		}
+		return exe, []podns.Mount{{Source: exe, Target: exe, ReadOnly: true}}, nil
+	case filepath.IsAbs(cmd0):
+		if !h.exists(cmd0) {
+			return "", nil, fmt.Errorf("command %q is under no volume mount and not on this machine", cmd0)
+		}
+		return cmd0, outsideSystem(cmd0), nil
+	case strings.Contains(cmd0, "/"):
+		return filepath.Join(dir, cmd0), nil, nil
+	}
+	path := containerPath
+	if v, ok := env("PATH"); ok {
+		path = v
+	}
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, cmd0)
+		if filepath.IsAbs(d) && underSystem(d) && h.exists(p) {
+			return p, nil, nil
+		}
+	}
+	return "", nil, fmt.Errorf("command %q is under no volume mount and not in the system's directories of PATH %s", cmd0, path)
+}
+
+// underSystem tells whether the sandbox shows host path p as the host has it.
+func underSystem(p string) bool {
+	for _, s := range podns.DefaultSystem {
+		if p == s || strings.HasPrefix(p, s+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// outsideSystem shows an executable the sandbox would not see (a Python of /opt or a home,
+// named by a kernel spec) with the installation it belongs to: the directory above its bin/.
+func outsideSystem(exe string) []podns.Mount {
+	if underSystem(exe) {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		real = exe
+	}
+	prefix := filepath.Dir(filepath.Dir(real))
+	if prefix == "/" {
+		prefix = filepath.Dir(real)
+	}
+	mounts := []podns.Mount{{Source: prefix, Target: prefix, ReadOnly: true}}
+	if real != exe {
+		mounts = append(mounts, podns.Mount{Source: real, Target: exe, ReadOnly: true})
+	}
+	return mounts
+}
+
+// sandboxIDs are the user and group a container runs as inside its sandbox: its
+// securityContext's, or nbkube's own.
+func sandboxIDs(pod *corev1.Pod, c *corev1.Container) (uint32, uint32) {
+	uid, gid := int64(os.Getuid()), int64(os.Getgid())
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			uid = *sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			gid = *sc.RunAsGroup
+		}
+	}
+	if sc := c.SecurityContext; sc != nil {
+		if sc.RunAsUser != nil {
+			uid = *sc.RunAsUser
+		}
+		if sc.RunAsGroup != nil {
+			gid = *sc.RunAsGroup
+		}
+	}
+	return uint32(uid), uint32(gid)
+}
+
+// portForwarder brings the connections to a sandboxed container's ports on its pod IP into
+// the sandbox, as a pod network would route them.
+type portForwarder struct {
+	listeners []net.Listener
+	conns     sync.WaitGroup
+}
+
+// forwardPorts listens on ip at each TCP port the container declares.
+func forwardPorts(ctx context.Context, ip string, ports []corev1.ContainerPort, control *podns.Control, log logr.Logger) (*portForwarder, error) {
+	f := &portForwarder{}
+	for _, p := range ports {
+		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(p.ContainerPort))))
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("forwarding port %d: %w", p.ContainerPort, err)
+		}
+		f.listeners = append(f.listeners, ln)
+		port := int(p.ContainerPort)
+		go f.serve(ctx, ln, port, control, log)
+	}
+	return f, nil
+}
+
+func (f *portForwarder) serve(ctx context.Context, ln net.Listener, port int, control *podns.Control, log logr.Logger) {
+	for {
+		in, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		f.conns.Go(func() {
+			defer in.Close()
+			out, err := control.Dial(ctx, port)
+			if err != nil {
+				if !errors.Is(err, podns.ErrEnded) {
+					log.V(1).Info("Forwarding a connection into the pod", "port", port, "error", err.Error())
+				}
+				return
+			}
+			defer out.Close()
+			splice(in, out)
+		})
+	}
+}
+
+// splice copies both ways until both directions ended, passing each end's half-close on.
+func splice(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	copyHalf := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			dst.Close()
+		}
+		done <- struct{}{}
+	}
+	go copyHalf(a, b)
+	go copyHalf(b, a)
+	<-done
+	<-done
+}
+
+// close stops listening; connections in progress end with the sandbox.
+func (f *portForwarder) close() {
+	for _, ln := range f.listeners {
+		ln.Close()
+	}
+}
+
+// sandboxed tells whether the pod's containers run in sandboxes: on a node that sandboxes,
+// every pod but those of the host's network, which share the host's namespaces by definition.
+func (w *podWorker) sandboxed() bool {
+	return w.node.cfg.Sandbox && !w.pod.Spec.HostNetwork
+}
