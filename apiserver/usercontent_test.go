@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -149,5 +151,41 @@ func TestUserContent_FilesAreSandboxed(t *testing.T) {
 	expect(t, r, http.StatusFound)
 	if loc := r.header.Get("Location"); loc != "/files/page.html" {
 		t.Errorf("redirected to %q", loc)
+	}
+}
+
+// What the sandbox leaves a page's scripts: requests with the reader's login cookie, sent from
+// an opaque origin. The server must refuse those that would change something or that serve a
+// user's content, even when they carry the right XSRF token.
+func TestUserContent_RequestsFromASandboxedPageAreRefused(t *testing.T) {
+	s := newServer(t)
+	s.putFile("nb.ipynb", []byte(bensNotebook))
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.hc.Jar = jar
+	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
+	u, _ := url.Parse(s.url)
+	var xsrf string
+	for _, c := range jar.Cookies(u) {
+		if c.Name == "_xsrf" {
+			xsrf = c.Value
+		}
+	}
+	// The same requests from nbkube's own pages pass.
+	expect(t, s.do("POST", "/api/contents", `{"type":"notebook"}`, "Authorization", "", "X-XSRFToken", xsrf, "Origin", s.url), http.StatusCreated)
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/api/contents", `{"type":"notebook"}`},
+		{"PUT", "/api/contents/other.txt", `{"type":"file","format":"text","content":"x"}`},
+		{"GET", "/api/kernels", ""},
+		{"GET", "/api/contents", ""},
+		{"POST", "/nbconvert/html", fmt.Sprintf(`{"content":%s}`, bensNotebook)},
+	} {
+		r := s.do(tc.method, tc.path, tc.body, "Authorization", "", "X-XSRFToken", xsrf, "Origin", "null", "Sec-Fetch-Site", "cross-site")
+		expect(t, r, http.StatusForbidden)
+	}
+	for _, p := range []string{"/files/nb.ipynb", "/nbconvert/html/nb.ipynb"} {
+		expect(t, s.do("GET", p, nil, "Authorization", "", "Sec-Fetch-Site", "cross-site"), http.StatusForbidden)
 	}
 }
