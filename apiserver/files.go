@@ -11,7 +11,8 @@ import (
 )
 
 // getFile serves a file's raw bytes, as Jupyter's /files/ does: its MIME type from the name,
-// as an attachment with ?download=1, scripts in it confined by the CSP sandbox.
+// as an attachment with ?download=1. A page among them runs its scripts as Jupyter's /files
+// lets it, in the CSP sandbox, so in no origin of nbkube's.
 func (s *Server) getFile(c *gin.Context) error {
 	p := apiPath(c)
 	if !sameSite(c) {
@@ -26,14 +27,30 @@ func (s *Server) getFile(c *gin.Context) error {
 	}
 	defer f.Close()
 	name := path.Base(p)
+	sandbox(c, "allow-scripts")
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox allow-scripts")
 	if c.Query("download") != "" {
 		h.Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name))
 	}
 	h.Set("Content-Type", fileMimetype(name))
 	http.ServeContent(c.Writer, c.Request, name, info.ModTime(), f)
 	return nil
+}
+
+// sandbox confines a response of user content that a browser may show as a page of its own
+// (HTML, SVG, XML, or whatever type a notebook names): the CSP sandbox gives the document an
+// opaque origin, so that its scripts, where flags let them run, are not nbkube's. They read no
+// cookie or storage of its origin (so not the XSRF token) nor any answer of the server, and
+// what they send that would change something carries Origin: null, which authenticate
+// refuses. flags never hold allow-same-origin, which would undo all of it. nosniff is every
+// response's (securityHeaders).
+func sandbox(c *gin.Context, flags string) {
+	h := c.Writer.Header()
+	policy := "sandbox"
+	if flags != "" {
+		policy += " " + flags
+	}
+	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; "+policy)
 }
 
 // fileMimetype follows Jupyter's choices: notebooks as application/x-ipynb+json, compressed

@@ -115,7 +115,7 @@ func (s *Server) getKernelSpecResource(c *gin.Context) error {
 	h.Set("Content-Type", fileMimetype(res.FileName))
 	// An SVG or HTML file opened on its own is a page of this origin: it must not run
 	// scripts. A kernel.js that a page loads is not confined by its own CSP.
-	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox")
+	sandbox(c, "")
 	if path.Ext(res.FileName) == ".png" {
 		// Jupyter's month for logos.
 		h.Set("Cache-Control", "max-age=2592000")

@@ -85,7 +85,7 @@ func (s *Server) exportFile(c *gin.Context) error {
 	}
 	c.Header("Last-Modified", m.LastModified.UTC().Format(http.TimeFormat))
 	download := strings.EqualFold(c.DefaultQuery("download", "false"), "true")
-	return writeExport(c, m.Name, r, download)
+	return writeExport(c, format, m.Name, r, download)
 }
 
 // exportModel is POST /nbconvert/<format>: the notebook of the contents model in the body
@@ -113,7 +113,7 @@ func (s *Server) exportModel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeExport(c, name, r, false)
+	return writeExport(c, format, name, r, false)
 }
 
 // export converts data within the server's bounds of time and output size.
@@ -136,7 +136,19 @@ func (s *Server) export(ctx context.Context, format string, data []byte, name st
 
 // writeExport answers with an export: a zip of the document and its images when it has
 // images beside it, else the document with its MIME type.
-func writeExport(c *gin.Context, name string, r *nbconvert.Result, download bool) error {
+//
+// An export is made of a user's notebook, and an admin may open another user's: opened on its
+// own it would be a page of nbkube's origin whose scripts act with the reader's login. Every
+// export is sandboxed (Jupyter Server sandboxes none; it serves one user). The HTML keeps its
+// scripts (MathJax, the notebook's JavaScript outputs), as /files keeps a page's; the other
+// formats are text and need none, and "script" takes its MIME type from the notebook, which
+// may name text/html.
+func writeExport(c *gin.Context, format, name string, r *nbconvert.Result, download bool) error {
+	if format == "html" {
+		sandbox(c, "allow-scripts")
+	} else {
+		sandbox(c, "")
+	}
 	h := c.Writer.Header()
 	h.Set("Cache-Control", "no-store, no-cache, must-revalidate, max-age=0")
 	if len(r.Files) > 0 {

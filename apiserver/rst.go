@@ -47,8 +47,7 @@ func (s *Server) renderRST(c *gin.Context) error {
 	}
 	// The document is made of a user's text: opened on its own it is a page of this origin,
 	// and a link in it may be a javascript: URL, so it must not run scripts.
-	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", h.Get("Content-Security-Policy")+"; sandbox")
+	sandbox(c, "")
 	c.Data(http.StatusOK, "text/html; charset=utf-8", html)
 	return nil
 }
