@@ -13,7 +13,9 @@
 // AllowHidden; the store's own .nbkube directory always is, at any depth (a home's, see
 // Sub), and so is a path that resolves into one through symbolic links, which a kernel
 // mounting the tree can make: the store reads where the system resolved the directory or
-// file it opened (/proc/self/fd) and refuses it there, on the descriptor it then uses.
+// file it opened (/proc/self/fd) and refuses it there, on the descriptor it then uses. A
+// link is renamed, deleted and restored as itself, wherever it leads: that reads nothing
+// through it, and the model answered is the link's own when its target is not served.
 //
 // Homes. Sub gives a view rooted at a directory of the tree (a user's home), opened through
 // the store's root, so that nothing in the view reaches outside it, and with its own .nbkube

@@ -210,6 +210,37 @@ func (s *Store) modelOf(p string) (*jupyter.ContentsModel, error) {
 	return s.modelFrom(p, infoOf(fi))
 }
 
+// modelOfMoved is the model of p, just moved there by a rename or a restore, which has
+// happened whatever it answers. A symbolic link is moved as itself, as a deletion moves it
+// into the trash; the model is its target's when the store would serve that (as Jupyter's,
+// which follows links), else the link's own (never a target out of the root or in .nbkube,
+// nor a missing one), not writable, since nothing is written through it.
+func (s *Store) modelOfMoved(p string) (*jupyter.ContentsModel, error) {
+	linkModel := func() (*jupyter.ContentsModel, bool) {
+		fi, err := s.root.Lstat(osName(p))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return nil, false
+		}
+		st := infoOf(fi)
+		typ, _ := modelType(p, st, "")
+		return s.model(p, st, typ, false), true
+	}
+	if err := s.refuseMetaTarget(p, "%s"); err != nil {
+		if m, ok := linkModel(); ok {
+			return m, nil
+		}
+		return nil, err
+	}
+	m, err := s.modelOf(p)
+	if err != nil {
+		if m, ok := linkModel(); ok {
+			return m, nil
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
 // modelFrom is the model without content, with its ETag, of the version of p that st
 // describes: after a save, the version written, which another save may have replaced since.
 func (s *Store) modelFrom(p string, st statInfo) (*jupyter.ContentsModel, error) {
@@ -391,7 +422,7 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 	if err := s.moveIDs(old, p); err != nil {
 		return nil, err
 	}
-	return s.modelOf(p)
+	return s.modelOfMoved(p)
 }
 
 // renameEntry renames old to p without replacing anything, both parents opened inside the

@@ -258,7 +258,7 @@ func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.C
 	// The entry is back: what follows must not report the restore as failed. An info file
 	// left behind (a kernel made it a directory) is a leftover the sweep removes.
 	_ = s.root.Remove(t.infoFile(id))
-	return s.modelOf(p)
+	return s.modelOfMoved(p)
 }
 
 // moveOutOfTrash renames files/<id> of t to name in dir (the API path p) without replacing.
