@@ -48,5 +48,6 @@
 // validation costs far more than the rest of a read, so its result is cached by file
 // identity, and a save fills the cache for the version it wrote. Notebooks of nbformat 1 to
 // 3 are decoded and upgraded on every read, as nbformat.read(f, as_version=4) upgrades them
-// (upgrade.go), and a v3 notebook is saved as v3 (nbwrite_v3.go), as Jupyter saves it.
+// (upgrade.go), and a v1 to v3 notebook is saved in its own version (nbwrite_v3.go,
+// nbwrite_v12.go), as Jupyter saves it.
 package contents
