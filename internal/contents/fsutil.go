@@ -327,22 +327,29 @@ const saveLock = metaDir + "/save.lock"
 // (read-only, or not writable by the server), where fn runs without the lock, as writes did
 // before there was one.
 func (s *Store) withSaveLock(create bool, fn func() error) error {
+	return s.withLock(saveLock, create, fn)
+}
+
+// withLock runs fn holding an exclusive flock on the file name in metaDir, made when create,
+// as withSaveLock says; without the file (not create, or a root the server cannot write), fn
+// runs unlocked.
+func (s *Store) withLock(name string, create bool, fn func() error) error {
 	flags := os.O_RDWR | syscall.O_NOFOLLOW
 	if create {
 		flags |= os.O_CREATE
 	}
-	f, err := s.root.OpenFile(saveLock, flags, 0o600)
+	f, err := s.root.OpenFile(name, flags, 0o600)
 	if create && errors.Is(err, fs.ErrNotExist) {
 		if err := s.root.MkdirAll(metaDir, 0o700); err != nil && !unwritable(err) {
 			return fmt.Errorf("create %s: %w", metaDir, err)
 		}
-		f, err = s.root.OpenFile(saveLock, flags, 0o600)
+		f, err = s.root.OpenFile(name, flags, 0o600)
 	}
 	if errors.Is(err, fs.ErrNotExist) || unwritable(err) {
 		return fn()
 	}
 	if err != nil {
-		return fmt.Errorf("open save lock: %w", err)
+		return fmt.Errorf("open %s: %w", name, err)
 	}
 	// Closing releases the lock.
 	defer f.Close()
@@ -356,7 +363,7 @@ func (s *Store) withSaveLock(create bool, fn func() error) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", saveLock, err)
+		return fmt.Errorf("lock %s: %w", name, err)
 	}
 	return fn()
 }
