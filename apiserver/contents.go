@@ -185,16 +185,17 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 	if body.Path != "" && (s.hidden(p) || s.hidden(body.Path)) {
 		return badRequest("Cannot rename file or directory %s", quote(requestPath(c)))
 	}
-	target := p
 	ctx := c.Request.Context()
 	if body.Path != "" && strings.Trim(body.Path, "/") != p {
+		// The rename's own model: once the file has moved, a failing second look (a link
+		// whose target the store does not serve) must not answer that nothing happened.
 		m, err := s.store(ctx).Rename(ctx, p, strings.Trim(body.Path, "/"))
 		if err != nil {
 			return err
 		}
-		target = m.Path
+		return s.writeModel(c, http.StatusOK, m, true)
 	}
-	m, err := s.store(ctx).Get(ctx, target, contents.GetOptions{})
+	m, err := s.store(ctx).Get(ctx, p, contents.GetOptions{})
 	if err != nil {
 		return err
 	}

@@ -378,3 +378,45 @@ func TestContents_HiddenRefusalsAreJupytersAnswers(t *testing.T) {
 		t.Error("a refused copy was made")
 	}
 }
+
+// TestContents_NewUntitledExtIsASuffix: ext is appended to "untitled", so anything but a
+// suffix (a separator, "..") would name a file in another directory: the store's .nbkube, a
+// hidden one. It is refused with 400 and nothing is created; the
+// extensions real clients send still name their files.
+func TestContents_NewUntitledExtIsASuffix(t *testing.T) {
+	s := newServer(t)
+	// "untitled" directories let "untitled/../x" resolve.
+	for _, dir := range []string{"d/untitled", "untitled", ".nbkube"} {
+		if err := os.MkdirAll(filepath.Join(s.root, dir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ext := range []string{"/../.nbkube/x", "/../.hidden", "/x", "/../../x", `\x`, "..", ".a/b", ".a\x00b", "txt", "." + strings.Repeat("a", 100)} {
+		for _, dir := range []string{"", "/d"} {
+			r := s.do("POST", "/api/contents"+dir, map[string]string{"type": "file", "ext": ext})
+			if msg, _ := r.json(t)["message"].(string); r.status != http.StatusBadRequest || !strings.HasPrefix(msg, "Invalid extension") {
+				t.Errorf("POST %s with ext %q: %d %s", dir, ext, r.status, r.body)
+			}
+		}
+	}
+	for _, dir := range []string{".nbkube", "d", "untitled", "d/untitled"} {
+		entries, _ := os.ReadDir(filepath.Join(s.root, dir))
+		for _, e := range entries {
+			if e.Name() != "untitled" {
+				t.Errorf("a refused ext created %s/%s", dir, e.Name())
+			}
+		}
+	}
+	for _, name := range []string{".hidden", "x"} {
+		if _, err := os.Stat(filepath.Join(s.root, name)); err == nil {
+			t.Errorf("a refused ext created %s", name)
+		}
+	}
+	for ext, want := range map[string]string{".txt": "d/untitled.txt", ".py": "d/untitled.py", ".md": "d/untitled.md", ".ipynb": "d/Untitled.ipynb", ".tar.gz": "d/untitled.tar.gz", "": "d/untitled1"} {
+		r := s.do("POST", "/api/contents/d", map[string]string{"ext": ext})
+		expect(t, r, http.StatusCreated)
+		if got := r.json(t)["path"]; got != want {
+			t.Errorf("ext %q made %v, want %s", ext, got, want)
+		}
+	}
+}

@@ -1,20 +1,29 @@
 package apiserver_test
 
 import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/quota"
+	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -72,4 +81,82 @@ func uploadEntries(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return len(entries)
+}
+
+// TestUploads_ConcurrentChunksThroughTwoReplicasNeverExceedTheAllowance: twelve first chunks
+// of 300 KiB PUT at once by ann, through two API server replicas over one volume, against
+// her policy's uploadBytes of 1 MiB: at most three are taken (201), the others answer 413
+// with Jupyter's error, and her uploads in progress never hold more than 1 MiB on disk.
+func TestUploads_ConcurrentChunksThroughTwoReplicasNeverExceedTheAllowance(t *testing.T) {
+	c, ns := quotaNamespace(t)
+	if err := c.Create(t.Context(), &nbv1.UserPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ann"},
+		Spec: nbv1.UserPolicySpec{Users: []string{"ann"}, Limits: nbv1.UserLimits{UploadBytes: resourcePtr("1Mi")}}}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	replica := func() *testServer {
+		return newServerAt(t, root, func(o *apiserver.Options) {
+			o.Quotas = &repository.Quotas{Ledger: &quota.Ledger{Client: c, Reader: c, APIReader: c, Namespace: ns}}
+			o.Providers = []identity.Provider{identity.NewToken("token-ann", identity.User{Name: "ann"})}
+		})
+	}
+	replicas := []*testServer{replica(), replica()}
+	const allowance, size, n = 1 << 20, 300 << 10, 12
+	body, err := json.Marshal(map[string]any{"type": "file", "format": "base64", "chunk": 1,
+		"content": base64.StdEncoding.EncodeToString(make([]byte, size))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answers := make([]answer, n)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			s := replicas[i%2]
+			req, err := http.NewRequest("PUT", fmt.Sprintf("%s/api/contents/f%d.bin", s.url, i), bytes.NewReader(body))
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			req.Header.Set("Authorization", "token token-ann")
+			resp, err := s.hc.Do(req)
+			if err != nil {
+				answers[i].err = err
+				return
+			}
+			defer resp.Body.Close()
+			answers[i].status = resp.StatusCode
+			answers[i].body, answers[i].err = io.ReadAll(resp.Body)
+		})
+	}
+	wg.Wait()
+	taken := 0
+	for i, a := range answers {
+		switch {
+		case a.err != nil:
+			t.Fatalf("chunk %d: %v", i, a.err)
+		case a.status == http.StatusCreated:
+			taken++
+		case a.status == http.StatusRequestEntityTooLarge:
+			if !strings.Contains(string(a.body), "upload allowance of 1048576 bytes") || !strings.Contains(string(a.body), `"reason"`) {
+				t.Errorf("chunk %d refused with %s", i, a.body)
+			}
+		default:
+			t.Errorf("chunk %d: %d %s", i, a.status, a.body)
+		}
+	}
+	var held int64
+	entries, _ := os.ReadDir(filepath.Join(root, ".nbkube", "uploads"))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".part") {
+			held += fi.Size()
+		}
+	}
+	if taken == 0 || taken > allowance/size || held > allowance {
+		t.Errorf("%d chunks taken, %d bytes held, against an allowance of %d bytes", taken, held, allowance)
+	}
 }

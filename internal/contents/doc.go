@@ -13,7 +13,9 @@
 // AllowHidden; the store's own .nbkube directory always is, at any depth (a home's, see
 // Sub), and so is a path that resolves into one through symbolic links, which a kernel
 // mounting the tree can make: the store reads where the system resolved the directory or
-// file it opened (/proc/self/fd) and refuses it there, on the descriptor it then uses.
+// file it opened (/proc/self/fd) and refuses it there, on the descriptor it then uses. A
+// link is renamed, deleted and restored as itself, wherever it leads: that reads nothing
+// through it, and the model answered is the link's own when its target is not served.
 //
 // Homes. Sub gives a view rooted at a directory of the tree (a user's home), opened through
 // the store's root, so that nothing in the view reaches outside it, and with its own .nbkube
@@ -46,5 +48,6 @@
 // validation costs far more than the rest of a read, so its result is cached by file
 // identity, and a save fills the cache for the version it wrote. Notebooks of nbformat 1 to
 // 3 are decoded and upgraded on every read, as nbformat.read(f, as_version=4) upgrades them
-// (upgrade.go), and a v3 notebook is saved as v3 (nbwrite_v3.go), as Jupyter saves it.
+// (upgrade.go), and a v1 to v3 notebook is saved in its own version (nbwrite_v3.go,
+// nbwrite_v12.go), as Jupyter saves it.
 package contents

@@ -62,6 +62,10 @@ func escapes(err error) bool {
 	if !errors.As(err, &pe) {
 		return false
 	}
+	// os.Root's MkdirAll wraps the error of the component it stat'ed in its own.
+	if inner := (*os.PathError)(nil); errors.As(pe.Err, &inner) {
+		return escapes(inner)
+	}
 	var errno syscall.Errno
 	return !errors.As(pe.Err, &errno) && pe.Err.Error() == errPathEscapes
 }

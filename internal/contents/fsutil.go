@@ -327,22 +327,29 @@ const saveLock = metaDir + "/save.lock"
 // (read-only, or not writable by the server), where fn runs without the lock, as writes did
 // before there was one.
 func (s *Store) withSaveLock(create bool, fn func() error) error {
+	return s.withLock(saveLock, create, fn)
+}
+
+// withLock runs fn holding an exclusive flock on the file name in metaDir, made when create,
+// as withSaveLock says; without the file (not create, or a root the server cannot write), fn
+// runs unlocked.
+func (s *Store) withLock(name string, create bool, fn func() error) error {
 	flags := os.O_RDWR | syscall.O_NOFOLLOW
 	if create {
 		flags |= os.O_CREATE
 	}
-	f, err := s.root.OpenFile(saveLock, flags, 0o600)
+	f, err := s.root.OpenFile(name, flags, 0o600)
 	if create && errors.Is(err, fs.ErrNotExist) {
 		if err := s.root.MkdirAll(metaDir, 0o700); err != nil && !unwritable(err) {
 			return fmt.Errorf("create %s: %w", metaDir, err)
 		}
-		f, err = s.root.OpenFile(saveLock, flags, 0o600)
+		f, err = s.root.OpenFile(name, flags, 0o600)
 	}
 	if errors.Is(err, fs.ErrNotExist) || unwritable(err) {
 		return fn()
 	}
 	if err != nil {
-		return fmt.Errorf("open save lock: %w", err)
+		return fmt.Errorf("open %s: %w", name, err)
 	}
 	// Closing releases the lock.
 	defer f.Close()
@@ -356,7 +363,7 @@ func (s *Store) withSaveLock(create bool, fn func() error) error {
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", saveLock, err)
+		return fmt.Errorf("lock %s: %w", name, err)
 	}
 	return fn()
 }
@@ -417,9 +424,10 @@ func renameNoReplace(odfd int, oname string, ndfd int, nname string) error {
 	return unix.Renameat(odfd, oname, ndfd, nname)
 }
 
-// parentError reports a directory that cannot be opened to create something in it.
+// parentError reports a directory that cannot be opened to create something in it, or made
+// (EEXIST: MkdirAll met a file where a directory was to be).
 func parentError(dir string, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EEXIST) {
 		return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such directory: " + dir, Err: err}
 	}
 	return fsError(dir, err)
@@ -451,4 +459,40 @@ func readAll(f io.Reader, p string, size, limit int64) ([]byte, error) {
 
 func tooLarge(p string, limit int64) *domainerr.Error {
 	return domainerr.New(domainerr.ErrTooLarge, "%s is larger than the %d bytes the server returns in a model; download it from /files/ instead", p, limit)
+}
+
+// errNotStateFile is readStateFile's refusal of what is not a small regular file.
+var errNotStateFile = errors.New("not a regular file of the store's state")
+
+// stateFileMax bounds the files of the store's own state that readStateFile reads (a trash
+// entry's info file, an upload's state): a few hundred bytes each, a path at most 12 KiB
+// percent-encoded.
+const stateFileMax = 64 << 10
+
+// readStateFile reads name, a file of the store's own state under .nbkube (links followed
+// inside the root), refusing with an error satisfying errNotStateFile anything but a regular
+// file of at most stateFileMax bytes. A user's kernel mounts the tree and can put anything
+// there: a FIFO, whose plain open would block until a writer comes (forever), a device, or a
+// file of gigabytes read whole into memory at each listing.
+func (s *Store) readStateFile(name string) ([]byte, error) {
+	f, err := s.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %w: %v", name, errNotStateFile, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, stateFileMax+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > stateFileMax {
+		return nil, fmt.Errorf("%s: %w: over %d bytes", name, errNotStateFile, stateFileMax)
+	}
+	return data, nil
 }

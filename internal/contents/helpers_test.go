@@ -102,7 +102,9 @@ type nbformatAnswer struct {
 	NB      json.RawMessage `json:"nb"`
 	Text    string          `json:"text"`
 	Invalid bool            `json:"invalid"`
-	Error   string          `json:"error"`
+	// Message is the save's validation message.
+	Message string `json:"message"`
+	Error   string `json:"error"`
 }
 
 const nbformatScript = `
@@ -120,7 +122,7 @@ for job in json.load(sys.stdin):
         if job["op"] == "save":
             model = manager.save({"type": "notebook", "content": json.loads(job["text"])}, "n.ipynb")
             with open(os.path.join(root, "n.ipynb"), encoding="utf-8") as f:
-                answers.append({"text": f.read(), "invalid": "message" in model})
+                answers.append({"text": f.read(), "invalid": "message" in model, "message": model.get("message") or ""})
             os.remove(os.path.join(root, "n.ipynb"))
             continue
         nb = nbformat.reads(job["text"], as_version=4, capture_validation_error=cap)

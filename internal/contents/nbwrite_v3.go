@@ -17,8 +17,7 @@ import (
 // nbkube, writing what nbformat's v3 writer writes: the transient fields stripped (after
 // validation, which sees them), lines split keeping their ends, keys sorted, one-space
 // indent, and (unlike v4) everything outside printable ASCII escaped. Older versions are
-// refused: nbformat 1 and 2 notebooks are not saved by any client of this API, and
-// nbformat's v1 writer keeps the client's key order, which a decoded notebook has lost.
+// written as nbwrite_v12.go says.
 
 // encodeV3ForWrite is encodeForWrite for a v3 notebook, which nbformat saves only when
 // nbformat_minor is an integer no greater than 0 (it has no schema of a later v3 and fails

@@ -2,6 +2,8 @@ package contents
 
 import (
 	"encoding/json"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -107,15 +109,97 @@ func TestSave_V3NotebookJupyterFailsToSaveIsRefused(t *testing.T) {
 	}
 }
 
-func TestSave_NotebooksOlderThanV3AreRefused(t *testing.T) {
-	s, _ := newTestStore(t, Options{})
-	for _, body := range []string{
-		`{"nbformat": 2, "metadata": {}, "worksheets": []}`,
-		`{"nbformat": 1, "cells": []}`,
-	} {
-		_, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(body)})
-		wantError(t, err, domainerr.ErrInvalid, "")
+// v12SaveBodies are v1 and v2 notebooks as clients may send them, and ones Jupyter fails to
+// save.
+var v12SaveBodies = []string{
+	`{"nbformat": 2, "metadata": {}, "worksheets": []}`,
+	`{"nbformat": 2, "nbformat_minor": 1, "worksheets": {}}`,
+	`{"worksheets": [{"cells": [
+		{"cell_type": "code", "input": "print('\u00e9\ud83d\ude00')\nx\r\ny\u2028z\n", "language": "python", "collapsed": false, "prompt_number": 1, "metadata": {"trusted": true},
+		 "outputs": [{"output_type": "pyout", "prompt_number": 1, "text": "a\nb", "html": "<b>\n</b>", "png": "iVBO\nRR"},
+		             {"output_type": "stream", "stream": "stdout", "text": "tab\there\u007f\u0001\n"}]},
+		{"cell_type": "markdown", "source": "a\n\nb\n", "rendered": "x\ny"},
+		{"cell_type": "code", "input": ["already", "split"], "outputs": ""},
+		{"cell_type": "heading", "level": 2, "source": "T\u00eftle"}]}], "nbformat": 2, "metadata": {"name": "\/x"}}`,
+	`{"nbformat": 1}`,
+	`{"nbformat": 1, "b": 1, "a": {"z": [], "y": {}, "x": [1, 2.5, true, false, null, "\u00e9\u2028\ud83d\ude00\u0001\/"]}, "b": [{"k": 1, "j": 2, "k": 3}]}`,
+	`{"cells": [{"cell_type": "code", "code": "1"}], "nbformat": 1, "metadata": {"name": "kept"}}`,
+	// What Jupyter fails to save.
+	`{"cells": []}`,
+	`{"nbformat": 2}`,
+	`{"nbformat": 2, "worksheets": [7]}`,
+	`{"nbformat": 2, "worksheets": "ab"}`,
+	`{"nbformat": 2, "worksheets": [{}]}`,
+	`{"nbformat": 2, "worksheets": [{"cells": [{"source": "no type"}]}]}`,
+	`{"nbformat": 2, "worksheets": [{"cells": [{"cell_type": "code"}]}]}`,
+	`{"nbformat": 2, "worksheets": [{"cells": [{"cell_type": "code", "outputs": [1]}]}]}`,
+	`{"nbformat": 2, "worksheets": [{"cells": [{"cell_type": "code", "outputs": "x"}]}]}`,
+}
+
+// TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem: saved byte for byte as Jupyter
+// Server saves them, with its validation message, or refused where it fails; each read back
+// as v4.
+func TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem(t *testing.T) {
+	names, files := oldFormatCorpus(t)
+	bodies := append([]string{}, v12SaveBodies...)
+	for _, name := range names {
+		if strings.HasPrefix(name, "v1-") || strings.HasPrefix(name, "v2-") {
+			bodies = append(bodies, string(files[name]))
+		}
 	}
+	var jobs []nbformatJob
+	for _, b := range bodies {
+		jobs = append(jobs, nbformatJob{Op: "save", Text: b})
+	}
+	answers := runNbformat(t, jobs)
+	s, dir := newTestStore(t, Options{})
+	saved := 0
+	for i, body := range bodies {
+		m, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(body)})
+		if answers[i].Error != "" {
+			wantError(t, err, domainerr.ErrInvalid, "")
+			continue
+		}
+		if err != nil {
+			t.Errorf("save of %s: %v", body, err)
+			continue
+		}
+		saved++
+		if got := readFile(t, dir, "n.ipynb"); sameNumbers(got) != sameNumbers(answers[i].Text) {
+			t.Errorf("save of %s wrote\n%s\nJupyter writes\n%s", body, got, answers[i].Text)
+		}
+		if m.Message == nil || *m.Message != answers[i].Message {
+			t.Errorf("save of %s: message %v, Jupyter's %q", body, m.Message, answers[i].Message)
+		}
+	}
+	if saved < 8 {
+		t.Errorf("Jupyter saved only %d of the notebooks", saved)
+	}
+	if _, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(v12SaveBodies[2])}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.Get(ctx, "n.ipynb", GetOptions{Content: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nb := plainJSON(t, m.Content); nb["nbformat"] != 4.0 || len(nb["cells"].([]any)) != 4 {
+		t.Errorf("saved v2 notebook reads back as %v", nb)
+	}
+}
+
+// numberText is a JSON number, or digits in a string's text (which both sides escape alike).
+var numberText = regexp.MustCompile(`-?\d+(\.\d+)?([eE][-+]?\d+)?`)
+
+// sameNumbers spells the numbers of a JSON text alike: the store keeps a number as written,
+// as in every save, where Python's json writes a float its own way (2.5e-7 as 2.5e-07).
+func sameNumbers(text string) string {
+	return numberText.ReplaceAllStringFunc(text, func(n string) string {
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil {
+			return n
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	})
 }
 
 func TestASCIIEscape_IsPythonEnsureASCII(t *testing.T) {

@@ -186,6 +186,11 @@ func prepareNotebook(content []byte) ([]byte, func() (string, error), error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if _, given := nb["nbformat"]; given {
+		if major, _ := version(nb); major == 1 {
+			return encodeV1ForWrite(content)
+		}
+	}
 	if major, _ := version(nb); e != nil && major != nbformatMajor {
 		// Older notebooks are converted and written their own way (ASCII only); they are
 		// rare enough to decode whole.
@@ -219,7 +224,7 @@ func writeNotebook(nb map[string]any) ([]byte, string, error) {
 }
 
 // encodeForWrite normalizes nb and encodes it as nbformat.write does, in its own format (v3
-// notebooks as nbwrite_v3.go writes them). The returned validation works on a copy, so it
+// notebooks as nbwrite_v3.go writes them, v2 as nbwrite_v12.go). The returned validation works on a copy, so it
 // may run concurrently with the write.
 func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	return encodeForWriteElided(nb, nil, 0)
@@ -229,11 +234,15 @@ func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 // (e, nil if none; see elide.go) from a body of size bytes.
 func encodeForWriteElided(nb map[string]any, e *elided, size int) ([]byte, func() (string, error), error) {
 	major, minor := version(nb)
-	if major == 3 {
+	switch major {
+	case 3:
 		return encodeV3ForWrite(nb)
-	}
-	if major != nbformatMajor {
-		return nil, nil, invalid("Unsupported nbformat version %v: only nbformat 3 and 4 notebooks are stored", nb["nbformat"])
+	case 2:
+		return encodeV2ForWrite(nb)
+	case nbformatMajor:
+	default:
+		// nbformat 1 needs the text (prepareNotebook); anything else Jupyter fails to save.
+		return nil, nil, invalid("Unsupported nbformat version %v: nbformat 1 to 4 notebooks are stored, with their nbformat", nb["nbformat"])
 	}
 	if minor >= 5 {
 		normalizeIDs(nb)

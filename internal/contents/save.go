@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -209,6 +210,37 @@ func (s *Store) modelOf(p string) (*jupyter.ContentsModel, error) {
 	return s.modelFrom(p, infoOf(fi))
 }
 
+// modelOfMoved is the model of p, just moved there by a rename or a restore, which has
+// happened whatever it answers. A symbolic link is moved as itself, as a deletion moves it
+// into the trash; the model is its target's when the store would serve that (as Jupyter's,
+// which follows links), else the link's own (never a target out of the root or in .nbkube,
+// nor a missing one), not writable, since nothing is written through it.
+func (s *Store) modelOfMoved(p string) (*jupyter.ContentsModel, error) {
+	linkModel := func() (*jupyter.ContentsModel, bool) {
+		fi, err := s.root.Lstat(osName(p))
+		if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+			return nil, false
+		}
+		st := infoOf(fi)
+		typ, _ := modelType(p, st, "")
+		return s.model(p, st, typ, false), true
+	}
+	if err := s.refuseMetaTarget(p, "%s"); err != nil {
+		if m, ok := linkModel(); ok {
+			return m, nil
+		}
+		return nil, err
+	}
+	m, err := s.modelOf(p)
+	if err != nil {
+		if m, ok := linkModel(); ok {
+			return m, nil
+		}
+		return nil, err
+	}
+	return m, nil
+}
+
 // modelFrom is the model without content, with its ETag, of the version of p that st
 // describes: after a save, the version written, which another save may have replaced since.
 func (s *Store) modelFrom(p string, st statInfo) (*jupyter.ContentsModel, error) {
@@ -226,8 +258,11 @@ func (s *Store) modelFrom(p string, st statInfo) (*jupyter.ContentsModel, error)
 // NewUntitled is POST /api/contents/<dir>: a new empty notebook ("Untitled.ipynb",
 // "Untitled1.ipynb", ...), file ("untitled<ext>", "untitled1<ext>", ...) or directory
 // ("Untitled Folder", "Untitled Folder 1", ...) in dir. Without typ, ext ".ipynb" makes a
-// notebook and anything else a file.
+// notebook and anything else a file. ext must be empty or a suffix (validExt).
 func (s *Store) NewUntitled(_ context.Context, dir, typ, ext string) (*jupyter.ContentsModel, error) {
+	if !validExt(ext) {
+		return nil, invalid("Invalid extension %q: an extension is a dot and a name, such as \".txt\", at most %d bytes", ext, maxExtLen)
+	}
 	d, err := s.check(dir, "Cannot create file or directory '%s'")
 	if err != nil {
 		return nil, err
@@ -255,6 +290,22 @@ func (s *Store) NewUntitled(_ context.Context, dir, typ, ext string) (*jupyter.C
 	return s.claimName(d, base+ext, insert, func(p string) (*jupyter.ContentsModel, error) {
 		return s.create(p, typ, true)
 	})
+}
+
+// maxExtLen bounds an extension for NewUntitled, its dot included: far above any client's
+// (".ipynb", ".jupyterlab-workspace"), and far below a name's 255 bytes.
+const maxExtLen = 64
+
+// validExt reports whether ext can end an untitled name: Jupyter appends it to "untitled"
+// unchecked, so that "/../.nbkube/x" would name a file in another directory (the store's own,
+// a hidden one). Only a suffix is taken: empty, or a dot followed by characters that separate
+// no path components (no "/", no "\" as on Windows, no NUL) and make no "..".
+func validExt(ext string) bool {
+	if ext == "" {
+		return true
+	}
+	return len(ext) <= maxExtLen && ext[0] == '.' && utf8.ValidString(ext) &&
+		!strings.ContainsAny(ext, "/\\\x00") && !strings.Contains(ext, "..")
 }
 
 // claimName creates with create the first of name's increment_filename candidates in dir that
@@ -371,7 +422,7 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 	if err := s.moveIDs(old, p); err != nil {
 		return nil, err
 	}
-	return s.modelOf(p)
+	return s.modelOfMoved(p)
 }
 
 // renameEntry renames old to p without replacing anything, both parents opened inside the

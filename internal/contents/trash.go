@@ -57,6 +57,12 @@ func noTrashEntry(id string, err error) error {
 	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such entry in the trash: " + id, Err: err}
 }
 
+// damagedTrashEntry refuses an entry whose info file does not parse: not one the listing
+// shows, so not one to restore. A kernel mounting the tree can write anything there.
+func damagedTrashEntry(id string, err error) error {
+	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: fmt.Sprintf("No such entry in the trash: %s (its info file is damaged: %v)", id, err), Err: err}
+}
+
 // moveToTrash renames p, whose entry is fi, into user's trash under a fresh id. It returns
 // errOtherDevice when p cannot be renamed there.
 func (s *Store) moveToTrash(user, p string, fi fs.FileInfo) error {
@@ -190,7 +196,7 @@ func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry,
 // trashEntry is the entry id of the trash t, or false when it has no readable info file or
 // no file (an operation in progress, or a crash's leftover).
 func (s *Store) trashEntry(t trashPaths, ffd int, id string) (jupyter.TrashEntry, bool) {
-	data, err := s.root.ReadFile(t.infoFile(id))
+	data, err := s.readStateFile(t.infoFile(id))
 	if err != nil {
 		return jupyter.TrashEntry{}, false
 	}
@@ -221,13 +227,13 @@ func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.C
 		return nil, noTrashEntry(id, nil)
 	}
 	t := trashOf(user)
-	data, err := s.root.ReadFile(t.infoFile(id))
+	data, err := s.readStateFile(t.infoFile(id))
 	if err != nil {
 		return nil, noTrashEntry(id, err)
 	}
 	ti, err := parseTrashInfo(data)
 	if err != nil {
-		return nil, fmt.Errorf("trash entry %s: %w", id, err)
+		return nil, damagedTrashEntry(id, err)
 	}
 	dest := ti.path
 	if to != "" {
@@ -249,10 +255,10 @@ func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.C
 	if err := s.moveOutOfTrash(t, id, p, dir, name); err != nil {
 		return nil, err
 	}
-	if err := s.root.Remove(t.infoFile(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fsError(p, err)
-	}
-	return s.modelOf(p)
+	// The entry is back: what follows must not report the restore as failed. An info file
+	// left behind (a kernel made it a directory) is a leftover the sweep removes.
+	_ = s.root.Remove(t.infoFile(id))
+	return s.modelOfMoved(p)
 }
 
 // moveOutOfTrash renames files/<id> of t to name in dir (the API path p) without replacing.

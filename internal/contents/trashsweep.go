@@ -98,9 +98,9 @@ func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
 // sweepTrashEntry removes the entry id if it has expired, or its info file if its entry is
 // gone (a crash between the two steps of a trash or a restore).
 func (s *Store) sweepTrashEntry(t trashPaths, id string, now time.Time) error {
-	seen, err := s.root.ReadFile(t.infoFile(id))
+	seen, err := s.readStateFile(t.infoFile(id))
 	if err != nil {
-		return nil // taken meanwhile
+		return nil // taken meanwhile, or not one of ours
 	}
 	ti, err := parseTrashInfo(seen)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Store) sweepTrashEntry(t trashPaths, id string, now time.Time) error {
 	if err != nil {
 		return nil // another replica took it
 	}
-	if got, err := s.root.ReadFile(taken); err != nil || !bytes.Equal(got, seen) {
+	if got, err := s.readStateFile(taken); err != nil || !bytes.Equal(got, seen) {
 		// The entry judged was removed and its id reused since: this info file is the new
 		// entry's, and goes back.
 		s.putTrashInfoBack(t, id, taken)

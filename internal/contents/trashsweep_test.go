@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,5 +166,39 @@ func TestTrash_SweepRemovesLeftoversOfInterruptedOperationsAfterAGrace(t *testin
 	}
 	if !exists(dir, ".nbkube/trash/alice/info/admin-notes") {
 		t.Error("the sweep removed a file it did not make")
+	}
+}
+
+// A FIFO planted as an info file (a kernel mounting the tree can) is skipped by the sweep
+// and the listing, which would otherwise wait in its open for a writer, for good.
+func TestTrash_SweepAndListingSkipAFIFOInfoFile(t *testing.T) {
+	s, dir := newTestStore(t, Options{TrashMaxAge: time.Hour})
+	writeTree(t, dir, map[string]string{".nbkube/trash/alice/files/f": "f", ".nbkube/trash/alice/info/": ""})
+	fifo := filepath.Join(dir, ".nbkube/trash/alice/info/f.trashinfo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Release what today's code would leave waiting.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		if err := s.SweepTrash(ctx); err != nil {
+			done <- err
+			return
+		}
+		_, err := s.ListTrash(ctx, "alice")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sweep or the listing waits on the FIFO")
 	}
 }

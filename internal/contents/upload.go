@@ -31,6 +31,11 @@ import (
 // files take room on the volume that no quota of the user's files sees until the last chunk.
 const uploadsDir = metaDir + "/uploads"
 
+// uploadsLock is the file whose flock makes a check of an allowance and the reservation of
+// room in it one step (see reserveAllowance). Not in uploadsDir, whose sweep removes what it
+// does not know.
+const uploadsLock = metaDir + "/uploads.lock"
+
 // uploadState is the state file of an upload in progress.
 type uploadState struct {
 	Path    string    `json:"path"`
@@ -39,7 +44,14 @@ type uploadState struct {
 	Updated time.Time `json:"updated"`
 	// User sent the last chunk: the upload counts against their allowance (see ForUploader).
 	User string `json:"user,omitempty"`
+	// Reserved is the size the upload will have once the chunk being written has landed:
+	// room taken from User's allowance before the chunk is written (see reserveAllowance).
+	Reserved int64 `json:"reserved,omitempty"`
 }
+
+// held is the room of its user's allowance the upload holds: its size, or more while a chunk
+// is being written.
+func (st uploadState) held() int64 { return max(st.Size, st.Reserved) }
 
 func uploadKey(p string) string {
 	sum := sha256.Sum256([]byte(p))
@@ -92,18 +104,24 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 			return nil, invalid("Chunk %d of %s is out of order: expected chunk %d", chunk, p, st.Chunk+1)
 		}
 	}
-	if st.Size+int64(len(data)) > s.opts.MaxUploadSize {
+	size := st.Size + int64(len(data))
+	if size > s.opts.MaxUploadSize {
 		s.dropUpload(key)
 		return nil, domainerr.New(domainerr.ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, s.opts.MaxUploadSize)
 	}
-	if err := s.checkAllowance(p, key, st.Size+int64(len(data)), now); err != nil {
+	if err := s.reserveAllowance(p, key, st, size, now); err != nil {
 		s.dropUpload(key)
 		return nil, err
 	}
 	if err := s.appendPart(key, st.Size, chunk == 1, data); err != nil {
+		if s.allowance > 0 {
+			// Best effort: the room reserved goes back; otherwise it is held until the next
+			// chunk or the upload is abandoned.
+			_ = s.writeUploadState(key, st)
+		}
 		return nil, fsError(p, err)
 	}
-	st.Chunk, st.Size, st.Updated, st.User = chunk, st.Size+int64(len(data)), now, s.uploader
+	st.Chunk, st.Size, st.Updated, st.User = chunk, size, now, s.uploader
 	if chunk == -1 {
 		if err := s.publishUpload(p, key); err != nil {
 			return nil, err
@@ -111,20 +129,24 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 		s.dropUpload(key)
 		return s.modelOf(p)
 	}
-	state, err := json.Marshal(st)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.writeFile(uploadsDir+"/"+key+".json", false, writeBytes(state)); err != nil {
+	if err := s.writeUploadState(key, st); err != nil {
 		return nil, err
 	}
 	return s.partModel(p, key)
 }
 
+func (s *Store) writeUploadState(key string, st uploadState) error {
+	state, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return s.writeFile(uploadsDir+"/"+key+".json", false, writeBytes(state))
+}
+
 // uploadState reads the state of the upload to p, which must be in progress and not stale.
 func (s *Store) uploadState(key, p string, now time.Time) (uploadState, error) {
 	var st uploadState
-	data, err := s.root.ReadFile(uploadsDir + "/" + key + ".json")
+	data, err := s.readStateFile(uploadsDir + "/" + key + ".json")
 	if err == nil {
 		err = json.Unmarshal(data, &st)
 	}
@@ -246,10 +268,11 @@ func (s *Store) removeUpload(key string) error {
 // and a chunk is refused (domainerr.ErrTooLarge, the upload dropped) when the uploads of user
 // in progress in this root, stale ones left out, would hold more than allowance bytes with it.
 // An allowance of 0 or less sets no limit beyond MaxUploadSize. Users uploading into the
-// same root (homes off) each have their own allowance. Replicas, and concurrent chunks in
-// one, check without a lock, so concurrent chunks of a user may together exceed it by their
-// sizes. The API server's openContents will give each request such a view of its user's root
-// (the volume's, or their home's), with the allowance their policy sets.
+// same root (homes off) each have their own allowance. A chunk reserves its room before it
+// is written, checking and reserving under a lock of the root that replicas share, so that
+// concurrent chunks, through one replica or several, never hold more together. The API
+// server gives each chunk such a view of its user's root (the volume's, or their home's),
+// with the allowance their policy sets.
 //
 // The view shares everything with s, its root included: close s (or the Sub view it came
 // from), not the view, whose Close does nothing.
@@ -259,21 +282,31 @@ func (s *Store) ForUploader(user string, allowance int64) *Store {
 	return &v
 }
 
-// checkAllowance refuses the upload to p, named key, if with size bytes it would take the
-// uploader's uploads in progress over their allowance.
-func (s *Store) checkAllowance(p, key string, size int64, now time.Time) error {
+// reserveAllowance reserves size bytes of the uploader's allowance for the upload to p, named
+// key, whose state is st, before its chunk is written; it refuses the upload if with them
+// the uploader's uploads in progress would hold more than their allowance. The check and the
+// reservation (the upload's state recording size) are one step under uploadsLock, as a
+// kernel's quota reservation is one write to the ledger: checked apart, chunks arriving at
+// once each found the others' room free and together held half as much again.
+func (s *Store) reserveAllowance(p, key string, st uploadState, size int64, now time.Time) error {
 	if s.allowance <= 0 {
 		return nil
 	}
-	held, err := s.uploadsHeld(key, now)
-	if err != nil {
-		return err
+	if err := s.root.MkdirAll(uploadsDir, 0o700); err != nil {
+		return fsError(p, err)
 	}
-	if held+size > s.allowance {
-		return domainerr.New(domainerr.ErrTooLarge, "Upload of %s refused: your uploads in progress would hold %d bytes, over your upload allowance of %d bytes",
-			p, held+size, s.allowance)
-	}
-	return nil
+	return s.withLock(uploadsLock, true, func() error {
+		held, err := s.uploadsHeld(key, now)
+		if err != nil {
+			return err
+		}
+		if held+size > s.allowance {
+			return domainerr.New(domainerr.ErrTooLarge, "Upload of %s refused: your uploads in progress would hold %d bytes, over your upload allowance of %d bytes",
+				p, held+size, s.allowance)
+		}
+		st.Reserved, st.Updated, st.User = size, now, s.uploader
+		return s.writeUploadState(key, st)
+	})
 }
 
 // uploadsHeld is the bytes the uploader's uploads in progress in this root hold, but for the
@@ -299,7 +332,7 @@ func (s *Store) uploadsHeld(except string, now time.Time) (int64, error) {
 		}
 		st, ok := s.readUploadState(key)
 		if ok && st.User == s.uploader && now.Sub(st.Updated) <= s.opts.UploadTTL {
-			held += st.Size
+			held += st.held()
 		}
 	}
 	return held, nil
@@ -309,7 +342,7 @@ func (s *Store) uploadsHeld(except string, now time.Time) (int64, error) {
 // one of ours.
 func (s *Store) readUploadState(key string) (uploadState, bool) {
 	var st uploadState
-	data, err := s.root.ReadFile(uploadsDir + "/" + key + ".json")
+	data, err := s.readStateFile(uploadsDir + "/" + key + ".json")
 	return st, err == nil && json.Unmarshal(data, &st) == nil
 }
 

@@ -2,9 +2,14 @@ package contents
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -160,5 +165,78 @@ func TestSweepUploads_RemovesIdleUploadsAndKeepsFreshOnes(t *testing.T) {
 	mustChunk(t, s, "fresh", -1, "f")
 	if got := readFile(t, dir, "fresh"); got != "ff" {
 		t.Errorf("fresh = %q", got)
+	}
+}
+
+// TestUploadAllowance_ConcurrentChunksThroughTwoReplicasNeverExceedIt: twelve first chunks
+// of 300 KiB at once, through two replicas of the store, against an allowance of 1 MiB:
+// at most three are taken, and what the uploads hold on disk stays within it. Each chunk's
+// check and reservation are one step, as a kernel's quota reservation is.
+func TestUploadAllowance_ConcurrentChunksThroughTwoReplicasNeverExceedIt(t *testing.T) {
+	const allowance, size = 1 << 20, 300 << 10
+	// One clock for both, at the real time, as replicas' clocks are: each new upload sweeps,
+	// and a replica whose clock ran ahead would take the other's uploads for abandoned.
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	s, dir := newTestStore(t, Options{Clock: clk})
+	replicas := []*Store{s.ForUploader("ann", allowance), newTestStoreAt(t, dir, Options{Clock: clk}).ForUploader("ann", allowance)}
+	data := string(make([]byte, size))
+	var wg sync.WaitGroup
+	errs := make([]error, 12)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = chunk(t, replicas[i%2], fmt.Sprintf("f%d.bin", i), 1, data)
+		})
+	}
+	wg.Wait()
+	taken := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			taken++
+		case !errors.Is(err, domainerr.ErrTooLarge):
+			t.Errorf("a chunk failed otherwise: %v", err)
+		}
+	}
+	var held int64
+	entries, _ := os.ReadDir(filepath.Join(dir, uploadsDir))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".part") {
+			held += fi.Size()
+		}
+	}
+	if taken > allowance/size || held > allowance {
+		t.Errorf("%d chunks taken, %d bytes held, against an allowance of %d bytes", taken, held, allowance)
+	}
+	if taken == 0 {
+		t.Error("no chunk was taken")
+	}
+}
+
+// A FIFO a kernel planted among the uploads' state files does not stop uploads: the
+// allowance's check reads every state file, and a FIFO's open waits for a writer.
+func TestUploadAllowance_AFIFOAmongTheStatesIsSkipped(t *testing.T) {
+	s, dir := newTestStore(t, Options{})
+	writeTree(t, dir, map[string]string{uploadsDir + "/": ""})
+	fifo := filepath.Join(dir, uploadsDir, "planted.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	done := make(chan error, 1)
+	go func() {
+		_, err := chunk(t, s.ForUploader("ann", 10), "a.bin", 1, "aaa")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upload waits on the FIFO")
 	}
 }
