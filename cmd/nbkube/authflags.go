@@ -109,6 +109,11 @@ func parseAuthKinds(s string) ([]string, error) {
 
 func (f *authFlags) has(kind string) bool { return slices.Contains(f.kinds, kind) }
 
+// multiUser tells whether a provider may know users besides the token's.
+func (f *authFlags) multiUser() bool {
+	return slices.ContainsFunc(f.kinds, func(k string) bool { return k != identity.KindToken })
+}
+
 // kubeAuth is the cluster the kubernetes provider asks: its API server reviews tokens, and
 // rights are asked for in namespace.
 type kubeAuth struct {

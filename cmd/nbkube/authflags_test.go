@@ -190,3 +190,24 @@ func TestAPIFlags_TrustedProxiesAreAddressesOrCIDRs(t *testing.T) {
 		}
 	}
 }
+
+func TestAuthFlag_MultiUserIsAnyProviderButTheToken(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		multi bool
+	}{
+		{nil, false},
+		{[]string{"--auth=token"}, false},
+		{[]string{"--auth=users,token", "--users-file=x"}, true},
+		{[]string{"--auth=kubernetes,token"}, true},
+		{[]string{"--auth=oidc"}, true},
+	} {
+		f, err := parseAuth(t, tc.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.auth.multiUser(); got != tc.multi {
+			t.Errorf("%v: multiUser %v, want %v", tc.args, got, tc.multi)
+		}
+	}
+}

@@ -143,3 +143,29 @@ type startMessage struct {
 	PID   int    `json:"pid,omitempty"`
 	Error string `json:"error,omitempty"`
 }
+
+// Check makes a sandbox that runs /bin/true and tells why it could not, if it could not: a
+// kernel without unprivileged user namespaces, a seccomp or AppArmor policy that forbids them,
+// or a system without /bin/true. scratch is an empty directory it may use.
+func Check(scratch string) error {
+	c, err := NewCommand(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch})
+	if err != nil {
+		return err
+	}
+	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if err := c.Cmd.Start(); err != nil {
+		c.Close()
+		return fmt.Errorf("making the namespaces: %w", err)
+	}
+	control, err := c.Started()
+	if err != nil {
+		_ = c.Cmd.Process.Kill()
+		_ = c.Cmd.Wait()
+		return err
+	}
+	defer func() { _ = control.Close() }()
+	if err := c.Cmd.Wait(); err != nil {
+		return fmt.Errorf("a command in the sandbox: %w", err)
+	}
+	return nil
+}

@@ -308,3 +308,14 @@ func TestSandbox_WorksForAnOrdinaryUser(t *testing.T) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
+
+func TestCheck_SaysWhyNoSandboxCanBeMade(t *testing.T) {
+	if err := Check(t.TempDir()); err != nil {
+		t.Fatalf("this machine makes sandboxes (the other tests do), Check says: %v", err)
+	}
+	notADir := filepath.Join(t.TempDir(), "file")
+	mustWrite(t, notADir, "")
+	if err := Check(notADir); err == nil || !strings.Contains(err.Error(), "root") {
+		t.Fatalf("Check on a root that is a file: %v, want the root's mount named", err)
+	}
+}
