@@ -11,3 +11,16 @@ func CacheKeys(c *Cache) []string {
 
 // ThrottleKeys is how many keys a throttle remembers.
 func ThrottleKeys(t *Throttle) int { return len(t.entries.Keys()) }
+
+// HoldTokenVerifications takes every token verification slot of p, as a flood of made-up
+// tokens would, until release.
+func HoldTokenVerifications(p *UsersFile) (release func()) {
+	for range cap(p.tokenSlots) {
+		p.tokenSlots <- struct{}{}
+	}
+	return func() {
+		for range cap(p.tokenSlots) {
+			<-p.tokenSlots
+		}
+	}
+}
