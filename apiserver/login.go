@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	_ "embed"
@@ -8,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -165,30 +167,20 @@ func (s *Server) postLogin(c *gin.Context) {
 		s.renderLogin(c, http.StatusUnauthorized, next, "", "Invalid credentials")
 		return
 	}
-	ctx := c.Request.Context()
-	var (
-		u   *User
-		p   proof
-		err error
-	)
-	if name == "" {
-		u, err = s.auth.users.AuthenticateToken(ctx, password)
-		if u != nil {
-			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: password}
-		}
-	} else {
-		select {
-		case s.auth.passwords <- struct{}{}:
-		case <-ctx.Done():
+	keys := s.loginKeys(c.Request, name)
+	if wait := s.auth.beginLogin(keys); wait > 0 {
+		seconds := retryAfterSeconds(wait)
+		c.Header("Retry-After", strconv.Itoa(seconds))
+		s.renderLogin(c, http.StatusTooManyRequests, next, "", loginWaitMessage(seconds))
+		return
+	}
+	u, p, err := s.checkLogin(c.Request.Context(), name, password)
+	// Counted before the answer is written: the client's next attempt must find it.
+	s.auth.endLogin(keys, err == nil && u == nil, err == nil && u != nil)
+	if err != nil {
+		if c.Request.Context().Err() != nil {
 			return
 		}
-		u, err = s.auth.users.Chain().AuthenticatePassword(ctx, name, password)
-		<-s.auth.passwords
-		if u != nil {
-			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential}
-		}
-	}
-	if err != nil {
 		s.opts.Log.Error(err, "Cannot check a login")
 		s.abortErr(c, errIdentityUnavailable)
 		return
@@ -202,6 +194,29 @@ func (s *Server) postLogin(c *gin.Context) {
 		return
 	}
 	c.Redirect(http.StatusFound, next)
+}
+
+// checkLogin is the user of a name and password, or of a token alone (no name), and the proof
+// of the login it makes; nil when they are not good.
+func (s *Server) checkLogin(ctx context.Context, name, password string) (*User, proof, error) {
+	if name == "" {
+		u, err := s.auth.users.AuthenticateToken(ctx, password)
+		if u == nil || err != nil {
+			return nil, proof{}, err
+		}
+		return u, proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: password}, nil
+	}
+	select {
+	case s.auth.passwords <- struct{}{}:
+	case <-ctx.Done():
+		return nil, proof{}, ctx.Err()
+	}
+	u, err := s.auth.users.Chain().AuthenticatePassword(ctx, name, password)
+	<-s.auth.passwords
+	if u == nil || err != nil {
+		return nil, proof{}, err
+	}
+	return u, proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential}, nil
 }
 
 // xsrfFormOK checks the XSRF token of a form against the browser's XSRF cookie.
