@@ -60,6 +60,9 @@ type authenticator struct {
 	clock clock.PassiveClock
 	// passwords bounds the password checks running at once: each is a deliberately slow hash.
 	passwords chan struct{}
+	// loginNames and loginAddresses slow down the guessing of passwords at the login form
+	// (loginthrottle.go).
+	loginNames, loginAddresses *identity.Throttle
 	// proxies tell which requests came over HTTPS, for Secure cookies.
 	proxies trustedProxies
 }
@@ -92,13 +95,17 @@ func newAuthenticator(users *identity.Cache, secret []byte, basePath string, clk
 		return nil, errors.New("apiserver: the cookie secret needs at least 32 bytes")
 	}
 	hash, block := cookieKeys(secret)
+	names, addresses := loginNameThrottle, loginAddressThrottle
+	names.Clock, addresses.Clock = clk, clk
 	return &authenticator{
-		users:     users,
-		cookies:   securecookie.New(hash, block).MaxAge(loginMaxAge),
-		flows:     securecookie.New(hash, block).MaxAge(int(loginFlowMaxAge / time.Second)),
-		path:      basePath,
-		clock:     clk,
-		passwords: make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		users:          users,
+		cookies:        securecookie.New(hash, block).MaxAge(loginMaxAge),
+		flows:          securecookie.New(hash, block).MaxAge(int(loginFlowMaxAge / time.Second)),
+		path:           basePath,
+		clock:          clk,
+		passwords:      make(chan struct{}, max(1, runtime.GOMAXPROCS(0))),
+		loginNames:     identity.NewThrottle(names),
+		loginAddresses: identity.NewThrottle(addresses),
 	}, nil
 }
 

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	_ "embed"
@@ -8,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -153,8 +155,14 @@ func (s *Server) renderLogin(c *gin.Context, status int, next, message, failure 
 }
 
 // postLogin is POST /login, the login form: a user name and password for the providers that
-// check passwords, or a token alone, as Jupyter's login form takes one.
+// check passwords, or a token alone, as Jupyter's login form takes one. Only this server's
+// own login page may post it: a form elsewhere would log the browser in as whoever that
+// site chose, and what the victim then does lands in the attacker's account.
 func (s *Server) postLogin(c *gin.Context) {
+	if !s.fromOwnPages(c.Request) {
+		s.abortErr(c, forbidden("Blocking a login from another site"))
+		return
+	}
 	if !xsrfFormOK(c.Request) {
 		s.abortErr(c, forbidden("'_xsrf' argument missing from POST"))
 		return
@@ -165,30 +173,20 @@ func (s *Server) postLogin(c *gin.Context) {
 		s.renderLogin(c, http.StatusUnauthorized, next, "", "Invalid credentials")
 		return
 	}
-	ctx := c.Request.Context()
-	var (
-		u   *User
-		p   proof
-		err error
-	)
-	if name == "" {
-		u, err = s.auth.users.AuthenticateToken(ctx, password)
-		if u != nil {
-			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: password}
-		}
-	} else {
-		select {
-		case s.auth.passwords <- struct{}{}:
-		case <-ctx.Done():
+	keys := s.loginKeys(c.Request, name)
+	if wait := s.auth.beginLogin(keys); wait > 0 {
+		seconds := retryAfterSeconds(wait)
+		c.Header("Retry-After", strconv.Itoa(seconds))
+		s.renderLogin(c, http.StatusTooManyRequests, next, "", loginWaitMessage(seconds))
+		return
+	}
+	u, p, err := s.checkLogin(c.Request.Context(), name, password)
+	// Counted before the answer is written: the client's next attempt must find it.
+	s.auth.endLogin(keys, err == nil && u == nil, err == nil && u != nil)
+	if err != nil {
+		if c.Request.Context().Err() != nil {
 			return
 		}
-		u, err = s.auth.users.Chain().AuthenticatePassword(ctx, name, password)
-		<-s.auth.passwords
-		if u != nil {
-			p = proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential}
-		}
-	}
-	if err != nil {
 		s.opts.Log.Error(err, "Cannot check a login")
 		s.abortErr(c, errIdentityUnavailable)
 		return
@@ -204,6 +202,68 @@ func (s *Server) postLogin(c *gin.Context) {
 	c.Redirect(http.StatusFound, next)
 }
 
+// checkLogin is the user of a name and password, or of a token alone (no name), and the proof
+// of the login it makes; nil when they are not good.
+func (s *Server) checkLogin(ctx context.Context, name, password string) (*User, proof, error) {
+	if name == "" {
+		u, err := s.auth.users.AuthenticateToken(ctx, password)
+		if u == nil || err != nil {
+			return nil, proof{}, err
+		}
+		return u, proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: password}, nil
+	}
+	select {
+	case s.auth.passwords <- struct{}{}:
+	case <-ctx.Done():
+		return nil, proof{}, ctx.Err()
+	}
+	u, err := s.auth.users.Chain().AuthenticatePassword(ctx, name, password)
+	<-s.auth.passwords
+	if u == nil || err != nil {
+		return nil, proof{}, err
+	}
+	return u, proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential}, nil
+}
+
+// fromOwnPages reports whether a browser sent the request from this server's own pages, or
+// from none (an address typed in, a bookmark; or not a browser at all). Current browsers say
+// so in Sec-Fetch-Site; older ones send Origin with a POST, and a Referer that the pages'
+// Referrer-Policy keeps for this origin. "same-site" is refused too: a sibling subdomain is
+// another party. A request with none of the three is not from another site's page in any
+// browser that sends Sec-Fetch-Site.
+func (s *Server) fromOwnPages(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return s.isOwnOrigin(r, origin)
+	}
+	if ref := r.Header.Get("Referer"); ref != "" {
+		return s.isOwnOrigin(r, ref)
+	}
+	return true
+}
+
+// isOwnOrigin reports whether an Origin or Referer names this server: the host the request
+// came to, or the public URL's. "null" (an opaque origin: a sandboxed frame, a data: page)
+// names no server.
+func (s *Server) isOwnOrigin(r *http.Request, address string) bool {
+	u, err := url.Parse(address)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	if s.opts.PublicURL == "" {
+		return false
+	}
+	pub, err := url.Parse(s.opts.PublicURL)
+	return err == nil && strings.EqualFold(u.Host, pub.Host)
+}
+
 // xsrfFormOK checks the XSRF token of a form against the browser's XSRF cookie.
 func xsrfFormOK(r *http.Request) bool {
 	c, err := r.Cookie(xsrfCookie)
@@ -217,8 +277,14 @@ func xsrfFormOK(r *http.Request) bool {
 	return sent != "" && subtle.ConstantTimeCompare([]byte(sent), []byte(c.Value)) == 1
 }
 
-// getLogout is GET /logout: it ends the browser's login and shows the login page.
+// getLogout is GET /logout: it ends the browser's login and shows the login page. It stays a
+// GET, as Notebook 6's pages link to it, but only a link of this server's pages (or the
+// address typed in) may follow it: a link or an image elsewhere must not log the user out.
 func (s *Server) getLogout(c *gin.Context) {
+	if !s.fromOwnPages(c.Request) {
+		s.abortErr(c, forbidden("Blocking a logout from another site"))
+		return
+	}
 	s.auth.logout(c)
 	s.renderLogin(c, http.StatusOK, s.opts.BaseURL, "You have logged out.", "")
 }

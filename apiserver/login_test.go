@@ -359,3 +359,71 @@ func TestLogin_CookiesAreSecureBehindATrustedTLSProxy(t *testing.T) {
 		t.Errorf("an untrusted proxy's X-Forwarded-Proto: Secure %v, want neither", got)
 	}
 }
+
+// Login CSRF and cross-site logout: a page of another site must not log the browser in as
+// someone of its choosing, nor out. What browsers send from this server's own pages (and
+// what a client that is no browser sends: none of it) still works.
+func TestLogin_OnlyThisServersOwnPagesLogInOrOut(t *testing.T) {
+	s := newServer(t, func(o *apiserver.Options) { o.PublicURL = "https://nb.example.com" })
+	browser(t, s)
+	xsrf := loginForm(t, s)
+	form := url.Values{"password": {testToken}, "_xsrf": {xsrf}}.Encode()
+	login := func(headers ...string) response {
+		t.Helper()
+		return s.do("POST", "/login", form, append([]string{"Authorization", "", "Content-Type", "application/x-www-form-urlencoded"}, headers...)...)
+	}
+	for _, foreign := range [][]string{
+		{"Origin", "https://evil.example"},
+		{"Origin", "null"},
+		{"Origin", "http://" + strings.TrimPrefix(s.url, "http://") + ".evil.example"},
+		{"Referer", "https://evil.example/login"},
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Sec-Fetch-Site", "same-site", "Origin", "https://other.example.com"},
+	} {
+		r := login(foreign...)
+		expect(t, r, http.StatusForbidden)
+		if len(r.header.Values("Set-Cookie")) != 0 {
+			t.Errorf("a login posted with %v sets cookies: %v", foreign, r.header.Values("Set-Cookie"))
+		}
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+
+	for _, own := range [][]string{
+		{"Origin", s.url, "Sec-Fetch-Site", "same-origin"},
+		{"Origin", s.url},
+		{"Referer", s.url + "/login?next=%2F"},
+		{"Origin", "https://nb.example.com"},
+		nil,
+	} {
+		if r := login(own...); r.status != http.StatusFound {
+			t.Errorf("a login posted with %v: %d, want 302; %s", own, r.status, r.body)
+		}
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusOK)
+
+	// Logout: a link, an image or a fetch of another site leaves the login alone.
+	for _, foreign := range [][]string{
+		{"Sec-Fetch-Site", "cross-site"},
+		{"Sec-Fetch-Site", "same-site"},
+		{"Referer", "https://evil.example/page"},
+		{"Origin", "https://evil.example"},
+	} {
+		r := s.do("GET", "/logout", nil, append([]string{"Authorization", ""}, foreign...)...)
+		expect(t, r, http.StatusForbidden)
+		expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusOK)
+	}
+	// The pages' own "Log out" link, as Chromium follows it.
+	r := s.do("GET", "/logout", nil, "Authorization", "", "Sec-Fetch-Site", "same-origin", "Referer", s.url+"/tree")
+	if r.status != http.StatusOK || !strings.Contains(string(r.body), "logged out") {
+		t.Fatalf("logout from the dashboard: %d %s", r.status, r.body)
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+	// An address typed in.
+	if r := login(); r.status != http.StatusFound {
+		t.Fatalf("login: %d", r.status)
+	}
+	if r := s.do("GET", "/logout", nil, "Authorization", "", "Sec-Fetch-Site", "none"); r.status != http.StatusOK {
+		t.Errorf("logout typed in: %d %s", r.status, r.body)
+	}
+	expect(t, s.do("GET", "/api/me", nil, "Authorization", ""), http.StatusForbidden)
+}

@@ -166,10 +166,19 @@ func (c *stateCollector) kernelsByType(ctx context.Context) (map[string]int, tim
 func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // serveMetrics is GET /metrics, authenticated as every route (Jupyter Server's default,
-// authenticate_prometheus).
+// authenticate_prometheus) and for admins only: the metrics are every user's activity
+// (requests by route, contents operations, kernels by spec), where Jupyter Server's one user
+// sees only their own. The metrics port (cmd/nbkube) is authorized through the Kubernetes API
+// instead and does not come here.
 func (s *Server) serveMetrics() gin.HandlerFunc {
 	h := promhttp.HandlerFor(s.opts.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
-	return gin.WrapH(h)
+	return func(c *gin.Context) {
+		if u := userOf(c); u == nil || !u.Admin {
+			s.abortErr(c, forbidden("Only admins may read the metrics"))
+			return
+		}
+		h.ServeHTTP(c.Writer, c.Request)
+	}
 }
 
 // countContents counts the operations of the contents routes by their outcome.

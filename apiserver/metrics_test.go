@@ -19,9 +19,13 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/repository"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
+
+// asAdmin makes the test server's user, alice, an admin: only admins read /metrics.
+func asAdmin(o *apiserver.Options) { o.User = identity.User{Name: "alice", Admin: true} }
 
 // scrape reads the server's /metrics, authenticated as every route.
 func scrape(t *testing.T, s *testServer, path string) map[string]*dto.MetricFamily {
@@ -99,7 +103,7 @@ func TestMetrics_JupyterServersMetricsAfterRealRequests(t *testing.T) {
 	}
 	specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
 	kernels := &repository.Kernels{Reader: c, Writer: c, Namespace: ns, Specs: specs}
-	s := newServer(t, func(o *apiserver.Options) {
+	s := newServer(t, asAdmin, func(o *apiserver.Options) {
 		o.Clock = clk
 		o.Kernels = kernels
 		o.KernelSpecs = specs
@@ -207,8 +211,28 @@ func TestMetrics_JupyterServersMetricsAfterRealRequests(t *testing.T) {
 	})
 }
 
+// The metrics are every user's activity (requests by route, contents operations, kernels by
+// spec): a user who is not an admin does not read them, with a token or logged in.
+func TestMetrics_OnlyAdminsReadThem(t *testing.T) {
+	s := newServer(t)
+	expect(t, s.do("GET", "/api/status", nil), http.StatusOK)
+	r := s.do("GET", "/metrics", nil)
+	expect(t, r, http.StatusForbidden)
+	if strings.Contains(string(r.body), "http_request_duration_seconds") {
+		t.Errorf("the refusal shows metrics: %s", r.body)
+	}
+	browser(t, s)
+	expect(t, s.do("GET", "/api/status?token="+testToken, nil, "Authorization", ""), http.StatusOK)
+	expect(t, s.do("GET", "/metrics", nil, "Authorization", ""), http.StatusForbidden)
+
+	admin := newServer(t, asAdmin)
+	if _, err := sample(scrape(t, admin, "/metrics"), "nbkube_channels_connections"); err != nil {
+		t.Errorf("an admin's scrape: %v", err)
+	}
+}
+
 func TestMetrics_HandlerIsTheRouteWithoutTheBaseURL(t *testing.T) {
-	s := newServer(t, func(o *apiserver.Options) { o.BaseURL = "/base/" })
+	s := newServer(t, asAdmin, func(o *apiserver.Options) { o.BaseURL = "/base/" })
 	expect(t, s.do("GET", "/base/api/contents/a/b/c.txt", nil), http.StatusNotFound)
 	testenv.Eventually(t, "request counted", 10*time.Second, func() error {
 		_, err := requestCount(scrape(t, s, "/base/metrics"), "GET", "/api/contents/*path", http.StatusNotFound)
@@ -221,7 +245,7 @@ func TestMetrics_HandlerIsTheRouteWithoutTheBaseURL(t *testing.T) {
 // connection counts while it is open.
 func TestMetrics_ChannelsAreCountedWhileOpen(t *testing.T) {
 	ep := startAgent(t)
-	s := newServer(t, func(o *apiserver.Options) { o.Kernels = &oneKernel{id: "k1", ep: ep} })
+	s := newServer(t, asAdmin, func(o *apiserver.Options) { o.Kernels = &oneKernel{id: "k1", ep: ep} })
 	connections := func(want float64) func() error {
 		return func() error {
 			families := scrape(t, s, "/metrics")

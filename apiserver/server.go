@@ -59,7 +59,8 @@ type Options struct {
 	PublicURL string
 	// TrustedProxies are the addresses of TLS-terminating proxies (an Ingress controller)
 	// whose X-Forwarded-Proto is believed: a request they forward over HTTPS gets Secure
-	// cookies and https addresses. None by default, where only nbkube's own TLS counts.
+	// cookies and https addresses. None by default, where only nbkube's own TLS counts. Their
+	// X-Forwarded-For tells the login throttle which client a login comes from.
 	TrustedProxies []netip.Prefix
 	// CookieSecret signs login cookies; every replica needs the same one. At least 32 bytes.
 	CookieSecret []byte

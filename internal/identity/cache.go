@@ -28,7 +28,8 @@ type CacheOptions struct {
 	// NegativeTTL is how long "no such token" or "no such user" is reused, so that a
 	// flood of one bad token costs no provider calls; DefaultNegativeCacheTTL when zero.
 	NegativeTTL time.Duration
-	// Size bounds the entries; DefaultCacheSize when zero.
+	// Size bounds the entries of each kind, positive and negative; DefaultCacheSize when
+	// zero.
 	Size int
 	// Clock is the real clock when nil.
 	Clock clock.PassiveClock
@@ -38,11 +39,15 @@ type CacheOptions struct {
 // login was checked recently makes no provider call. Tokens are keyed by their SHA-256, never
 // kept themselves. Provider failures are not remembered: the next request asks again. Requests
 // that miss the cache for the same key at once share one provider call, so that a page's
-// burst of requests after the TTL costs one call, not one each.
+// burst of requests after the TTL costs one call, not one each. Negative answers are kept
+// apart from positive ones, each bounded on its own: a flood of made-up tokens pushes out
+// only other made-up tokens, never the users who logged in, whose next request would cost
+// a provider call (a hash) each in the middle of the flood.
 type Cache struct {
 	chain       Chain
 	ttl, negTTL time.Duration
 	entries     *cache.LRUExpireCache
+	negatives   *cache.LRUExpireCache
 	inFlight    singleflight.Group
 }
 
@@ -64,7 +69,8 @@ func NewCache(chain Chain, o CacheOptions) *Cache {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Cache{chain: chain, ttl: o.TTL, negTTL: o.NegativeTTL, entries: cache.NewLRUExpireCacheWithClock(o.Size, o.Clock)}
+	return &Cache{chain: chain, ttl: o.TTL, negTTL: o.NegativeTTL, entries: cache.NewLRUExpireCacheWithClock(o.Size, o.Clock),
+		negatives: cache.NewLRUExpireCacheWithClock(o.Size, o.Clock)}
 }
 
 // Chain is the chain the cache asks.
@@ -98,16 +104,19 @@ func (c *Cache) get(key string, ask func() (*User, error)) (*User, error) {
 	if v, ok := c.entries.Get(key); ok {
 		return copyUser(v.(cached).user), nil
 	}
+	if _, ok := c.negatives.Get(key); ok {
+		return nil, nil
+	}
 	v, err, _ := c.inFlight.Do(key, func() (any, error) {
 		u, err := ask()
 		if err != nil {
 			return nil, err
 		}
-		ttl := c.ttl
 		if u == nil {
-			ttl = c.negTTL
+			c.negatives.Add(key, struct{}{}, c.negTTL)
+		} else {
+			c.entries.Add(key, cached{copyUser(u)}, c.ttl)
 		}
-		c.entries.Add(key, cached{copyUser(u)}, ttl)
 		return u, nil
 	})
 	if err != nil {

@@ -92,8 +92,8 @@ func TestCache_IsBoundedAndNeverKeysByTheToken(t *testing.T) {
 	_, _ = c.AuthenticateToken(t.Context(), "token-a")
 	tokens = append(tokens, "token-a")
 	keys := identity.CacheKeys(c)
-	if len(keys) > 10 {
-		t.Errorf("%d entries, bound 10", len(keys))
+	if len(keys) > 20 {
+		t.Errorf("%d entries, bound 10 good and 10 bad", len(keys))
 	}
 	for _, k := range keys {
 		for _, tok := range tokens {
@@ -107,6 +107,32 @@ func TestCache_IsBoundedAndNeverKeysByTheToken(t *testing.T) {
 	_, _ = c.AuthenticateToken(t.Context(), "token-a")
 	if p.tokens != before {
 		t.Errorf("the most recent entry was evicted")
+	}
+}
+
+func TestCache_AFloodOfBadTokensDoesNotPushOutTheGoodOnes(t *testing.T) {
+	p := &counting{Provider: identity.NewToken("token-a", identity.User{Name: "alice"})}
+	c := identity.NewCache(identity.Chain{p}, identity.CacheOptions{Size: 10})
+	if u, err := c.AuthenticateToken(t.Context(), "token-a"); err != nil || u == nil {
+		t.Fatalf("token-a: %+v %v", u, err)
+	}
+	for i := range 1000 {
+		_, _ = c.AuthenticateToken(t.Context(), fmt.Sprintf("guess-%04d", i))
+	}
+	before := p.tokens
+	if u, err := c.AuthenticateToken(t.Context(), "token-a"); err != nil || u == nil {
+		t.Fatalf("token-a after the flood: %+v %v", u, err)
+	}
+	if p.tokens != before {
+		t.Errorf("after 1000 bad tokens the good one costs a provider call again")
+	}
+	// The bad ones are bounded too, and the latest are remembered.
+	if n := len(identity.CacheKeys(c)); n > 11 {
+		t.Errorf("%d entries after the flood, want the good one and at most 10 bad", n)
+	}
+	_, _ = c.AuthenticateToken(t.Context(), "guess-0999")
+	if p.tokens != before {
+		t.Errorf("the latest bad token was not remembered")
 	}
 }
 

@@ -78,9 +78,10 @@ type UsersFile struct {
 	table     atomic.Pointer[usersTable]
 	reloading sync.Mutex
 	checked   time.Time // guarded by reloading
-	// verifying bounds concurrent hash verifications: each takes tens of megabytes and
-	// milliseconds, and a flood of made-up tokens of a real user must not take the server.
-	verifying chan struct{}
+	// tokenSlots and passwordSlots bound the hash verifications running at once, each
+	// taking tens of megabytes and milliseconds: a flood of made-up tokens, which anyone can
+	// send, takes half the CPUs at most, and never the slots of the login form's passwords.
+	tokenSlots, passwordSlots chan struct{}
 }
 
 // UsersFileOptions configure a UsersFile.
@@ -102,8 +103,9 @@ func NewUsersFile(path string, o UsersFileOptions) (*UsersFile, error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
+	half := max(1, runtime.GOMAXPROCS(0)/2)
 	p := &UsersFile{path: path, every: o.CheckEvery, clock: o.Clock, log: o.Log,
-		verifying: make(chan struct{}, max(2, runtime.NumCPU()))}
+		tokenSlots: make(chan struct{}, half), passwordSlots: make(chan struct{}, half)}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("users file: %w", err)
@@ -188,15 +190,28 @@ func (e *UsersFileEntry) user() *User {
 		Admin: e.Admin, ActAs: e.ActAs, Provider: KindUsers, Credential: Fingerprint(KindUsers, e.TokenHash, e.PasswordHash)}
 }
 
-// verify checks secret against a stored hash, waiting for a verification slot.
-func (p *UsersFile) verify(ctx context.Context, hash, secret string) (bool, error) {
+// dummyHash stands in for the hash of a user the file does not have, or who has no such
+// credential: verifying it takes as long as verifying a real one, so that how long a refusal
+// takes does not tell which names are users.
+var dummyHash = sync.OnceValue(func() string {
+	h, _ := HashSecret(rand.Text())
+	return h
+})
+
+// verify checks secret against a stored hash (the dummy hash when there is none), waiting
+// for one of slots.
+func (p *UsersFile) verify(ctx context.Context, slots chan struct{}, hash, secret string) (bool, error) {
+	known := hash != ""
+	if !known {
+		hash = dummyHash()
+	}
 	select {
-	case p.verifying <- struct{}{}:
+	case slots <- struct{}{}:
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-	defer func() { <-p.verifying }()
-	return VerifySecret(hash, secret), nil
+	defer func() { <-slots }()
+	return VerifySecret(hash, secret) && known, nil
 }
 
 // AuthenticateToken answers for tokens of the form nbk_<name>_<secret>; other tokens are
@@ -207,10 +222,11 @@ func (p *UsersFile) AuthenticateToken(ctx context.Context, token string) (*User,
 		return nil, nil
 	}
 	e := p.current().users[name]
-	if e == nil || e.TokenHash == "" {
-		return nil, nil
+	var hash string
+	if e != nil {
+		hash = e.TokenHash
 	}
-	good, err := p.verify(ctx, e.TokenHash, token)
+	good, err := p.verify(ctx, p.tokenSlots, hash, token)
 	if err != nil || !good {
 		return nil, err
 	}
@@ -221,10 +237,11 @@ func (p *UsersFile) AuthenticateToken(ctx context.Context, token string) (*User,
 // an unknown user.
 func (p *UsersFile) AuthenticatePassword(ctx context.Context, name, password string) (*User, error) {
 	e := p.current().users[name]
-	if e == nil || e.PasswordHash == "" {
-		return nil, nil
+	var hash string
+	if e != nil {
+		hash = e.PasswordHash
 	}
-	good, err := p.verify(ctx, e.PasswordHash, password)
+	good, err := p.verify(ctx, p.passwordSlots, hash, password)
 	if err != nil || !good {
 		return nil, err
 	}

@@ -1,9 +1,12 @@
 package identity_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -261,5 +264,73 @@ func TestChain_PasswordsGoToTheProvidersThatCheckThem(t *testing.T) {
 	}
 	if u, err := chain.AuthenticatePassword(t.Context(), "ann", "nope"); err != nil || u != nil {
 		t.Errorf("a wrong password: %+v %v", u, err)
+	}
+}
+
+// median is the median time of f over n runs.
+func median(n int, f func()) time.Duration {
+	times := make([]time.Duration, n)
+	for i := range times {
+		start := time.Now()
+		f()
+		times[i] = time.Since(start)
+	}
+	slices.Sort(times)
+	return times[n/2]
+}
+
+func TestUsersFile_UnknownNamesTakeAsLongAsKnownOnes(t *testing.T) {
+	ann := newToken(t, "ann")
+	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t,
+		testUser{name: "ann", token: ann, password: "ann's password"}, testUser{name: "tok", token: newToken(t, "tok")})})
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// The first made-up name makes the stand-in hash.
+	_, _ = p.AuthenticatePassword(ctx, "nobody", "x")
+	for _, c := range []struct {
+		what         string
+		known, other func()
+	}{
+		{"a password of no user", func() { _, _ = p.AuthenticatePassword(ctx, "ann", "wrong") },
+			func() { _, _ = p.AuthenticatePassword(ctx, "nobody", "wrong") }},
+		{"a password of a user without one", func() { _, _ = p.AuthenticatePassword(ctx, "ann", "wrong") },
+			func() { _, _ = p.AuthenticatePassword(ctx, "tok", "wrong") }},
+		{"a token of no user", func() { _, _ = p.AuthenticateToken(ctx, "nbk_ann_WRONG") },
+			func() { _, _ = p.AuthenticateToken(ctx, "nbk_nobody_WRONG") }},
+	} {
+		known, other := median(7, c.known), median(7, c.other)
+		// A hash takes milliseconds, a map lookup microseconds: a third leaves room for the
+		// noise of a busy machine and none for a name that is refused without a hash.
+		if other*3 < known {
+			t.Errorf("%s is refused in %v, a wrong one of a user in %v: the time tells which names are users", c.what, other, known)
+		}
+	}
+	if u, err := p.AuthenticatePassword(ctx, "nobody", "x"); u != nil || err != nil {
+		t.Errorf("an unknown name: %+v %v", u, err)
+	}
+}
+
+func TestUsersFile_AFloodOfTokensLeavesLoginsTheirOwnVerifications(t *testing.T) {
+	ann := newToken(t, "ann")
+	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", token: ann, password: "pw"})})
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every token verification slot is taken, as by a flood of made-up tokens.
+	release := identity.HoldTokenVerifications(p)
+	defer release()
+	short, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	if u, err := p.AuthenticateToken(short, ann); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a token while the flood holds every slot: %+v %v, want to wait for a slot", u, err)
+	}
+	long, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if u, err := p.AuthenticatePassword(long, "ann", "pw"); err != nil || u == nil {
+		t.Errorf("a login during the flood: %+v %v", u, err)
 	}
 }

@@ -54,7 +54,7 @@ func TestVolumeFull_SavesAre507AndTheOldFileStaysIntact(t *testing.T) {
 	}
 	t.Cleanup(func() { store.Close() })
 	srv, err := apiserver.New(apiserver.Options{
-		Token: testToken, User: identity.User{Name: "alice"}, CookieSecret: bytes.Repeat([]byte("k"), 32),
+		Token: testToken, User: identity.User{Name: "alice", Admin: true}, CookieSecret: bytes.Repeat([]byte("k"), 32),
 		Contents: store, Log: logr.Discard(),
 	})
 	if err != nil {
