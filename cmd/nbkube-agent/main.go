@@ -19,9 +19,13 @@ import (
 
 	"github.com/nbkube/nbkube/agent"
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/podns"
 )
 
 func main() {
+	// The local node starts its sandboxes' init from this small binary rather than from
+	// nbkube, whose start costs a fifth of a second of CPU (see internal/podns).
+	podns.RunInitIfAsked()
 	// `nbkube-agent install DEST` is the kernel pod's init container: it puts this binary
 	// into the pod's emptyDir.
 	if len(os.Args) == 3 && os.Args[1] == agentapi.CommandInstall {

@@ -26,7 +26,6 @@ import (
 	"github.com/nbkube/nbkube/internal/jpserver"
 	"github.com/nbkube/nbkube/internal/kernelspecs"
 	"github.com/nbkube/nbkube/internal/localnode"
-	"github.com/nbkube/nbkube/internal/podns"
 	"github.com/nbkube/nbkube/internal/scheme"
 )
 
@@ -165,9 +164,6 @@ func runLocal(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := checkIsolation(*sandbox, api.auth, filepath.Join(*dataDir, "node"), progress); err != nil {
-		return err
-	}
 	node, err := localnode.New(clientset, localnode.Config{
 		NodeName:         *nodeName,
 		DataDir:          filepath.Join(*dataDir, "node"),
@@ -177,6 +173,9 @@ func runLocal(ctx context.Context, args []string) error {
 		Sandbox:          *sandbox,
 	})
 	if err != nil {
+		return err
+	}
+	if err := checkIsolation(*sandbox, api.auth, node, progress); err != nil {
 		return err
 	}
 	if err := mgr.Add(node); err != nil {
@@ -275,19 +274,14 @@ func forkServerPython(ctx context.Context, c client.Client, namespace string, on
 
 // checkIsolation refuses --sandbox on a machine that cannot make sandboxes, and warns when
 // several users share pods that are processes of this machine's user.
-func checkIsolation(sandbox bool, auth authFlags, nodeDir string, progress func(string, ...any)) error {
+func checkIsolation(sandbox bool, auth authFlags, node *localnode.Node, progress func(string, ...any)) error {
 	if !sandbox {
 		if auth.multiUser() {
 			progress("warning: without --sandbox, every user's kernels run as this machine's user and can read the other users' homes and nbkube's data (docs/local.md#sandboxes)")
 		}
 		return nil
 	}
-	scratch := filepath.Join(nodeDir, "sandbox-check")
-	if err := os.MkdirAll(scratch, 0o700); err != nil {
-		return err
-	}
-	defer os.RemoveAll(scratch)
-	if err := podns.Check(scratch); err != nil {
+	if err := node.CheckSandbox(); err != nil {
 		return fmt.Errorf("--sandbox: this machine cannot run pods in namespaces of their own (it needs unprivileged user namespaces): %w", err)
 	}
 	return nil

@@ -240,3 +240,22 @@ func (f *portForwarder) close() {
 func (w *podWorker) sandboxed() bool {
 	return w.node.cfg.Sandbox && !w.pod.Spec.HostNetwork
 }
+
+// sandboxInit is the program that runs as a sandbox's init: the nbkube-agent beside nbkube,
+// a small binary that starts in a few milliseconds, else nbkube itself.
+func (n *Node) sandboxInit() string {
+	if agent := filepath.Join(filepath.Dir(n.cfg.SelfExecutable), agentName); n.resolver.exists(agent) {
+		return agent
+	}
+	return n.cfg.SelfExecutable
+}
+
+// CheckSandbox tells why this node cannot run pods in sandboxes, if it cannot.
+func (n *Node) CheckSandbox() error {
+	scratch := filepath.Join(n.cfg.DataDir, "sandbox-check")
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	return podns.Check(scratch, n.sandboxInit())
+}

@@ -36,6 +36,8 @@ type processSpec struct {
 	cmd     hostCommand
 	env     []string
 	sandbox *podns.Spec
+	// init is the program that runs as the sandbox's init.
+	init    string
 	logPath string
 }
 
@@ -65,7 +67,7 @@ func startProcess(spec processSpec, clk clock.Clock, onExit func(*process)) (*pr
 		if err := os.MkdirAll(spec.sandbox.Root, 0o700); err != nil {
 			return nil, err
 		}
-		if sandbox, err = podns.NewCommand(*spec.sandbox); err != nil {
+		if sandbox, err = podns.NewCommand(*spec.sandbox, spec.init); err != nil {
 			return nil, err
 		}
 		cmd = sandbox.Cmd

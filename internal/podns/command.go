@@ -46,9 +46,12 @@ type Command struct {
 	control    *net.UnixConn
 }
 
-// NewCommand prepares the sandbox of spec. The init is this binary (/proc/self/exe), which
-// must call RunInitIfAsked first thing.
-func NewCommand(spec Spec) (*Command, error) {
+// NewCommand prepares the sandbox of spec. Its init is the program init, which must call
+// RunInitIfAsked first thing (import this package); empty: this very binary.
+func NewCommand(spec Spec, init string) (*Command, error) {
+	if init == "" {
+		init = "/proc/self/exe"
+	}
 	spec.withDefaults()
 	if err := spec.validate(); err != nil {
 		return nil, err
@@ -77,7 +80,7 @@ func NewCommand(spec Spec) (*Command, error) {
 		return nil, err
 	}
 	cmd := &exec.Cmd{
-		Path:       "/proc/self/exe",
+		Path:       init,
 		Args:       []string{initArg0},
 		Env:        []string{},
 		ExtraFiles: []*os.File{specRead, theirs},
@@ -146,9 +149,10 @@ type startMessage struct {
 
 // Check makes a sandbox that runs /bin/true and tells why it could not, if it could not: a
 // kernel without unprivileged user namespaces, a seccomp or AppArmor policy that forbids them,
-// or a system without /bin/true. scratch is an empty directory it may use.
-func Check(scratch string) error {
-	c, err := NewCommand(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch})
+// or a system without /bin/true. scratch is an empty directory it may use; init is as
+// NewCommand's.
+func Check(scratch, init string) error {
+	c, err := NewCommand(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, init)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func start(t *testing.T, spec Spec) *sandbox {
 	if spec.Root == "" {
 		spec.Root = t.TempDir()
 	}
-	c, err := NewCommand(spec)
+	c, err := NewCommand(spec, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
 	}
 	spec := shell("true")
 	spec.Path = "/usr/bin/no-such-program"
-	c, err := NewCommand(Spec{Path: spec.Path, Argv: spec.Argv, Root: t.TempDir()})
+	c, err := NewCommand(Spec{Path: spec.Path, Argv: spec.Argv, Root: t.TempDir()}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
 	spec = shell("true")
 	spec.Mounts = []Mount{{Source: "/nonexistent-volume", Target: "/data"}}
 	spec.Root = t.TempDir()
-	c, err = NewCommand(spec)
+	c, err = NewCommand(spec, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +310,12 @@ func TestSandbox_WorksForAnOrdinaryUser(t *testing.T) {
 }
 
 func TestCheck_SaysWhyNoSandboxCanBeMade(t *testing.T) {
-	if err := Check(t.TempDir()); err != nil {
+	if err := Check(t.TempDir(), ""); err != nil {
 		t.Fatalf("this machine makes sandboxes (the other tests do), Check says: %v", err)
 	}
 	notADir := filepath.Join(t.TempDir(), "file")
 	mustWrite(t, notADir, "")
-	if err := Check(notADir); err == nil || !strings.Contains(err.Error(), "root") {
+	if err := Check(notADir, ""); err == nil || !strings.Contains(err.Error(), "root") {
 		t.Fatalf("Check on a root that is a file: %v, want the root's mount named", err)
 	}
 }
