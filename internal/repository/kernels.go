@@ -217,7 +217,8 @@ func (k *Kernels) get(ctx context.Context, u identity.User, id string) (*nbv1.Ke
 	return ownedKernels.get(ctx, k.Reader, k.Namespace, u, id)
 }
 
-// ListKernels lists the user's kernels as the resources tell.
+// ListKernels lists the user's kernels as the resources tell (a start the controller has not
+// recorded yet as its agent tells, see asRecorded).
 func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.Kernel, error) {
 	list, err := k.list(ctx, u)
 	if err != nil {
@@ -225,7 +226,7 @@ func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.K
 	}
 	names := k.Specs.kernelNames(ctx)
 	out := make([]jupyter.Kernel, 0, len(list))
-	for _, kn := range list {
+	for _, kn := range k.asRecorded(ctx, list) {
 		out = append(out, kernelModel(kn, names.of(kn.Spec.KernelSpec)))
 	}
 	return out, nil

@@ -68,7 +68,7 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 	}
 	names := r.Kernels.Specs.kernelNames(ctx)
 	out := make([]jupyter.Session, 0, len(list))
-	for i, kn := range kernels {
+	for i, kn := range r.Kernels.asRecorded(ctx, kernels) {
 		if kn != nil {
 			out = append(out, sessionModel(list[i], kn, names.of(kn.Spec.KernelSpec)))
 		}
@@ -89,12 +89,14 @@ func (r *Sessions) kernelOf(ctx context.Context, s *nbv1.Session) (*nbv1.Kernel,
 	return kn, nil
 }
 
-// model is the session's Jupyter model; ok is false when its kernel does not exist.
+// model is the session's Jupyter model (its kernel's as ListSessions has it); ok is false
+// when its kernel does not exist.
 func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
 	kn, err := r.kernelOf(ctx, s)
 	if err != nil || kn == nil {
 		return sessionModel(s, nil, ""), false, err
 	}
+	kn = r.Kernels.asRecorded(ctx, []*nbv1.Kernel{kn})[0]
 	return sessionModel(s, kn, r.Kernels.Specs.kernelNames(ctx).of(kn.Spec.KernelSpec)), true, nil
 }
 

@@ -15,6 +15,47 @@ import (
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
+// A start's answer is what the server then lists, as in Jupyter (Notebook's test_create
+// compares them whole): the session's kernel is not "starting" in the answer and "idle" a
+// second later with another last_activity. Checked right after the start, and again once the
+// kernel controller has recorded the kernel ready, nothing having happened in between: a
+// model that moved then was not the server's state when it answered.
+func TestSessions_AStartAnswersWhatTheServerThenLists(t *testing.T) {
+	inst := startLocal(t, t.TempDir(), t.TempDir())
+	t.Cleanup(func() { inst.stop(t) })
+	api := inst.api(t)
+
+	var session map[string]any
+	api.call(t, http.MethodPost, "api/sessions", map[string]any{"path": "foo/nb1.ipynb", "type": "notebook",
+		"kernel": map[string]any{"name": "python3"}}).want(t, http.StatusCreated).decode(t, &session)
+	id, _ := session["id"].(string)
+	kernelID := modelKernelID(t, session)
+	t.Cleanup(func() { api.deleteQuietly("api/sessions/" + id) })
+	var kernel map[string]any
+	api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &kernel)
+	t.Cleanup(func() { api.deleteQuietly(fmt.Sprintf("api/kernels/%v", kernel["id"])) })
+
+	lists := func(when string) {
+		t.Helper()
+		var sessions []map[string]any
+		api.getJSON(t, "api/sessions", &sessions)
+		sameModel(t, when+", GET /api/sessions", listed(sessions, id), session)
+		var got map[string]any
+		api.getJSON(t, "api/sessions/"+id, &got)
+		sameModel(t, when+", GET /api/sessions/"+id, got, session)
+		var kernels []map[string]any
+		api.getJSON(t, "api/kernels", &kernels)
+		sameModel(t, when+", GET /api/kernels", listed(kernels, fmt.Sprint(kernel["id"])), kernel)
+		sameModel(t, when+", GET /api/kernels (the session's kernel)", listed(kernels, kernelID), session["kernel"].(map[string]any))
+	}
+	lists("right after the starts")
+	inst.readyKernel(t, kernelID)
+	inst.readyKernel(t, fmt.Sprint(kernel["id"]))
+	// The API server reads a cache: the Kernels' records reach it a moment after the API.
+	time.Sleep(time.Second)
+	lists("once the controller recorded the kernels ready")
+}
+
 // After PATCH /api/sessions/<id> gives the session another kernel, by id or by name, the
 // previous one is shut down before the answer, as Jupyter does (Notebook's
 // test_modify_kernel_id and test_modify_kernel_name list the kernels right after): the list
@@ -150,4 +191,35 @@ func modelKernelID(t *testing.T, session map[string]any) string {
 		t.Fatalf("session model without a kernel id: %v", session)
 	}
 	return id
+}
+
+// listed is the model of id in a list, nil when it is not there.
+func listed(list []map[string]any, id string) map[string]any {
+	for _, m := range list {
+		if m["id"] == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// sameModel fails unless got is want, naming the kernel's fields that differ.
+func sameModel(t *testing.T, what string, got, want map[string]any) {
+	t.Helper()
+	if reflect.DeepEqual(got, want) {
+		return
+	}
+	kernelOf := func(m map[string]any) map[string]any {
+		if k, ok := m["kernel"].(map[string]any); ok {
+			return k
+		}
+		return m
+	}
+	g, w := kernelOf(got), kernelOf(want)
+	for _, f := range []string{"execution_state", "last_activity", "connections"} {
+		if g[f] != w[f] {
+			t.Errorf("%s: kernel %s %v, the start answered %v", what, f, g[f], w[f])
+		}
+	}
+	t.Errorf("%s: %v\nthe start answered %v", what, got, want)
 }
