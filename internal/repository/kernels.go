@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -140,9 +141,37 @@ func (k *Kernels) release(ctx context.Context, owner, name string) {
 	if k.Quota == nil {
 		return
 	}
-	if err := k.Quota.Release(context.WithoutCancel(ctx), owner, nbv1.ReservationKernel, name); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	if err := k.Quota.Release(ctx, owner, nbv1.ReservationKernel, name); err != nil {
 		// The usage controller frees it once it sees the kernel gone.
 		log.FromContext(ctx).Error(err, "Releasing a kernel's room failed", "kernel", name, "owner", owner)
+		return
+	}
+	k.waitReleased(ctx, owner, name)
+}
+
+// waitReleased waits (briefly) until the ledger's reader no longer shows the room of the
+// kernel name: a start reads the ledger there, and one right after the release (the answer
+// of the request that made it) must find the room free.
+func (k *Kernels) waitReleased(ctx context.Context, owner, name string) {
+	if k.Quota.Reader == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	key := client.ObjectKey{Namespace: k.Quota.Namespace, Name: nbv1.UsageName(nbv1.Owner(owner))}
+	for {
+		u := &nbv1.UserUsage{}
+		if err := k.Quota.Reader.Get(ctx, key, u); err != nil || !slices.ContainsFunc(u.Spec.Reservations, func(r nbv1.Reservation) bool {
+			return r.Kind == nbv1.ReservationKernel && r.Name == name
+		}) {
+			return
+		}
+		select {
+		case <-time.After(5 * time.Millisecond):
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
@@ -188,7 +217,8 @@ func (k *Kernels) get(ctx context.Context, u identity.User, id string) (*nbv1.Ke
 	return ownedKernels.get(ctx, k.Reader, k.Namespace, u, id)
 }
 
-// ListKernels lists the user's kernels as the resources tell.
+// ListKernels lists the user's kernels as the resources tell (a start the controller has not
+// recorded yet as its agent tells, see asRecorded).
 func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.Kernel, error) {
 	list, err := k.list(ctx, u)
 	if err != nil {
@@ -196,7 +226,7 @@ func (k *Kernels) ListKernels(ctx context.Context, u identity.User) ([]jupyter.K
 	}
 	names := k.Specs.kernelNames(ctx)
 	out := make([]jupyter.Kernel, 0, len(list))
-	for _, kn := range list {
+	for _, kn := range k.asRecorded(ctx, list) {
 		out = append(out, kernelModel(kn, names.of(kn.Spec.KernelSpec)))
 	}
 	return out, nil
@@ -281,14 +311,33 @@ func (k *Kernels) DeleteKernel(ctx context.Context, u identity.User, id string) 
 	if err != nil {
 		return err
 	}
-	if ep, err := k.endpoint(ctx, kn); err == nil {
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := k.Agents.Shutdown(sctx, ep); err != nil {
-			log.FromContext(ctx).V(1).Info("The agent did not shut the kernel down; deleting the pod stops it", "kernel", id, "error", err.Error())
-		}
-		cancel()
+	return k.shutDown(ctx, kn)
+}
+
+// shutDown shuts the kernel down, deletes its resource and gives its room back.
+func (k *Kernels) shutDown(ctx context.Context, kn *nbv1.Kernel) error {
+	k.stopProcess(ctx, kn)
+	return k.remove(ctx, kn)
+}
+
+// stopProcess asks the kernel's agent to shut the kernel down, which it answers once the
+// process has exited; an agent that does not answer has ended, or ends with its pod.
+func (k *Kernels) stopProcess(ctx context.Context, kn *nbv1.Kernel) {
+	ep, err := k.endpoint(ctx, kn)
+	if err != nil {
+		return
 	}
-	err = k.bounded(ctx, "delete the kernel", nil, func(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := k.Agents.Shutdown(ctx, ep); err != nil {
+		log.FromContext(ctx).V(1).Info("The agent did not shut the kernel down; deleting the pod stops it", "kernel", kn.Name, "error", err.Error())
+	}
+}
+
+// remove deletes the kernel's resource, waits until the cache has it gone and gives its
+// room back.
+func (k *Kernels) remove(ctx context.Context, kn *nbv1.Kernel) error {
+	err := k.bounded(ctx, "delete the kernel", nil, func(ctx context.Context) error {
 		return client.IgnoreNotFound(k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
@@ -151,11 +152,17 @@ func withParameters(spec *nbv1.KernelSpec, start KernelStart) (map[string]string
 }
 
 // WaitReady waits until the named kernel answers kernel_info, or fails with the reason
-// the controller found (image pull, scheduling, crash, timeout).
+// the controller found (image pull, scheduling, crash, timeout). The kernel it returns has
+// the status its controller records once it sees the kernel ready (see withReport), so
+// that a start answers the model that the lists then show.
 func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.StartTimeout)
 	defer cancel()
-	agentDone := make(chan error, 1)
+	type agentAnswer struct {
+		st  agentapi.Status
+		err error
+	}
+	agentDone := make(chan agentAnswer, 1)
 	agentAsked := false
 	// A pod has its address before its agent listens: a refused ask is retried after a pause
 	// that grows, rather than at once, which would spin on the refused connections.
@@ -192,8 +199,8 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 					agentAsked = true
 					tick.Reset(failurePoll)
 					go func() {
-						_, err := k.Agents.WaitReady(ctx, ep)
-						agentDone <- err
+						st, err := k.Agents.WaitReady(ctx, ep)
+						agentDone <- agentAnswer{st, err}
 					}()
 				}
 			}
@@ -202,9 +209,9 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			}
 		}
 		select {
-		case err := <-agentDone:
-			if err == nil {
-				return kn, nil
+		case a := <-agentDone:
+			if a.err == nil {
+				return k.readyAsRecorded(ctx, kn, a.st), nil
 			}
 			// Not listening yet, or the agent ended (the kernel exited): the controller will
 			// say why.
@@ -220,6 +227,20 @@ func (k *Kernels) WaitReady(ctx context.Context, id string) (*nbv1.Kernel, error
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// readyAsRecorded is the kernel kn, whose agent just reported st and ready, with the status
+// its controller records: the cache's, once it has it (read again, as kn may be a poll's
+// old copy), else kn's with st applied.
+func (k *Kernels) readyAsRecorded(ctx context.Context, kn *nbv1.Kernel, st agentapi.Status) *nbv1.Kernel {
+	cur := &nbv1.Kernel{}
+	if err := k.Reader.Get(ctx, client.ObjectKeyFromObject(kn), cur); err == nil && cur.UID == kn.UID {
+		kn = cur
+	}
+	if meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionReady) {
+		return kn
+	}
+	return withReport(kn, st)
 }
 
 // startTimeout is the failure of a start that took longer than d.

@@ -60,35 +60,44 @@ func (r *Sessions) ListSessions(ctx context.Context, u identity.User) ([]jupyter
 	if err != nil {
 		return nil, err
 	}
-	names := r.Kernels.Specs.kernelNames(ctx)
-	out := make([]jupyter.Session, 0, len(list))
-	for _, s := range list {
-		m, ok, err := r.model(ctx, s, names)
-		if err != nil {
+	kernels := make([]*nbv1.Kernel, len(list))
+	for i, s := range list {
+		if kernels[i], err = r.kernelOf(ctx, s); err != nil {
 			return nil, err
 		}
-		if ok {
-			out = append(out, m)
+	}
+	names := r.Kernels.Specs.kernelNames(ctx)
+	out := make([]jupyter.Session, 0, len(list))
+	for i, kn := range r.Kernels.asRecorded(ctx, kernels) {
+		if kn != nil {
+			out = append(out, sessionModel(list[i], kn, names.of(kn.Spec.KernelSpec)))
 		}
 	}
 	return out, nil
 }
 
-// model is the session's Jupyter model, its kernel called by names; ok is false when its
-// kernel does not exist. Nil names are read when needed.
-func (r *Sessions) model(ctx context.Context, s *nbv1.Session, names kernelNames) (jupyter.Session, bool, error) {
+// kernelOf is the session's kernel from the cache, nil when it does not exist.
+func (r *Sessions) kernelOf(ctx context.Context, s *nbv1.Session) (*nbv1.Kernel, error) {
 	kn := &nbv1.Kernel{}
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: sessionKernel(s)}, kn)
 	switch {
 	case apierrors.IsNotFound(err):
-		return sessionModel(s, nil, ""), false, nil
+		return nil, nil
 	case err != nil:
-		return sessionModel(s, nil, ""), false, fmt.Errorf("get session kernel: %w", err)
+		return nil, fmt.Errorf("get session kernel: %w", err)
 	}
-	if names == nil {
-		names = r.Kernels.Specs.kernelNames(ctx)
+	return kn, nil
+}
+
+// model is the session's Jupyter model (its kernel's as ListSessions has it); ok is false
+// when its kernel does not exist.
+func (r *Sessions) model(ctx context.Context, s *nbv1.Session) (jupyter.Session, bool, error) {
+	kn, err := r.kernelOf(ctx, s)
+	if err != nil || kn == nil {
+		return sessionModel(s, nil, ""), false, err
 	}
-	return sessionModel(s, kn, names.of(kn.Spec.KernelSpec)), true, nil
+	kn = r.Kernels.asRecorded(ctx, []*nbv1.Kernel{kn})[0]
+	return sessionModel(s, kn, r.Kernels.Specs.kernelNames(ctx).of(kn.Spec.KernelSpec)), true, nil
 }
 
 // sessionModel is Jupyter's model of a Session and its kernel (nil while it has none), whose
@@ -129,7 +138,7 @@ func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (
 	if err != nil {
 		return jupyter.Session{}, err
 	}
-	m, ok, err := r.model(ctx, s, nil)
+	m, ok, err := r.model(ctx, s)
 	if err == nil && !ok {
 		return m, ownedSessions.missing(id)
 	}
@@ -152,7 +161,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 	}
 	for _, s := range list {
 		if s.Spec.Path == p && string(s.Spec.Owner) == u.Name {
-			if m, ok, err := r.model(ctx, s, nil); err != nil || ok {
+			if m, ok, err := r.model(ctx, s); err != nil || ok {
 				return m, false, err
 			}
 		}
@@ -303,9 +312,11 @@ func sessionPath(p string) (string, error) {
 }
 
 // UpdateSession changes a session's path, name, type or kernel (a new kernel spec starts a
-// new kernel; the old one is shut down by the controller, as Jupyter does).
+// new kernel). A changed kernel answers once the new kernel does and the previous one is shut
+// down (see letGo), as Jupyter does.
 func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string, ch SessionChange) (jupyter.Session, error) {
 	var s *nbv1.Session
+	var before *nbv1.Kernel
 	kernelChanged := false
 	// The session controller writes the same object (its status, the kernel's UID): a
 	// conflict means read again and apply the change to what is there.
@@ -358,6 +369,12 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 			}
 			kernelChanged = true
 		}
+		if kernelChanged {
+			// Read now: the controller may delete it as soon as the change is made.
+			if before, err = r.kernelOf(ctx, cur); err != nil {
+				return err
+			}
+		}
 		return r.Kernels.bounded(ctx, "change the session", nil, func(ctx context.Context) error { return r.Writer.Update(ctx, s) })
 	})
 	if apierrors.IsInvalid(err) {
@@ -370,11 +387,18 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		return jupyter.Session{}, fmt.Errorf("update session: %w", err)
 	}
 	waitFresh(ctx, r.Reader, s)
-	if kernelChanged {
-		return r.waitKernel(ctx, s)
+	if !kernelChanged {
+		m, _, err := r.model(ctx, s)
+		return m, err
 	}
-	m, _, err := r.model(ctx, s, nil)
-	return m, err
+	m, err := r.waitKernel(ctx, s)
+	if err != nil {
+		return m, err
+	}
+	if before != nil && before.Name != sessionKernel(s) {
+		r.letGo(ctx, s, before)
+	}
+	return m, nil
 }
 
 // DeleteSession deletes the session and shuts its kernel down, as Jupyter does; a kernel it
