@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -223,4 +224,23 @@ func TestNames_ABrowserLoginUnderTheTokensAdminsNameIsRefused(t *testing.T) {
 	expectClaimed(t, s.do("GET", "/api/kernels/k-admin", nil, "Authorization", "token "+tok), "admin")
 	ann := browserLogin(t, s, identity.KindJupyterHub, func(loginURL string) *url.URL { return hub.Login(t, loginURL, "ann") })
 	expect(t, s.do("GET", "/api/kernels/k-admin", nil, ann...), http.StatusNotFound)
+}
+
+// A user whose name a users file comes to have (re-read while the server runs) is refused
+// from then on: their open channels close as a revoked user's do, and the other provider's
+// users' stay open.
+func TestNames_ChannelsCloseWhenTheUsersFileComesToHaveTheName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	writeUsersFile(t, path, map[string]string{"carol": userToken(t, "carol")})
+	users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: authTTL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &changingUsers{tokens: map[string]string{"ann": "ann-token", "ben": "ben-token"}}
+	s := kernelServer(t, nil, users, p)
+	ann, ben := dialK1(t, s, "ann", "Authorization", "token ann-token"), dialK1(t, s, "ben", "Authorization", "token ben-token")
+	checkRevocationClosesOnlyTheirs(t, ann, ben, func() {
+		writeUsersFile(t, path, map[string]string{"carol": userToken(t, "carol"), "ann": userToken(t, "ann")})
+	})
+	expectClaimed(t, s.do("GET", "/api/kernels", nil, "Authorization", "token ann-token"), "ann")
 }
