@@ -32,9 +32,16 @@ func (s *Server) logClaimed(c *gin.Context, claimed *identity.ClaimedNameError) 
 }
 
 func claimedRefusal(claimed *identity.ClaimedNameError) error {
+	whose := "a " + claimed.ClaimedBy + " user's"
+	switch claimed.ClaimedBy {
+	case identity.KindToken:
+		whose = "the token's user's"
+	case identity.KindUsers:
+		whose = "a users file user's"
+	}
 	return &domainerr.Error{Kind: domainerr.ErrForbidden, Reason: claimedReason,
-		Message: "Forbidden: the name " + quote(claimed.Name) + " that " + claimed.Provider + " vouches for is a " + claimed.ClaimedBy +
-			" user's; the administrators can give " + claimed.Provider + "'s users a username prefix"}
+		Message: "Forbidden: the name " + quote(claimed.Name) + " that " + claimed.Provider + " vouches for is " + whose +
+			"; the administrators can give " + claimed.Provider + "'s users a username prefix"}
 }
 
 // isClaimed reports whether err refuses a user for a name another provider's user has.
