@@ -442,6 +442,14 @@ func TestChart_UsersProviderGetsItsFileAsTheServerReadsIt(t *testing.T) {
 	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.type={users}"); err == nil || !strings.Contains(err.Error(), "auth.users") {
 		t.Errorf("users without a file: %v", err)
 	}
+	// A users file user named as the token's admin would own the admin's resources; the API
+	// server would not start, and the chart says so first. Without the token, admin is anyone's.
+	adminUser := []string{"auth.users.list[0].name=admin", "auth.users.list[0].token_hash=" + strings.ReplaceAll(hash, ",", `\,`)}
+	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.type={users,token}",
+		"--set", adminUser[0], "--set", adminUser[1]); err == nil || !strings.Contains(err.Error(), "names admin, the token's user") {
+		t.Errorf("a users file admin beside the token: %v", err)
+	}
+	render(t, "nb", append([]string{"auth.type={users}"}, adminUser...)...)
 	// The default stays the token alone, with no users volume.
 	pod = apiServerPod(t, render(t, "nb"))
 	if !slices.Contains(pod.Containers[0].Args, "--auth=token") {
