@@ -268,8 +268,7 @@ func sameOrigin(r *http.Request) bool {
 func (s *Server) authenticate(c *gin.Context) {
 	u, p, byToken, inURL, err := s.auth.identify(c.Request)
 	if err != nil {
-		s.opts.Log.Error(err, "Cannot authenticate a request", "path", c.Request.URL.Path)
-		s.abortErr(c, errIdentityUnavailable)
+		s.abortErr(c, s.identityError(c, err))
 		return
 	}
 	if u == nil {
@@ -314,7 +313,7 @@ func userOf(c *gin.Context) *User {
 
 // watchRevocation closes the returned channel when the login p proved is no longer good: it
 // expired, the provider no longer accepts its token or knows the user, or their credentials
-// changed. It checks every half TTL of the
+// changed, or another provider's user has their name now. It checks every half TTL of the
 // identity cache, so that revocation ends a connection within one and a half TTLs; the
 // cache makes the many connections of one user cost one provider call per TTL. A provider
 // that cannot answer leaves the connection open: an outage is no revocation. It stops when
@@ -331,7 +330,7 @@ func (a *authenticator) watchRevocation(ctx context.Context, p proof, log func(e
 			case <-t.C:
 			}
 			now, err := a.current(ctx, &p)
-			if err != nil {
+			if err != nil && !isClaimed(err) {
 				log(err)
 				continue
 			}

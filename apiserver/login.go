@@ -187,6 +187,10 @@ func (s *Server) postLogin(c *gin.Context) {
 		if c.Request.Context().Err() != nil {
 			return
 		}
+		if isClaimed(err) {
+			s.renderLogin(c, http.StatusForbidden, next, "", s.identityError(c, err).Error())
+			return
+		}
 		s.opts.Log.Error(err, "Cannot check a login")
 		s.abortErr(c, errIdentityUnavailable)
 		return
@@ -344,6 +348,13 @@ func (s *Server) finishBrowserLogin(c *gin.Context) {
 	if err != nil {
 		s.opts.Log.V(1).Info("A browser login failed", "provider", flow.Provider, "error", err.Error())
 		s.abortErr(c, forbidden("The identity provider did not confirm the login"))
+		return
+	}
+	// The login's user must not have a name another provider's user has, as every request
+	// of the login will check again.
+	l.User.Provider = bp.Kind()
+	if err := s.auth.users.Chain().CheckClaims(l.User); err != nil {
+		s.abortErr(c, s.identityError(c, err))
 		return
 	}
 	p := proof{Name: l.User.Name, Provider: bp.Kind(), Credential: l.User.Credential, Token: l.Token}

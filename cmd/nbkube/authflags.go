@@ -28,6 +28,16 @@ type authFlags struct {
 	// hubAuthorizeURL and hubClientID make nbkube the Hub's OAuth client for browser logins.
 	hubAuthorizeURL, hubClientID string
 	oidc                         oidcFlags
+	// prefixes go before the names of the users of the providers whose names others choose
+	// (kubernetes, jupyterhub, oidc), by kind: docs/users.md, "Names across providers".
+	prefixes map[string]*string
+}
+
+// prefixFlags name the username prefix flag of each provider that can have one.
+var prefixFlags = map[string]string{
+	identity.KindKubernetes: "kubernetes-username-prefix",
+	identity.KindJupyterHub: "hub-username-prefix",
+	identity.KindOIDC:       "oidc-username-prefix",
 }
 
 // oidcFlags configure the oidc provider; its client secret is never a flag, so that it shows
@@ -85,6 +95,11 @@ func (f *authFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.displayNameClaim, "oidc-display-name-claim", identity.DefaultDisplayNameClaim, "the claim of the user's display name")
 	fs.Var(&o.adminGroups, "oidc-admin-groups", "comma-separated groups whose members are admins")
 	fs.Var(&o.actAsGroups, "oidc-act-as-groups", "comma-separated groups whose members may act for other users (gateways)")
+	f.prefixes = map[string]*string{}
+	for kind, name := range prefixFlags {
+		f.prefixes[kind] = fs.String(name, "", "a prefix before the names of --auth="+kind+"'s users, e.g. "+kind+": (letters, digits and .-_@+:); "+
+			"without it, a "+kind+" user whose name is the token's user's or a users file user's is refused")
+	}
 }
 
 func parseAuthKinds(s string) ([]string, error) {
@@ -122,53 +137,87 @@ type kubeAuth struct {
 }
 
 // providers builds the providers in --auth's order; the token provider's token proves u.
+//
+// Names must say one user across providers, since owners are bare names: the users file may
+// not name the token's user (it would not start), a user the other providers vouch for under
+// the name of one of those is refused when they come, and each of kubernetes, jupyterhub and
+// oidc may put its users apart with a prefix.
 func (f *authFlags) providers(token string, u identity.User, kube kubeAuth, log logr.Logger) ([]identity.Provider, error) {
 	if f.usersFile != "" && !f.has(identity.KindUsers) {
 		return nil, errors.New("--users-file is set, but --auth does not name users")
 	}
-	var out []identity.Provider
-	for _, k := range f.kinds {
-		switch k {
-		case identity.KindToken:
-			out = append(out, identity.NewToken(token, u))
-		case identity.KindUsers:
-			if f.usersFile == "" {
-				return nil, errors.New("--auth=users needs --users-file")
-			}
-			p, err := identity.NewUsersFile(f.usersFile, identity.UsersFileOptions{Log: log.WithName("users")})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		case identity.KindJupyterHub:
-			p, err := f.jupyterHub()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		case identity.KindOIDC:
-			p, err := f.oidc.provider()
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
-		case identity.KindKubernetes:
-			if kube.config == nil {
-				return nil, errors.New("--auth=kubernetes needs a Kubernetes API server")
-			}
-			cs, err := kubernetes.NewForConfig(kube.config)
-			if err != nil {
-				return nil, err
-			}
-			p, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
-				SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: kube.namespace})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
+	for kind, prefix := range f.prefixes {
+		if *prefix == "" {
+			continue
+		}
+		if !f.has(kind) {
+			return nil, fmt.Errorf("--%s is set, but --auth does not name %s", prefixFlags[kind], kind)
+		}
+		if err := identity.CheckUsernamePrefix(*prefix); err != nil {
+			return nil, fmt.Errorf("--%s: %w", prefixFlags[kind], err)
 		}
 	}
+	f.warnSharedNames(log)
+	var reserved map[string]string
+	if f.has(identity.KindToken) {
+		reserved = map[string]string{u.Name: "the token's user (the admin of --token)"}
+	}
+	var out []identity.Provider
+	for _, k := range f.kinds {
+		p, err := f.provider(k, token, u, kube, reserved, log)
+		if err != nil {
+			return nil, err
+		}
+		if prefix := f.prefixes[k]; prefix != nil {
+			p = identity.WithUsernamePrefix(p, *prefix)
+		}
+		out = append(out, p)
+	}
 	return out, nil
+}
+
+// warnSharedNames warns of providers, among those whose names others choose, that share their
+// names: a name both vouch for is one user, which is what an installation whose cluster and
+// OpenID provider know the same people means, and what a prefix undoes.
+func (f *authFlags) warnSharedNames(log logr.Logger) {
+	var shared []string
+	for _, k := range f.kinds {
+		if p := f.prefixes[k]; p != nil && *p == "" {
+			shared = append(shared, k)
+		}
+	}
+	if len(shared) > 1 {
+		log.Info("Identity providers share their users' names: a name more than one of them vouches for is one user, owning the same kernels, sessions and files; give all but one a username prefix unless that is meant",
+			"providers", shared)
+	}
+}
+
+// provider builds the provider of kind k; reserved are the names the users file may not have.
+func (f *authFlags) provider(k, token string, u identity.User, kube kubeAuth, reserved map[string]string, log logr.Logger) (identity.Provider, error) {
+	switch k {
+	case identity.KindToken:
+		return identity.NewToken(token, u), nil
+	case identity.KindUsers:
+		if f.usersFile == "" {
+			return nil, errors.New("--auth=users needs --users-file")
+		}
+		return identity.NewUsersFile(f.usersFile, identity.UsersFileOptions{Log: log.WithName("users"), Reserved: reserved})
+	case identity.KindJupyterHub:
+		return f.jupyterHub()
+	case identity.KindOIDC:
+		return f.oidc.provider()
+	case identity.KindKubernetes:
+		if kube.config == nil {
+			return nil, errors.New("--auth=kubernetes needs a Kubernetes API server")
+		}
+		cs, err := kubernetes.NewForConfig(kube.config)
+		if err != nil {
+			return nil, err
+		}
+		return identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
+			SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: kube.namespace})
+	}
+	return nil, fmt.Errorf("unknown identity provider %q", k)
 }
 
 // jupyterHub is the provider of --hub-api-url, with the service token of

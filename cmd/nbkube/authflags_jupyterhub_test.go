@@ -59,12 +59,25 @@ func TestAuthFlag_JupyterHubAsksTheHubWithTheServiceToken(t *testing.T) {
 	t.Setenv("JUPYTERHUB_API_URL", hub.APIURL)
 	check("--auth=jupyterhub,token")
 
-	// Browsers are sent to the Hub's public authorization endpoint, as nbkube's OAuth client.
-	f, err := parseAuth(t, "--auth=jupyterhub", "--hub-authorize-url=https://hub.example.org/hub/api/oauth2/authorize", "--hub-oauth-client-id=service-nb2")
+	// --hub-username-prefix puts the Hub's users apart: ann is hub:ann, shown as ann.
+	f, err := parseAuth(t, "--auth=jupyterhub,token", "--hub-username-prefix=hub:")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps, err := f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard())
+	ps, err := f.auth.providers("tok", identity.User{Name: "ann"}, kubeAuth{}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := identity.Chain(ps).AuthenticateToken(t.Context(), annTok); err != nil || u == nil || u.Name != "hub:ann" || u.Display() != "ann" {
+		t.Errorf("ann's Hub token with a prefix: %+v, %v", u, err)
+	}
+
+	// Browsers are sent to the Hub's public authorization endpoint, as nbkube's OAuth client.
+	f, err = parseAuth(t, "--auth=jupyterhub", "--hub-authorize-url=https://hub.example.org/hub/api/oauth2/authorize", "--hub-oauth-client-id=service-nb2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err = f.auth.providers("tok", identity.User{Name: "admin"}, kubeAuth{}, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,31 @@ func TestAuthFlag_OIDCIsTheProviderOfTheFlags(t *testing.T) {
 		t.Errorf("ann logs in as %+v, want the admin ann", login.User)
 	}
 
+	// --oidc-username-prefix puts the provider's users apart, at login and after: ann is
+	// oidc:ann, the token's user ann another user.
+	f, err = parseAuth(t, "--auth=oidc,token", "--oidc-issuer-url="+hydra.IssuerURL, "--oidc-client-id="+id,
+		"--oidc-client-secret-file="+secretFile, "--oidc-username-prefix=oidc:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err = f.auth.providers("tok", identity.User{Name: "ann", Admin: true}, kubeAuth{}, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp = ps[0].(identity.BrowserProvider)
+	loginURL = bp.LoginURL(redirect, "state-of-the-login-2", verifier)
+	back = hydra.Login(t, loginURL, "ann", "ann pw")
+	login, err = bp.FinishLogin(t.Context(), redirect, back.Query().Get("code"), verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if login.User.Name != "oidc:ann" || login.User.Display() != "ann" {
+		t.Errorf("ann with a prefix logs in as %+v", login.User)
+	}
+	if u, err := identity.Chain(ps).AuthenticateToken(t.Context(), login.Token); err != nil || u == nil || u.Name != "oidc:ann" || u.Provider != identity.KindOIDC {
+		t.Errorf("ann's access token with a prefix: %+v, %v", u, err)
+	}
+
 	for _, args := range [][]string{
 		{"--auth=oidc"},
 		{"--auth=oidc", "--oidc-issuer-url=" + hydra.IssuerURL},

@@ -13,8 +13,11 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -123,8 +126,23 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 	}
 	ns := testenv.Namespace(t, c)
 	saToken := testenv.ServiceAccountToken(t, cs, ns, "ci")
+	me := serveAPI(t, cfg, c, ns, identity.User{Name: "admin", Admin: true}, "--auth=kubernetes", "--token=the-token")
+	status, body := me(saToken)
+	if id, _ := body["identity"].(map[string]any); status != http.StatusOK || id["username"] != "system:serviceaccount:"+ns+":ci" {
+		t.Errorf("the service account's /api/me: %d %v", status, body)
+	}
+	if status, _ := me("the-token"); status != http.StatusForbidden {
+		t.Errorf("--token without --auth=token: %d", status)
+	}
+}
+
+// serveAPI runs the API server as the binary builds it from args over the control plane of
+// cfg, the token's user being u, and returns a function asking its /api/me with a bearer
+// token.
+func serveAPI(t *testing.T, cfg *rest.Config, c client.Client, ns string, u identity.User, args ...string) func(token string) (int, map[string]any) {
+	t.Helper()
 	dir := t.TempDir()
-	f, err := parseAuth(t, "--auth=kubernetes", "--token=the-token", "--root="+dir, "--cookie-secret-file="+filepath.Join(dir, "cookie"))
+	f, err := parseAuth(t, append(args, "--root="+dir, "--cookie-secret-file="+filepath.Join(dir, "cookie"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +150,12 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A registry of its own for the server's metrics, which register once per registry.
+	registry := ctrlmetrics.Registry
+	ctrlmetrics.Registry = prometheus.NewRegistry()
+	t.Cleanup(func() { ctrlmetrics.Registry = registry })
 	urls := make(chan string, 1)
-	r, err := newAPIRunnable(f, cfg, c, c, ns, nil, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
+	r, err := newAPIRunnable(f, cfg, c, c, ns, nil, u, nil, l, func(url string) { urls <- url })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +169,7 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 	case err := <-done:
 		t.Fatal(err)
 	}
-	get := func(token string) (int, map[string]any) {
+	return func(token string) (int, map[string]any) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/me", nil)
 		if err != nil {
@@ -162,13 +184,6 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 		var body map[string]any
 		_ = json.NewDecoder(resp.Body).Decode(&body)
 		return resp.StatusCode, body
-	}
-	status, me := get(saToken)
-	if id, _ := me["identity"].(map[string]any); status != http.StatusOK || id["username"] != "system:serviceaccount:"+ns+":ci" {
-		t.Errorf("the service account's /api/me: %d %v", status, me)
-	}
-	if status, _ := get("the-token"); status != http.StatusForbidden {
-		t.Errorf("--token without --auth=token: %d", status)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -37,7 +38,9 @@ type CacheOptions struct {
 
 // Cache remembers a Chain's answers for a short while, so that a request whose token or
 // login was checked recently makes no provider call. Tokens are keyed by their SHA-256, never
-// kept themselves. Provider failures are not remembered: the next request asks again. Requests
+// kept themselves. Provider failures are not remembered: the next request asks again. A user
+// refused for a claimed name (ClaimedNameError) is remembered as a negative answer, with
+// its error, so that a refused user's requests cost no provider call either. Requests
 // that miss the cache for the same key at once share one provider call, so that a page's
 // burst of requests after the TTL costs one call, not one each. Negative answers are kept
 // apart from positive ones, each bounded on its own: a flood of made-up tokens pushes out
@@ -104,11 +107,15 @@ func (c *Cache) get(key string, ask func() (*User, error)) (*User, error) {
 	if v, ok := c.entries.Get(key); ok {
 		return copyUser(v.(cached).user), nil
 	}
-	if _, ok := c.negatives.Get(key); ok {
-		return nil, nil
+	if v, ok := c.negatives.Get(key); ok {
+		refused, _ := v.(error)
+		return nil, refused
 	}
 	v, err, _ := c.inFlight.Do(key, func() (any, error) {
 		u, err := ask()
+		if claimed := (*ClaimedNameError)(nil); errors.As(err, &claimed) {
+			c.negatives.Add(key, err, c.negTTL)
+		}
 		if err != nil {
 			return nil, err
 		}

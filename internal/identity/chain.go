@@ -29,8 +29,9 @@ func (c Chain) AuthenticatePassword(ctx context.Context, name, password string) 
 }
 
 // first asks the providers in order and returns the first user one vouches for, marked with
-// its kind. Providers that fail do not stop the others; only when none vouches do their
-// failures make the answer ErrUnavailable.
+// its kind, unless another provider claims the user's name (a *ClaimedNameError: the
+// credential was that provider's, so no later one is asked). Providers that fail do not stop
+// the others; only when none vouches do their failures make the answer ErrUnavailable.
 func (c Chain) first(ask func(Provider) (*User, error)) (*User, error) {
 	var errs []error
 	for _, p := range c {
@@ -41,6 +42,9 @@ func (c Chain) first(ask func(Provider) (*User, error)) (*User, error) {
 		}
 		if u != nil {
 			u.Provider = p.Kind()
+			if err := c.CheckClaims(u); err != nil {
+				return nil, err
+			}
 			return u, nil
 		}
 	}
@@ -51,7 +55,7 @@ func (c Chain) first(ask func(Provider) (*User, error)) (*User, error) {
 }
 
 // Lookup asks the provider of that kind for the user; nil when the provider is not in the
-// chain any more.
+// chain any more, and a *ClaimedNameError when another provider claims the name now.
 func (c Chain) Lookup(ctx context.Context, kind, name string) (*User, error) {
 	for _, p := range c {
 		if p.Kind() != kind {
@@ -63,6 +67,9 @@ func (c Chain) Lookup(ctx context.Context, kind, name string) (*User, error) {
 		}
 		if u != nil {
 			u.Provider = kind
+			if err := c.CheckClaims(u); err != nil {
+				return nil, err
+			}
 		}
 		return u, nil
 	}

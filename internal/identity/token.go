@@ -41,3 +41,6 @@ func (p *Token) Lookup(_ context.Context, name string) (*User, error) {
 	}
 	return copyUser(&p.user), nil
 }
+
+// ClaimsName claims the token's user's name: no other provider's user may have it.
+func (p *Token) ClaimsName(name string) bool { return name == p.user.Name }

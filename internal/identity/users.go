@@ -70,10 +70,11 @@ type usersTable struct {
 // Secret volume's atomic swap of its ..data link is seen like any other change. A file that
 // no longer parses leaves the last good version in use and is logged, without its content.
 type UsersFile struct {
-	path  string
-	every time.Duration
-	clock clock.PassiveClock
-	log   logr.Logger
+	path     string
+	every    time.Duration
+	clock    clock.PassiveClock
+	log      logr.Logger
+	reserved map[string]string
 
 	table     atomic.Pointer[usersTable]
 	reloading sync.Mutex
@@ -92,6 +93,10 @@ type UsersFileOptions struct {
 	Clock clock.PassiveClock
 	// Log receives reload failures.
 	Log logr.Logger
+	// Reserved are names other providers' users have, each with the words saying whose it
+	// is (e.g. "the token's user"): a file that names one of them is not valid, at start or
+	// later, since the two users would own each other's resources.
+	Reserved map[string]string
 }
 
 // NewUsersFile reads the users file at path; a file that cannot be read or is not valid is
@@ -104,13 +109,13 @@ func NewUsersFile(path string, o UsersFileOptions) (*UsersFile, error) {
 		o.Clock = clock.RealClock{}
 	}
 	half := max(1, runtime.GOMAXPROCS(0)/2)
-	p := &UsersFile{path: path, every: o.CheckEvery, clock: o.Clock, log: o.Log,
+	p := &UsersFile{path: path, every: o.CheckEvery, clock: o.Clock, log: o.Log, reserved: o.Reserved,
 		tokenSlots: make(chan struct{}, half), passwordSlots: make(chan struct{}, half)}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("users file: %w", err)
 	}
-	t, err := parseUsersFile(data)
+	t, err := parseUsersFile(data, o.Reserved)
 	if err != nil {
 		return nil, fmt.Errorf("users file %s: %w", path, err)
 	}
@@ -119,9 +124,9 @@ func NewUsersFile(path string, o UsersFileOptions) (*UsersFile, error) {
 	return p, nil
 }
 
-// parseUsersFile checks a users file's content: every user named once, validly, with
-// hashes that VerifySecret can check.
-func parseUsersFile(data []byte) (*usersTable, error) {
+// parseUsersFile checks a users file's content: every user named once, validly, by a name
+// not reserved to another provider's user, with hashes that VerifySecret can check.
+func parseUsersFile(data []byte, reserved map[string]string) (*usersTable, error) {
 	var c UsersFileContent
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
 		return nil, fmt.Errorf("not a users file: %w", err)
@@ -134,6 +139,9 @@ func parseUsersFile(data []byte) (*usersTable, error) {
 		}
 		if _, dup := t.users[u.Name]; dup {
 			return nil, fmt.Errorf("user %q appears twice", u.Name)
+		}
+		if whose, ok := reserved[u.Name]; ok {
+			return nil, fmt.Errorf("user %q has the name of %s: they would own each other's kernels, sessions and files; give the file's user another name", u.Name, whose)
 		}
 		if u.TokenHash == "" && u.PasswordHash == "" {
 			return nil, fmt.Errorf("user %q has neither token_hash nor password_hash", u.Name)
@@ -176,7 +184,7 @@ func (p *UsersFile) reload() {
 	if sum := sha256.Sum256(data); bytes.Equal(sum[:], p.table.Load().sum[:]) {
 		return
 	}
-	t, err := parseUsersFile(data)
+	t, err := parseUsersFile(data, p.reserved)
 	if err != nil {
 		p.log.Error(err, "The users file is not valid; the last good version stays in use", "path", p.path)
 		return
@@ -255,6 +263,13 @@ func (p *UsersFile) Lookup(_ context.Context, name string) (*User, error) {
 		return nil, nil
 	}
 	return e.user(), nil
+}
+
+// ClaimsName claims the names of the file's users, as the file has them now: no other
+// provider's user may have one.
+func (p *UsersFile) ClaimsName(name string) bool {
+	_, ok := p.current().users[name]
+	return ok
 }
 
 // tokenUser is the user a users-file token names.

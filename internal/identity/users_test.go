@@ -258,7 +258,7 @@ func TestChain_PasswordsGoToTheProvidersThatCheckThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	var _ identity.PasswordProvider = users
-	chain := identity.Chain{identity.NewToken("pw", identity.User{Name: "ann"}), users}
+	chain := identity.Chain{identity.NewToken("pw", identity.User{Name: "tok"}), users}
 	if u, err := chain.AuthenticatePassword(t.Context(), "ann", "pw"); err != nil || u == nil || u.Provider != identity.KindUsers {
 		t.Errorf("ann's password: %+v %v", u, err)
 	}

@@ -128,6 +128,8 @@ func TestChart_SchemaRefusesBadValues(t *testing.T) {
 		{set: "auth.type={saml}", want: "/auth/type/0"},
 		{set: "auth.publicURL=nb.example.com", want: "/auth/publicURL"},
 		{set: "auth.users.list[0].name=ann,auth.users.list[0].token_hash=plain", want: "/auth/users/list/0/token_hash"},
+		{set: "auth.oidc.usernamePrefix=oidc/", want: "/auth/oidc/usernamePrefix"},
+		{set: "auth.kubernetes.usernamePrefix=:k8s", want: "/auth/kubernetes/usernamePrefix"},
 	} {
 		_, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -440,6 +442,14 @@ func TestChart_UsersProviderGetsItsFileAsTheServerReadsIt(t *testing.T) {
 	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.type={users}"); err == nil || !strings.Contains(err.Error(), "auth.users") {
 		t.Errorf("users without a file: %v", err)
 	}
+	// A users file user named as the token's admin would own the admin's resources; the API
+	// server would not start, and the chart says so first. Without the token, admin is anyone's.
+	adminUser := []string{"auth.users.list[0].name=admin", "auth.users.list[0].token_hash=" + strings.ReplaceAll(hash, ",", `\,`)}
+	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.type={users,token}",
+		"--set", adminUser[0], "--set", adminUser[1]); err == nil || !strings.Contains(err.Error(), "names admin, the token's user") {
+		t.Errorf("a users file admin beside the token: %v", err)
+	}
+	render(t, "nb", append([]string{"auth.type={users}"}, adminUser...)...)
 	// The default stays the token alone, with no users volume.
 	pod = apiServerPod(t, render(t, "nb"))
 	if !slices.Contains(pod.Containers[0].Args, "--auth=token") {
@@ -527,5 +537,26 @@ func TestChart_OIDCProviderGetsItsIssuerClaimsAndSecret(t *testing.T) {
 	}
 	if _, err := helm(t, "template", "nb", chartDir, "--kube-version", "1.36.3", "--set", "auth.publicURL=https://nb.example.com/path"); err == nil {
 		t.Error("a public URL with a path accepted")
+	}
+}
+
+// TestChart_UsernamePrefixesReachTheProvidersFlags: each provider whose names others choose
+// takes its username prefix, ":" and all; none is set by default, so owners stay as they were,
+// and a prefix of a provider auth.type does not name is not passed.
+func TestChart_UsernamePrefixesReachTheProvidersFlags(t *testing.T) {
+	prefixes := []string{"auth.kubernetes.usernamePrefix=k8s:", "auth.jupyterhub.usernamePrefix=hub:", "auth.oidc.usernamePrefix=oidc:"}
+	pod := apiServerPod(t, render(t, "nb", append([]string{"auth.type={oidc,jupyterhub,kubernetes,token}", "auth.oidc.issuerURL=https://idp.example.com",
+		"auth.oidc.clientID=nbkube", "auth.jupyterhub.apiURL=http://hub:8081/hub/api", "auth.jupyterhub.existingSecret=hub-service"}, prefixes...)...))
+	for _, w := range []string{"--kubernetes-username-prefix=k8s:", "--hub-username-prefix=hub:", "--oidc-username-prefix=oidc:"} {
+		if !slices.Contains(pod.Containers[0].Args, w) {
+			t.Errorf("API server args %v lack %s", pod.Containers[0].Args, w)
+		}
+	}
+	for _, sets := range [][]string{nil, prefixes} {
+		for _, a := range apiServerPod(t, render(t, "nb", sets...)).Containers[0].Args {
+			if strings.Contains(a, "username-prefix") {
+				t.Errorf("%v: %s with auth.type token", sets, a)
+			}
+		}
 	}
 }

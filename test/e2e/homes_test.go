@@ -19,9 +19,11 @@ import (
 )
 
 // TestHomes_KernelsWorkInTheirOwnersHome runs `nbkube local` with homes turned on (they are
-// off by default there) and users ann (who is not an admin) and root (who is): ann's
+// off by default there) and users ann (who is not an admin) and boss (who is): ann's
 // notebook lands in her home, and her real kernel, started by a session of it, works in her
-// home and lists only her files; root's kernel works at the volume's root. The local node
+// home and lists only her files; boss's kernel works at the volume's root. (Not root: that is
+// the name of the token's admin when the tests run as root, which the users file may not
+// have.) The local node
 // runs kernels as processes of this machine, so this shows the mount (the kernel pod's
 // subPath, as the local node sets it up), not a wall: a real node's mount namespace is what
 // keeps ann's kernel from ben's home (docs/users.md).
@@ -32,7 +34,7 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 	for _, u := range []struct {
 		name  string
 		admin bool
-	}{{"ann", false}, {"root", true}} {
+	}{{"ann", false}, {"boss", true}} {
 		tok, err := identity.NewUserToken(u.name)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +71,7 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 		user, home, cwd, list string
 	}{
 		{"ann", "ann", filepath.Join(root, "ann"), "['x.ipynb']"},
-		{"root", nbv1.HomeWholeVolume, root, "['ann', 'shared.txt']"},
+		{"boss", nbv1.HomeWholeVolume, root, "['ann', 'shared.txt']"},
 	} {
 		var session struct {
 			Kernel struct {
