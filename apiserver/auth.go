@@ -286,6 +286,14 @@ func (s *Server) authenticate(c *gin.Context) {
 			s.abortErr(c, forbidden("Blocking Cross Origin API request"))
 			return
 		}
+		// The XSRF cookie is a session cookie and the login lasts 30 days: after a browser
+		// restart the login is there and the XSRF cookie is not. Any answer to the login
+		// issues a new one, the refusal of a change that lacked it too, so that the page's
+		// scripts can send the change again.
+		if _, err := s.auth.xsrfToken(c); err != nil {
+			s.abortErr(c, err)
+			return
+		}
 		if !xsrfOK(c.Request) {
 			s.abortErr(c, forbidden("'_xsrf' argument missing from "+c.Request.Method))
 			return
