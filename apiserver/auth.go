@@ -254,7 +254,8 @@ func xsrfOK(r *http.Request) bool {
 }
 
 // sameOrigin accepts requests without an Origin header (not from a browser page) and those
-// whose Origin is this server; cross-origin browser requests need a token.
+// whose Origin is this server; cross-origin browser requests need a token (and must not come
+// from an opaque origin: opaqueOrigin).
 func sameOrigin(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
@@ -266,6 +267,10 @@ func sameOrigin(r *http.Request) bool {
 
 // authenticate is the middleware of every authenticated route.
 func (s *Server) authenticate(c *gin.Context) {
+	if opaqueOrigin(c.Request) {
+		s.abortErr(c, forbidden("Blocking a request from an opaque origin (a sandboxed page or a local file)"))
+		return
+	}
 	u, p, byToken, inURL, err := s.auth.identify(c.Request)
 	if err != nil {
 		s.abortErr(c, s.identityError(c, err))
@@ -280,6 +285,14 @@ func (s *Server) authenticate(c *gin.Context) {
 			s.abortErr(c, forbidden("Blocking Cross Origin API request"))
 			return
 		}
+		// The XSRF cookie is a session cookie and the login lasts 30 days: after a browser
+		// restart the login is there and the XSRF cookie is not. Any answer to the login
+		// issues a new one, the refusal of a change that lacked it too, so that the page's
+		// scripts can send the change again.
+		if _, err := s.auth.xsrfToken(c); err != nil {
+			s.abortErr(c, err)
+			return
+		}
 		if !xsrfOK(c.Request) {
 			s.abortErr(c, forbidden("'_xsrf' argument missing from "+c.Request.Method))
 			return
@@ -288,6 +301,14 @@ func (s *Server) authenticate(c *gin.Context) {
 	if inURL {
 		if err := s.auth.login(c, *p); err != nil {
 			s.abortErr(c, err)
+			return
+		}
+		// A page must not keep the token in its address, where its scripts read it: a user's
+		// HTML in /files could send it elsewhere.
+		if navigation(c.Request) {
+			c.Header("Cache-Control", "no-store")
+			c.Redirect(http.StatusFound, withoutToken(c.Request.URL))
+			c.Abort()
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -30,31 +31,140 @@ func (s *Server) securityHeaders(c *gin.Context) {
 	c.Next()
 }
 
-// limitBody bounds what a handler can read; reading past it fails with *http.MaxBytesError,
-// which becomes 413. A body still arriving at Serve's read deadline (Options.ReadTimeout)
-// fails with 408.
+// limitBody bounds what a handler can read, and how long it waits for it, and answers at once
+// what is answered without the body.
+//
+// Reading past MaxBodyBytes fails with *http.MaxBytesError, which becomes 413; a body that
+// declares more is refused before anything is read. A body read that waits BodyIdleTimeout
+// for a byte, or runs into Serve's read deadline (ReadTimeout), fails with 408: a client
+// that stalls holds the connection for seconds, not for the read timeout.
+//
+// net/http reads what a handler left of a body before it writes the answer, so that the
+// connection can serve the next request: a refusal that did not need the body (401, 403,
+// 404, 413) would wait for the client to send it, up to the read timeout. An answer that
+// starts before the body has been read to its end closes the connection instead, and is
+// written at once (earlyAnswer).
 func (s *Server) limitBody(c *gin.Context) {
-	if c.Request.Body != nil {
-		c.Request.Body = http.MaxBytesReader(c.Writer, deadlineBody{c.Request.Body, s.opts.ReadTimeout}, s.opts.MaxBodyBytes)
+	r := c.Request
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		c.Next()
+		return
 	}
-	c.Next()
+	rc := http.NewResponseController(c.Writer)
+	b := &deadlineBody{ReadCloser: r.Body, rc: rc, idle: s.opts.BodyIdleTimeout,
+		total: s.opts.ReadTimeout, end: time.Now().Add(s.opts.ReadTimeout)}
+	w := &earlyAnswer{ResponseWriter: c.Writer, body: b, http1: r.ProtoMajor == 1}
+	c.Writer = w
+	r.Body = http.MaxBytesReader(w, b, s.opts.MaxBodyBytes)
+	if r.ContentLength > s.opts.MaxBodyBytes {
+		s.abortErr(c, &http.MaxBytesError{Limit: s.opts.MaxBodyBytes})
+	} else {
+		c.Next()
+	}
+	// Nothing written yet (gin writes the status after the handlers): the same as an answer
+	// that starts now.
+	w.answering()
 }
 
-// deadlineBody tells a body read that ran into the connection's read deadline for what it
-// is, the client's fault: without it the handler's error would be the server's, a 500 logged
-// as a failure.
+// lingerAfterEarlyAnswer is how long the server still reads, and drops, what a client sends
+// of a body after an answer given without it, before it closes the connection: closing on
+// data that has not been read makes the client's system reset the connection, which can
+// lose it the answer (RFC 9112 9.6).
+const lingerAfterEarlyAnswer = time.Second
+
+// deadlineBody bounds the wait for each read of a body by the idle timeout, within the
+// read timeout, and tells a read that ran into either for what it is, the client's fault:
+// without it the handler's error would be the server's, a 500 logged as a failure.
 type deadlineBody struct {
 	io.ReadCloser
-	timeout time.Duration
+	rc *http.ResponseController
+	// idle bounds the wait for a byte; total is the read timeout, which ends at end.
+	idle, total time.Duration
+	end         time.Time
+	// done is set once a read ended the body (its end, or an error) or an answer began
+	// without it: net/http owns the connection's read deadline again, and lifts it at the
+	// body's end for the connection's background read, which a deadline set later would
+	// cut.
+	done atomic.Bool
+	// idleDeadline tells whether the deadline of the last read was the idle timeout's.
+	idleDeadline bool
 }
 
-func (b deadlineBody) Read(p []byte) (int, error) {
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if b.done.Load() {
+		return b.ReadCloser.Read(p)
+	}
+	if b.idle > 0 {
+		d := time.Now().Add(b.idle)
+		b.idleDeadline = d.Before(b.end)
+		if !b.idleDeadline {
+			d = b.end
+		}
+		// Not every connection has deadlines (a test's ResponseRecorder): then only the
+		// read timeout, where there is one, bounds the body.
+		_ = b.rc.SetReadDeadline(d)
+	}
 	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.done.Store(true)
+	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = &apiError{status: http.StatusRequestTimeout, message: fmt.Sprintf("the request body did not arrive within %s", b.timeout)}
+		msg := fmt.Sprintf("the request body did not arrive within %s", b.total)
+		if b.idleDeadline {
+			msg = fmt.Sprintf("the request body stalled: nothing of it arrived for %s", b.idle)
+		}
+		err = &apiError{status: http.StatusRequestTimeout, message: msg}
 	}
 	return n, err
 }
+
+// earlyAnswer closes the connection of an answer that starts before the request's body
+// has been read to its end: net/http then writes the answer at once rather than wait to read
+// the rest of the body first. It reads, and drops, what the client still sends for
+// lingerAfterEarlyAnswer after the answer, then closes.
+type earlyAnswer struct {
+	gin.ResponseWriter
+	body    *deadlineBody
+	http1   bool
+	decided bool
+}
+
+// answering is called before anything of the answer is written.
+func (w *earlyAnswer) answering() {
+	if w.decided {
+		return
+	}
+	w.decided = true
+	if w.body.done.Swap(true) || !w.http1 {
+		// HTTP/2 answers a stream without waiting for its body, and has no Connection header.
+		return
+	}
+	w.Header().Set("Connection", "close")
+	_ = w.body.rc.SetReadDeadline(time.Now().Add(lingerAfterEarlyAnswer))
+}
+
+func (w *earlyAnswer) WriteHeaderNow() {
+	w.answering()
+	w.ResponseWriter.WriteHeaderNow()
+}
+
+func (w *earlyAnswer) Write(p []byte) (int, error) {
+	w.answering()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *earlyAnswer) WriteString(s string) (int, error) {
+	w.answering()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *earlyAnswer) Flush() {
+	w.answering()
+	w.ResponseWriter.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *earlyAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // stripTrailingSlash redirects GET /x/ to /x, as Jupyter Server does, and lets other methods
 // on /x/ reach the route of /x.

@@ -249,8 +249,13 @@ func TestPages_BrowsersLogInFirstAndAssetsAreServed(t *testing.T) {
 	}
 	// An API client is refused as before.
 	expect(t, s.do("GET", "/", nil, "Authorization", ""), http.StatusForbidden)
-	// The printed URL logs the browser in and shows the dashboard; the page knows it can log out.
+	// The printed URL logs the browser in and shows the dashboard, at an address without the
+	// token; the page knows it can log out.
 	r = s.do("GET", "/?token="+testToken, nil, "Accept", acceptHTML, "Authorization", "")
+	if r.status != http.StatusFound || r.header.Get("Location") != "/" {
+		t.Errorf("the printed URL: %d to %q", r.status, r.header.Get("Location"))
+	}
+	r = s.do("GET", "/", nil, "Accept", acceptHTML, "Authorization", "")
 	expect(t, r, http.StatusOK)
 	if cfg := pageConfig(t, r); cfg["canLogout"] != true {
 		t.Errorf("cookie login: %v", cfg)

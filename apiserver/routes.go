@@ -20,7 +20,8 @@ func (s *Server) routes() *gin.Engine {
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
 	e.HandleMethodNotAllowed = true
-	e.Use(s.measureRequests, s.recoverPanics, s.logRequests, s.securityHeaders, s.stripTrailingSlash, s.limitBody)
+	// limitBody comes before anything that may answer, so that no answer waits for a body.
+	e.Use(s.measureRequests, s.recoverPanics, s.logRequests, s.limitBody, s.securityHeaders, s.stripTrailingSlash)
 	e.NoRoute(func(c *gin.Context) { s.abortErr(c, errNotFound) })
 	e.NoMethod(func(c *gin.Context) { s.abortErr(c, errMethodNotAllowed) })
 	h := s.handle

@@ -106,6 +106,11 @@ type Options struct {
 	// bounded: the handler's work, a WebSocket's life, a long download. DefaultReadTimeout
 	// when zero.
 	ReadTimeout time.Duration
+	// BodyIdleTimeout bounds each wait for a byte of a request's body, within ReadTimeout: a
+	// client that stops sending gets 408 then, not at the end of the read timeout, which
+	// must be long enough for a large body over a slow link. DefaultBodyIdleTimeout when
+	// zero.
+	BodyIdleTimeout time.Duration
 	// Version is reported by GET /api.
 	Version string
 	// TrashSweepInterval is how often Serve deletes expired trash entries and abandoned
@@ -148,6 +153,11 @@ const DefaultMaxBodyBytes = 128 << 20
 // DefaultMaxBodyBytes at 4 Mbit/s, and keep what a trickling client can hold short.
 const DefaultReadTimeout = 5 * time.Minute
 
+// DefaultBodyIdleTimeout bounds the wait for a byte of a request body unless configured: a
+// link that carries nothing for this long is not slow but gone, or a client holding the
+// connection on purpose.
+const DefaultBodyIdleTimeout = 30 * time.Second
+
 // Server is the Jupyter API server.
 type Server struct {
 	opts    Options
@@ -187,6 +197,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.ReadTimeout <= 0 {
 		opts.ReadTimeout = DefaultReadTimeout
+	}
+	if opts.BodyIdleTimeout <= 0 {
+		opts.BodyIdleTimeout = DefaultBodyIdleTimeout
 	}
 	if opts.TrashSweepInterval <= 0 {
 		opts.TrashSweepInterval = DefaultTrashSweepInterval

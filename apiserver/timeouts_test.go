@@ -154,3 +154,107 @@ func TestServe_WebSocketsOutliveTheReadTimeout(t *testing.T) {
 		t.Errorf("after %s: 6*7 = %q", 3*readTimeout, got)
 	}
 }
+
+// rawRequest sends a request's head on a new connection to s, and returns the connection.
+func rawRequest(t *testing.T, s *testServer, head string) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := io.WriteString(conn, strings.ReplaceAll(head, "\n", "\r\n")+"\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// A request that announces a body and sends none of it is answered at once when the answer
+// does not need the body: the client is not made to wait for the read timeout. The answer
+// closes the connection, so that the client stops sending, and the server closes its end
+// soon after.
+func TestServe_RefusalsDoNotWaitForTheBody(t *testing.T) {
+	s := servingWithReadTimeout(t, func(o *apiserver.Options) {
+		o.ReadTimeout, o.BodyIdleTimeout, o.MaxBodyBytes = time.Minute, time.Minute, 1<<20
+	})
+	auth := "Authorization: token " + testToken + "\n"
+	for _, tc := range []struct {
+		name, head string
+		status     int
+	}{
+		{"no credentials", "PUT /api/contents/a.txt HTTP/1.1\nHost: x\nContent-Length: 1000\n", http.StatusForbidden},
+		{"no credentials, chunked", "PUT /api/contents/a.txt HTTP/1.1\nHost: x\nTransfer-Encoding: chunked\n", http.StatusForbidden},
+		{"no such route", "POST /no/such/route HTTP/1.1\nHost: x\n" + auth + "Content-Length: 1000\n", http.StatusNotFound},
+		{"too large", "PUT /api/contents/a.txt HTTP/1.1\nHost: x\n" + auth + "Content-Length: 2000000\n", http.StatusRequestEntityTooLarge},
+		{"a trailing slash", "GET /tree/ HTTP/1.1\nHost: x\n" + auth + "Content-Length: 1000\n", http.StatusFound},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn := rawRequest(t, s, tc.head)
+			start := time.Now()
+			_ = conn.SetReadDeadline(start.Add(10 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatalf("no answer: %v", err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if took := time.Since(start); took > 3*time.Second {
+				t.Errorf("answered after %s", took)
+			}
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d (%s), want %d", resp.StatusCode, body, tc.status)
+			}
+			if !resp.Close {
+				t.Error("the answer keeps the connection open")
+			}
+			if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+				t.Errorf("reading after the answer: %v, want the connection closed", err)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Errorf("the connection closed after %s", took)
+			}
+		})
+	}
+	// A request whose body the handler reads keeps its connection for the next one.
+	conn := rawRequest(t, s, "PUT /api/contents/a.txt HTTP/1.1\nHost: x\n"+auth+"Content-Type: application/json\nContent-Length: 47\n\n"+
+		`{"type":"file","format":"text","content":"abc"}`)
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusCreated || resp.Close {
+		t.Errorf("a save: status %d, closes the connection: %v", resp.StatusCode, resp.Close)
+	}
+}
+
+// A body that stops arriving is given up after the idle timeout, long before the read
+// timeout: the client gets 408 and the connection closes.
+func TestServe_AStalledBodyIsGivenUpAfterTheIdleTimeout(t *testing.T) {
+	const idle = time.Second
+	s := servingWithReadTimeout(t, func(o *apiserver.Options) { o.ReadTimeout, o.BodyIdleTimeout = time.Minute, idle })
+	conn := rawRequest(t, s, "PUT /api/contents/stalled.txt HTTP/1.1\nHost: x\nAuthorization: token "+testToken+
+		"\nContent-Type: application/json\nContent-Length: 1000\n\n{")
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	took := time.Since(start)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "stalled") {
+		t.Errorf("status %d (%s), want 408", resp.StatusCode, body)
+	}
+	if took < idle*9/10 || took > 10*idle {
+		t.Errorf("given up after %s, want about %s", took, idle)
+	}
+	if !resp.Close {
+		t.Error("the answer keeps the connection open")
+	}
+	if _, err := conn.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+		t.Errorf("reading after the answer: %v, want the connection closed", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.root, "stalled.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stalled.txt: %v, want none", err)
+	}
+}

@@ -1,6 +1,6 @@
 // The pages talk to the server only through its public API, with JupyterLab's own service
 // client: cookies carry the login, and the client sends the _xsrf cookie back as
-// X-XSRFToken, as JupyterLab does.
+// X-XSRFToken, as JupyterLab does (and once more when it was missing: xsrf.ts).
 import {
   ContentsManager,
   KernelManager,
@@ -13,6 +13,7 @@ import {
   type Session,
 } from '@jupyterlab/services';
 import { config } from './config';
+import { retryingXSRF } from './xsrf';
 
 let settings: ServerConnection.ISettings | undefined;
 
@@ -27,6 +28,12 @@ export function serverSettings(): ServerConnection.ISettings {
       wsUrl: ws.href,
       appendToken: false,
       token: '',
+      // A change refused for want of the _xsrf cookie (gone with a browser restart) is sent
+      // again with the new one; GET /api/me gets one when the refusal brought none.
+      fetch: retryingXSRF(
+        (input, init) => window.fetch(input, init),
+        () => window.fetch(new URL('api/me', base).href, { credentials: 'same-origin', cache: 'no-store' }),
+      ),
     });
   }
   return settings;
