@@ -233,23 +233,21 @@ func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
 	}
 	spec := shell("true")
 	spec.Path = "/usr/bin/no-such-program"
-	c, err := NewCommand(Spec{Path: spec.Path, Argv: spec.Argv, Root: t.TempDir()}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := c.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Started()
-	_ = c.Cmd.Wait()
-	if err == nil || !strings.Contains(err.Error(), "no-such-program") {
+	if err := startError(t, spec); err == nil || !strings.Contains(err.Error(), "no-such-program") {
 		t.Fatalf("Started: %v, want the missing program named", err)
 	}
 	spec = shell("true")
 	spec.Mounts = []Mount{{Source: "/nonexistent-volume", Target: "/data"}}
+	if err := startError(t, spec); err == nil || !strings.Contains(err.Error(), "/data") {
+		t.Fatalf("Started: %v, want the failed mount named", err)
+	}
+}
+
+// startError is what Started says of a sandbox of spec, which is expected not to start.
+func startError(t *testing.T, spec Spec) error {
+	t.Helper()
 	spec.Root = t.TempDir()
-	c, err = NewCommand(spec, "")
+	c, err := NewCommand(spec, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,11 +255,12 @@ func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
 	if err := c.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.Started()
+	control, err := c.Started()
 	_ = c.Cmd.Wait()
-	if err == nil || !strings.Contains(err.Error(), "/data") {
-		t.Fatalf("Started: %v, want the failed mount named", err)
+	if control != nil {
+		_ = control.Close()
 	}
+	return err
 }
 
 func mustWrite(t *testing.T, path, s string) {
