@@ -51,6 +51,7 @@ func (s *Server) limitBody(c *gin.Context) {
 		return
 	}
 	rc := http.NewResponseController(c.Writer)
+	original := r.Body
 	b := &deadlineBody{ReadCloser: r.Body, rc: rc, idle: s.opts.BodyIdleTimeout,
 		total: s.opts.ReadTimeout, end: time.Now().Add(s.opts.ReadTimeout)}
 	w := &earlyAnswer{ResponseWriter: c.Writer, body: b, http1: r.ProtoMajor == 1}
@@ -64,6 +65,12 @@ func (s *Server) limitBody(c *gin.Context) {
 	// Nothing written yet (gin writes the status after the handlers): the same as an answer
 	// that starts now.
 	w.answering()
+	// net/http tells a body closed early by its own type: with it back, the server closes
+	// the connection as it does for such bodies, its write side first.
+	r.Body = original
+	if w.early {
+		w.linger()
+	}
 }
 
 // lingerAfterEarlyAnswer is how long the server still reads, and drops, what a client sends
@@ -127,6 +134,8 @@ type earlyAnswer struct {
 	body    *deadlineBody
 	http1   bool
 	decided bool
+	// early is set when the answer started before the body's end.
+	early bool
 }
 
 // answering is called before anything of the answer is written.
@@ -139,8 +148,17 @@ func (w *earlyAnswer) answering() {
 		// HTTP/2 answers a stream without waiting for its body, and has no Connection header.
 		return
 	}
+	w.early = true
 	w.Header().Set("Connection", "close")
 	_ = w.body.rc.SetReadDeadline(time.Now().Add(lingerAfterEarlyAnswer))
+}
+
+// linger sends the early answer, then reads and drops the rest of the body until it ends or
+// the read deadline answering set passes: a client still sending meets no reset before it
+// has had the time to read the answer.
+func (w *earlyAnswer) linger() {
+	w.ResponseWriter.Flush()
+	_, _ = io.Copy(io.Discard, w.body.ReadCloser)
 }
 
 func (w *earlyAnswer) WriteHeaderNow() {
