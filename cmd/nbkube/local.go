@@ -47,7 +47,8 @@ func runLocal(ctx context.Context, args []string) error {
 	binDir := fs.String("kube-bin-dir", controlplane.DefaultBinDir(os.Getenv), "directory with etcd, kube-apiserver and kube-controller-manager (hack/build-k8s.sh builds them)")
 	namespace := fs.String("namespace", "default", "namespace of the kernel specs, kernels and sessions")
 	nodeName := fs.String("node-name", "nbkube-local", "name of the local node")
-	sandbox := fs.Bool("sandbox", false, "run every pod in Linux namespaces of its own, built without privileges: it sees its volumes, the system's directories read-only, its own processes and its own network (see docs/local.md)")
+	var sandbox sandboxMode
+	fs.Var(&sandbox, "sandbox", "run every pod in Linux namespaces of its own, built without privileges: it sees its volumes, the system's directories read-only, its own processes and its own network (see docs/local.md); auto: when --auth has a provider besides the token, which refuses to start where sandboxes cannot be made")
 	forkServer := fs.Bool("kernel-fork-server", true, "fork Python kernels from a process that imported ipykernel once (starts in milliseconds; see docs/local.md), rather than start a new interpreter for each")
 	var ctrlOpts controllers.Options
 	bindCullFlags(fs, &ctrlOpts)
@@ -157,6 +158,9 @@ func runLocal(ctx context.Context, args []string) error {
 		return err
 	}
 	ctrlOpts.Builder = opts
+	// A node that sandboxes enforces NetworkPolicies: each cluster's ipcontroller gets its own.
+	sandboxed := sandbox.enabled(api.auth.multiUser())
+	ctrlOpts.ClusterNetworkPolicies = sandboxed
 	if err := controllers.SetupWithManager(ctx, mgr, ctrlOpts); err != nil {
 		return err
 	}
@@ -170,13 +174,18 @@ func runLocal(ctx context.Context, args []string) error {
 		ClaimDirs:        map[string]string{opts.ContentsClaim: *root},
 		SelfExecutable:   self,
 		KernelForkServer: forkServerPython(ctx, c, *namespace, *forkServer),
-		Sandbox:          *sandbox,
+		Sandbox:          sandboxed,
 	})
 	if err != nil {
 		return err
 	}
-	if err := checkIsolation(*sandbox, api.auth, node, progress); err != nil {
+	if err := checkIsolation(sandbox, api.auth.multiUser(), node.CheckSandbox, progress); err != nil {
 		return err
+	}
+	if sandboxed {
+		if err := applyLocalNetworkPolicies(ctx, c, *namespace); err != nil {
+			return err
+		}
 	}
 	if err := mgr.Add(node); err != nil {
 		return err
@@ -270,19 +279,4 @@ func forkServerPython(ctx context.Context, c client.Client, namespace string, on
 		return ""
 	}
 	return p
-}
-
-// checkIsolation refuses --sandbox on a machine that cannot make sandboxes, and warns when
-// several users share pods that are processes of this machine's user.
-func checkIsolation(sandbox bool, auth authFlags, node *localnode.Node, progress func(string, ...any)) error {
-	if !sandbox {
-		if auth.multiUser() {
-			progress("warning: without --sandbox, every user's kernels run as this machine's user and can read the other users' homes and nbkube's data (docs/local.md#sandboxes)")
-		}
-		return nil
-	}
-	if err := node.CheckSandbox(); err != nil {
-		return fmt.Errorf("--sandbox: this machine cannot run pods in namespaces of their own (it needs unprivileged user namespaces): %w", err)
-	}
-	return nil
 }

@@ -44,3 +44,47 @@ func ClusterNetworkPolicy(c *nbv1.Cluster) *networkingv1.NetworkPolicy {
 		},
 	}
 }
+
+// LocalNetworkPolicies are the chart's NetworkPolicies (charts/nbkube/templates/
+// networkpolicy.yaml) for a local node that enforces them between its sandboxes, where the
+// API server and the manager are not pods but processes of the node, which policies do not
+// restrict: kernel agents, ipengines and the reStructuredText renderer take no connection from
+// a pod, ipcontrollers only those their cluster's own policy admits (ClusterNetworkPolicy),
+// and kernels and engines connect to ipcontrollers only. The local node has no cluster DNS and
+// gives sandboxes no other network, so the chart's DNS and kernelEgress rules have nothing to
+// match.
+func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
+	policy := func(name string, types []networkingv1.PolicyType, selector metav1.LabelSelector) *networkingv1.NetworkPolicy {
+		return &networkingv1.NetworkPolicy{
+			TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+			ObjectMeta: metav1.ObjectMeta{Name: "nbkube-" + name, Namespace: namespace,
+				Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue}},
+			Spec: networkingv1.NetworkPolicySpec{PodSelector: selector, PolicyTypes: types},
+		}
+	}
+	component := func(c string) metav1.LabelSelector {
+		return metav1.LabelSelector{MatchLabels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, nbv1.LabelComponent: c}}
+	}
+	ingress := []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}
+	egress := policy("kernel-egress", []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, metav1.LabelSelector{
+		MatchLabels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: nbv1.LabelComponent, Operator: metav1.LabelSelectorOpIn,
+			Values: []string{ComponentKernel, ComponentClusterEngine}}},
+	})
+	controllers := component(ComponentClusterController)
+	egress.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
+		To: []networkingv1.NetworkPolicyPeer{{PodSelector: &controllers}},
+		Ports: []networkingv1.NetworkPolicyPort{{
+			Protocol: ptr.To(corev1.ProtocolTCP),
+			Port:     ptr.To(intstr.FromInt32(ipcluster.RegistrationPort)),
+			EndPort:  ptr.To(ipcluster.ServicePorts()[len(ipcluster.ServicePorts())-1]),
+		}},
+	}}
+	return []*networkingv1.NetworkPolicy{
+		policy("kernels", ingress, component(ComponentKernel)),
+		policy("rst-renderer", []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, component(ComponentRSTRenderer)),
+		policy("ipcontrollers", ingress, controllers),
+		policy("ipengines", ingress, component(ComponentClusterEngine)),
+		egress,
+	}
+}

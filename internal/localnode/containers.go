@@ -55,8 +55,8 @@ type container struct {
 type containerRun struct {
 	proc   *process
 	mounts mountTable
-	// ports forwards the pod IP's ports into a sandboxed container; nil otherwise.
-	ports        *portForwarder
+	// link is a sandboxed container's place in the pod network; nil otherwise.
+	link         *sandboxLink
 	env          []string
 	probeCtx     context.Context
 	cancelProbes context.CancelFunc
@@ -164,7 +164,7 @@ func (w *podWorker) startContainer(ctx context.Context, c *container, now time.T
 			run.proc, err = startProcess(processSpec{sandbox: &spec, init: w.node.sandboxInit(), logPath: logPath}, w.node.cfg.Clock, onExit)
 		}
 		if err == nil {
-			run.ports, err = forwardPorts(ctx, w.ip, c.spec.Ports, run.proc.control, w.log)
+			run.link, err = w.node.network.attach(ctx, w.pod, w.ip, c.spec, run.proc.control, w.log)
 			if err != nil {
 				run.proc.stop(0, w.node.cfg.Clock)
 			}
@@ -259,8 +259,8 @@ func (w *podWorker) handle(ev workerEvent) {
 func (w *podWorker) recordExit(c *container, now time.Time) {
 	run := c.run
 	run.cancelProbes()
-	if run.ports != nil {
-		run.ports.close()
+	if run.link != nil {
+		w.node.network.detach(run.link)
 	}
 	c.run = nil
 	p := run.proc

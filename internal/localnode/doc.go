@@ -11,11 +11,14 @@
 //
 // What a real node enforces and this one does not: images (a container must name its command,
 // which runs from the host), resource requests and limits (there are no cgroups; limits only feed
-// the downward API), securityContext (every process runs as the nbkube user), read-only mounts,
-// lifecycle hooks, and network isolation (pods share the host's network namespace; the pod IP is
-// an address to bind to, and a server bound to 0.0.0.0 is reachable on every pod IP). It needs
-// Linux: there the whole of 127.0.0.0/8 reaches lo, and Pdeathsig ties each container process's
-// life to nbkube's.
+// the downward API), and lifecycle hooks. Without Config.Sandbox it does not enforce
+// securityContext (every process runs as the nbkube user), read-only mounts or network isolation
+// (pods share the host's network namespace; the pod IP is an address to bind to, and a server
+// bound to 0.0.0.0 is reachable on every pod IP). With it, each container runs in namespaces of
+// its own (internal/podns; isolation.go), its user and read-only mounts hold inside, and the node
+// carries the connections between pods that the NetworkPolicies allow (podnet.go, netpolicy.go).
+// It needs Linux: there the whole of 127.0.0.0/8 reaches lo, and Pdeathsig ties each container
+// process's life to nbkube's.
 //
 // Each container process leads its own process group, which is signalled as a whole when the
 // container stops and killed when its leader exits, as a container's processes die with its

@@ -1,18 +1,13 @@
 package localnode
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nbkube/nbkube/internal/podns"
@@ -163,53 +158,6 @@ func sandboxIDs(pod *corev1.Pod, c *corev1.Container) (uint32, uint32) {
 	return uint32(uid), uint32(gid)
 }
 
-// portForwarder brings the connections to a sandboxed container's ports on its pod IP into
-// the sandbox, as a pod network would route them.
-type portForwarder struct {
-	listeners []net.Listener
-	conns     sync.WaitGroup
-}
-
-// forwardPorts listens on ip at each TCP port the container declares.
-func forwardPorts(ctx context.Context, ip string, ports []corev1.ContainerPort, control *podns.Control, log logr.Logger) (*portForwarder, error) {
-	f := &portForwarder{}
-	for _, p := range ports {
-		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
-			continue
-		}
-		ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(int(p.ContainerPort))))
-		if err != nil {
-			f.close()
-			return nil, fmt.Errorf("forwarding port %d: %w", p.ContainerPort, err)
-		}
-		f.listeners = append(f.listeners, ln)
-		port := int(p.ContainerPort)
-		go f.serve(ctx, ln, port, control, log)
-	}
-	return f, nil
-}
-
-func (f *portForwarder) serve(ctx context.Context, ln net.Listener, port int, control *podns.Control, log logr.Logger) {
-	for {
-		in, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		f.conns.Go(func() {
-			defer in.Close()
-			out, err := control.Dial(ctx, port)
-			if err != nil {
-				if !errors.Is(err, podns.ErrEnded) {
-					log.V(1).Info("Forwarding a connection into the pod", "port", port, "error", err.Error())
-				}
-				return
-			}
-			defer out.Close()
-			splice(in, out)
-		})
-	}
-}
-
 // splice copies both ways until both directions ended, passing each end's half-close on.
 func splice(a, b net.Conn) {
 	done := make(chan struct{}, 2)
@@ -226,13 +174,6 @@ func splice(a, b net.Conn) {
 	go copyHalf(b, a)
 	<-done
 	<-done
-}
-
-// close stops listening; connections in progress end with the sandbox.
-func (f *portForwarder) close() {
-	for _, ln := range f.listeners {
-		ln.Close()
-	}
 }
 
 // sandboxed tells whether the pod's containers run in sandboxes: on a node that sandboxes,

@@ -106,6 +106,8 @@ type Node struct {
 	started   atomic.Bool
 	// forkServer is the kernel fork server, nil when off.
 	forkServer *forkServer
+	// network carries the connections of sandboxed pods; nil unless the node sandboxes.
+	network *podNetwork
 
 	// recorder is set by Start before anything that records events runs.
 	recorder record.EventRecorder
@@ -183,6 +185,9 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 	if cfg.KernelForkServer != "" {
 		n.forkServer = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver")})
 	}
+	if cfg.Sandbox {
+		n.network = newPodNetwork()
+	}
 	return n, nil
 }
 
@@ -236,6 +241,12 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 	}
 	n.secrets, n.configMaps = objects.Core().V1().Secrets().Lister(), objects.Core().V1().ConfigMaps().Lister()
+	if n.network != nil {
+		n.network.log = logger.WithName("network")
+		if err := n.network.watch(objects); err != nil {
+			return fmt.Errorf("localnode: watching network policies, services and namespaces: %w", err)
+		}
+	}
 	objects.Start(ctx.Done())
 	defer objects.Shutdown()
 	objects.WaitForCacheSync(ctx.Done())
@@ -293,6 +304,9 @@ func (n *Node) Start(ctx context.Context) error {
 	logger.Info("Local node running", "dataDir", n.cfg.DataDir)
 
 	loops.Go(func() { n.heartbeat(ctx) })
+	if n.network != nil {
+		loops.Go(func() { n.network.run(ctx) })
+	}
 	s := &scheduler{node: n, queue: queue, lister: pending.Lister(), nodes: self.Core().V1().Nodes().Lister()}
 	for range schedulerWorkers {
 		loops.Go(func() {

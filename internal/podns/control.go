@@ -14,11 +14,13 @@ import (
 // ErrEnded is what Dial answers once the sandbox has ended.
 var ErrEnded = errors.New("the sandbox has ended")
 
-// dialRequest asks the init for a connection to a port of the sandbox; the answer carries the
-// same ID and, when it worked, the connected socket.
+// dialRequest asks the init for a connection to a port of the sandbox, or, with Listen set,
+// for a socket that listens at that address and port inside the sandbox's network; the answer
+// carries the same ID and, when it worked, the socket.
 type dialRequest struct {
-	ID   uint64 `json:"id"`
-	Port int    `json:"port"`
+	ID     uint64 `json:"id"`
+	Port   int    `json:"port"`
+	Listen string `json:"listen,omitempty"`
 }
 
 type dialReply struct {
@@ -37,7 +39,7 @@ type Control struct {
 }
 
 type dialResult struct {
-	conn net.Conn
+	file *os.File
 	err  error
 }
 
@@ -49,6 +51,28 @@ func newControl(conn *net.UnixConn) *Control {
 
 // Dial connects to TCP port of the sandbox's pod IP, from inside its network namespace.
 func (c *Control) Dial(ctx context.Context, port int) (net.Conn, error) {
+	f, err := c.ask(ctx, dialRequest{Port: port})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return net.FileConn(f)
+}
+
+// Listen listens at TCP address ip:port inside the sandbox's network namespace: what the
+// sandbox's processes connect to there reaches the listener, which its caller serves from
+// outside. An address of 127.0.0.0/8 needs no interface of its own there.
+func (c *Control) Listen(ctx context.Context, ip string, port int) (net.Listener, error) {
+	f, err := c.ask(ctx, dialRequest{Port: port, Listen: ip})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return net.FileListener(f)
+}
+
+// ask sends req and waits for the socket of its answer.
+func (c *Control) ask(ctx context.Context, req dialRequest) (*os.File, error) {
 	ch := make(chan dialResult, 1)
 	c.mu.Lock()
 	if c.ended {
@@ -58,7 +82,8 @@ func (c *Control) Dial(ctx context.Context, port int) (net.Conn, error) {
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = ch
-	b, _ := json.Marshal(dialRequest{ID: id, Port: port})
+	req.ID = id
+	b, _ := json.Marshal(req)
 	_, err := c.conn.Write(b)
 	c.mu.Unlock()
 	if err != nil {
@@ -67,13 +92,13 @@ func (c *Control) Dial(ctx context.Context, port int) (net.Conn, error) {
 	}
 	select {
 	case r := <-ch:
-		return r.conn, r.err
+		return r.file, r.err
 	case <-ctx.Done():
 		c.forget(id)
 		// The answer may be on its way: whoever gets it closes its socket.
 		go func() {
-			if r := <-ch; r.conn != nil {
-				r.conn.Close()
+			if r := <-ch; r.file != nil {
+				r.file.Close()
 			}
 		}()
 		return nil, ctx.Err()
@@ -120,13 +145,11 @@ func (c *Control) read() {
 			res.err = errors.New(rep.Error)
 		}
 		if fd >= 0 {
-			f := os.NewFile(uintptr(fd), "sandbox-conn")
-			conn, cerr := net.FileConn(f)
-			f.Close()
+			f := os.NewFile(uintptr(fd), "sandbox-socket")
 			if res.err == nil {
-				res.conn, res.err = conn, cerr
-			} else if conn != nil {
-				conn.Close()
+				res.file = f
+			} else {
+				f.Close()
 			}
 		} else if res.err == nil {
 			res.err = errors.New("the sandbox answered without a connection")
@@ -137,8 +160,8 @@ func (c *Control) read() {
 		c.mu.Unlock()
 		if ok {
 			ch <- res
-		} else if res.conn != nil {
-			res.conn.Close()
+		} else if res.file != nil {
+			res.file.Close()
 		}
 	}
 	c.mu.Lock()

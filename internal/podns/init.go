@@ -125,7 +125,7 @@ func supervise(pid int, signals chan os.Signal) int {
 	}
 }
 
-// serveControl answers dial requests until the other end closes the socket.
+// serveControl answers dial and listen requests until the other end closes the socket.
 func serveControl(control *os.File, podIP string) {
 	fc, err := net.FileConn(control)
 	control.Close()
@@ -155,15 +155,24 @@ const dialTimeout = 10 * time.Second
 func answerDial(conn *net.UnixConn, req dialRequest, podIP string) {
 	rep := dialReply{ID: req.ID}
 	var rights []byte
-	c, err := net.DialTimeout("tcp", net.JoinHostPort(podIP, strconv.Itoa(req.Port)), dialTimeout)
-	if err == nil {
-		var f *os.File
-		f, err = c.(*net.TCPConn).File()
-		c.Close()
-		if err == nil {
-			defer f.Close()
-			rights = syscall.UnixRights(int(f.Fd()))
+	var f *os.File
+	var err error
+	if req.Listen != "" {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort(req.Listen, strconv.Itoa(req.Port))); err == nil {
+			f, err = ln.(*net.TCPListener).File()
+			ln.Close()
 		}
+	} else {
+		var c net.Conn
+		if c, err = net.DialTimeout("tcp", net.JoinHostPort(podIP, strconv.Itoa(req.Port)), dialTimeout); err == nil {
+			f, err = c.(*net.TCPConn).File()
+			c.Close()
+		}
+	}
+	if err == nil {
+		defer f.Close()
+		rights = syscall.UnixRights(int(f.Fd()))
 	}
 	if err != nil {
 		rep.Error = err.Error()

@@ -227,6 +227,61 @@ while True:
 	}
 }
 
+func TestSandbox_ListenTakesConnectionsMadeInside(t *testing.T) {
+	// The command waits for the go-ahead on its stdin, connects to another pod's address
+	// inside its own network, and prints what came back.
+	spec := Spec{Path: "/bin/bash", Argv: []string{"bash", "-c",
+		`read go; exec 3<>/dev/tcp/127.0.0.77/9999 && echo ping >&3 && read -r answer <&3 && echo "answer=$answer"`},
+		Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000, PodIP: "127.0.0.9", Root: t.TempDir()}
+	c, err := NewCommand(spec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := c.Cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	c.Cmd.Stdout, c.Cmd.Stderr = &out, &out
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	control, err := c.Started()
+	if err != nil {
+		_ = c.Cmd.Wait()
+		t.Fatalf("starting the sandbox: %v\n%s", err, out.String())
+	}
+	defer control.Close()
+	ln, err := control.Listen(context.Background(), "127.0.0.77", 9999)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		line, _ := bufio.NewReader(conn).ReadString('\n')
+		_, _ = conn.Write([]byte("pong to " + line))
+	}()
+	if _, err := stdin.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if got := results(out.String())["answer"]; got != "pong to ping" {
+		t.Fatalf("the command inside got %q: %s", got, out.String())
+	}
+	// The host's own 127.0.0.77:9999 is not the sandbox's.
+	if conn, err := net.DialTimeout("tcp", "127.0.0.77:9999", time.Second); err == nil {
+		conn.Close()
+		t.Fatal("the listener made inside the sandbox took a connection on the host")
+	}
+}
+
 func TestSandbox_ExitStatusAndStartErrors(t *testing.T) {
 	if code, out := start(t, shell("exit 3")).wait(t); code != 3 {
 		t.Fatalf("exit %d, want 3: %s", code, out)

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -23,10 +24,9 @@ import (
 // notebook lands in her home, and her real kernel, started by a session of it, works in her
 // home and lists only her files; boss's kernel works at the volume's root. (Not root: that is
 // the name of the token's admin when the tests run as root, which the users file may not
-// have.) The local node
-// runs kernels as processes of this machine, so this shows the mount (the kernel pod's
-// subPath, as the local node sets it up), not a wall: a real node's mount namespace is what
-// keeps ann's kernel from ben's home (docs/users.md).
+// have.) The local node sandboxes the pods of several users, so this shows the mount (the
+// kernel pod's subPath at its mount path); TestSandbox_KernelsOfUsersAreIsolated shows the
+// wall.
 func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 	tokens := map[string]string{}
 	var file strings.Builder
@@ -70,8 +70,9 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 	for _, tc := range []struct {
 		user, home, cwd, list string
 	}{
-		{"ann", "ann", filepath.Join(root, "ann"), "['x.ipynb']"},
-		{"boss", nbv1.HomeWholeVolume, root, "['ann', 'shared.txt']"},
+		// Pods are sandboxed (several users): each sees its home at its mount path.
+		{"ann", "ann", builder.HomeDir + "/work", "['x.ipynb']"},
+		{"boss", nbv1.HomeWholeVolume, builder.HomeDir + "/work", "['ann', 'shared.txt']"},
 	} {
 		var session struct {
 			Kernel struct {

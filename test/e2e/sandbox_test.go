@@ -15,9 +15,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -67,35 +69,13 @@ print(json.dumps({
 }))
 `
 
-// TestSandbox_KernelsOfUsersAreIsolated runs `nbkube local --sandbox` with users ann and
-// ben: from ben's kernel, ann's home, the volume, nbkube's data (kubeconfig, cookie secret),
+// TestSandbox_KernelsOfUsersAreIsolated runs `nbkube local` with users ann and ben, which
+// sandboxes their pods: from ben's kernel, ann's home, the volume, nbkube's data (kubeconfig, cookie secret),
 // other processes, ann's agent, the control plane and nbkube's own API are out of reach,
 // while his own home works as before.
 func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
-	tokens := map[string]string{}
-	var file strings.Builder
-	file.WriteString("users:\n")
-	for _, u := range []string{"ann", "ben"} {
-		tok, err := identity.NewUserToken(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h, err := identity.HashSecret(tok)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tokens[u] = tok
-		fmt.Fprintf(&file, "- name: %s\n  token_hash: %q\n", u, h)
-	}
-	usersFile := filepath.Join(t.TempDir(), "users.yaml")
-	if err := os.WriteFile(usersFile, []byte(file.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	dataDir, root := t.TempDir(), t.TempDir()
-	inst := startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile, "--user-home={username}", "--sandbox"), dataDir, root)
-	base := inst.api(t).base
-	as := func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }
+	inst, as, dataDir, root := startSandboxedUsers(t)
+	base := as("ann").base
 
 	kernels := map[string]string{}
 	for _, u := range []string{"ann", "ben"} {
@@ -183,5 +163,125 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	// ann's kernel still has its state: nothing from ben reached it.
 	if run := annChannels.run("print(secret)"); run.stdout.String() != "ann-only\n" {
 		t.Errorf("ann's kernel: %s", run)
+	}
+}
+
+// startSandboxedUsers runs `nbkube local` with users ann and ben from a users file and
+// --sandbox left to its default, which sandboxes pods as soon as a provider knows several
+// users; as is the API as one of them.
+func startSandboxedUsers(t *testing.T) (inst *instance, as func(user string) *jupyterAPI, dataDir, root string) {
+	tokens := map[string]string{}
+	var file strings.Builder
+	file.WriteString("users:\n")
+	for _, u := range []string{"ann", "ben"} {
+		tok, err := identity.NewUserToken(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := identity.HashSecret(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens[u] = tok
+		fmt.Fprintf(&file, "- name: %s\n  token_hash: %q\n", u, h)
+	}
+	usersFile := filepath.Join(t.TempDir(), "users.yaml")
+	if err := os.WriteFile(usersFile, []byte(file.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir, root = t.TempDir(), t.TempDir()
+	inst = startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
+		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile, "--user-home={username}"), dataDir, root)
+	base := inst.api(t).base
+	return inst, func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }, dataDir, root
+}
+
+// TestSandbox_ClustersServeTheirOwnersKernelsOnly runs ann's ipyparallel cluster on a node
+// that sandboxes pods: her kernel and her engines reach her ipcontroller through the node's
+// pod network, as the NetworkPolicies allow; ben's kernel reaches neither it nor them.
+func TestSandbox_ClustersServeTheirOwnersKernelsOnly(t *testing.T) {
+	inst, as, _, _ := startSandboxedUsers(t)
+	ann := as("ann")
+	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "par"},
+		Spec: nbv1.ClusterParameters{Owner: "ann", State: nbv1.ClusterStopped, Engines: 2}}
+	if err := inst.client.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "ann's cluster listed", 10*time.Second, func() error {
+		var list []clusterModel
+		ann.call(t, http.MethodGet, "api/clusters", nil).want(t, http.StatusOK).decode(t, &list)
+		if len(list) != 1 || list[0].Profile != "par" {
+			return fmt.Errorf("GET /api/clusters as ann: %+v", list)
+		}
+		return nil
+	})
+	ann.call(t, http.MethodPost, "api/clusters/par/start", nil).want(t, http.StatusOK)
+	waitEngines(t, ann, "api/clusters/par", 2)
+
+	var s sessionModel
+	ann.call(t, http.MethodPost, "api/sessions", map[string]any{"path": "par.ipynb", "type": "notebook", "name": "par.ipynb",
+		"kernel": map[string]any{"name": "python3"}, "cluster": "par"}).want(t, http.StatusCreated).decode(t, &s)
+	inst.readyKernel(t, s.Kernel.ID)
+	ws := dialJupyterWS(t, ann, "api/kernels/"+s.Kernel.ID+"/channels", "")
+	defer ws.close()
+	// Each engine's sandbox has its own PID namespace (both are PID 2 or so) and its pod's
+	// name as the host name.
+	e := runCell(t, ws, `import ipyparallel as ipp, socket
+rc = ipp.Client(profile='par', timeout=60)
+rc.wait_for_engines(2, timeout=60, interactive=False)
+print(len(set(rc[:].apply_sync(socket.gethostname))), rc[:].map_sync(lambda x: x * x, range(4)))`)
+	if got := strings.TrimSpace(e.stdout.String()); got != "2 [0, 1, 4, 9]" {
+		t.Fatalf("ann's parallel map from her sandboxed kernel: %q (stderr %q)", got, e.stderr.String())
+	}
+
+	var pods corev1.PodList
+	if err := inst.client.List(t.Context(), &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	var targets []string
+	for _, p := range pods.Items {
+		switch p.Labels[nbv1.LabelComponent] {
+		case "ipcontroller":
+			targets = append(targets, net.JoinHostPort(p.Status.PodIP, "10101"), net.JoinHostPort(p.Status.PodIP, "10105"))
+		case "ipengine":
+			targets = append(targets, net.JoinHostPort(p.Status.PodIP, strconv.Itoa(agentapi.Port)))
+		}
+	}
+	if len(targets) != 4 {
+		t.Fatalf("ann's cluster's addresses: %v", targets)
+	}
+	var k struct {
+		ID string `json:"id"`
+	}
+	as("ben").call(t, http.MethodPost, "api/kernels", map[string]any{"name": "python3"}).want(t, http.StatusCreated).decode(t, &k)
+	ben := dialJupyterWS(t, as("ben"), "api/kernels/"+k.ID+"/channels", randomID())
+	defer ben.close()
+	if err := ben.awaitKernelInfo(60 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	probe, err := json.Marshal(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := ben.run(`import json, socket
+reached = []
+for addr in json.loads(` + strconv.Quote(string(probe)) + `):
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, int(port))); reached.append(addr)
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(json.dumps(reached))`)
+	if got := strings.TrimSpace(run.stdout.String()); got != "[]" {
+		t.Errorf("ben's kernel reaches ann's cluster at %s (%s)", got, run)
+	}
+	// The same check from ann's kernel reaches her ipcontroller: the probe can succeed.
+	e = runCell(t, ws, `import socket
+s = socket.create_connection((`+strconv.Quote(strings.Split(targets[0], ":")[0])+`, 10101), timeout=2); s.close(); print("reached")`)
+	if got := strings.TrimSpace(e.stdout.String()); got != "reached" {
+		t.Errorf("ann's kernel does not reach her ipcontroller: %q (stderr %q)", got, e.stderr.String())
 	}
 }
