@@ -57,7 +57,7 @@ func (s *Server) startKernel(c *gin.Context) error {
 	if err := bindOptionalJSON(c, &body); err != nil {
 		return err
 	}
-	spec, err := s.kernelName(c.Request.Context(), body.Name)
+	spec, err := s.kernelName(c.Request.Context(), *userOf(c), body.Name)
 	if err != nil {
 		return err
 	}
@@ -74,13 +74,13 @@ func (s *Server) startKernel(c *gin.Context) error {
 	return nil
 }
 
-// kernelName is the kernel spec name a start asks for: name, or the default when it names
-// none. Which spec a name starts is the KernelService's to say.
-func (s *Server) kernelName(ctx context.Context, name string) (string, error) {
+// kernelName is the kernel spec name a start of u asks for: name, or u's default when it
+// names none. Which spec a name starts is the KernelService's to say.
+func (s *Server) kernelName(ctx context.Context, u User, name string) (string, error) {
 	if name != "" {
 		return name, nil
 	}
-	specs, err := s.opts.KernelSpecs.ListKernelSpecs(ctx)
+	specs, err := s.userKernelSpecs(ctx, u)
 	if err != nil {
 		return "", err
 	}

@@ -36,18 +36,9 @@ const defaultKernelSpec = "python3"
 
 // getKernelSpecs is GET /api/kernelspecs.
 func (s *Server) getKernelSpecs(c *gin.Context) error {
-	specs, err := s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context())
+	specs, err := s.userKernelSpecs(c.Request.Context(), *userOf(c))
 	if err != nil {
 		return err
-	}
-	// A user whose policies allow only some kernel specs is offered those (and a default
-	// among them): a launcher shows what the user may start.
-	q, err := s.quota(c)
-	if err != nil {
-		return err
-	}
-	if q != nil && q.KernelSpecs != nil {
-		specs = slices.DeleteFunc(specs, func(ks jupyter.KernelSpec) bool { return !slices.Contains(q.KernelSpecs, ks.Name) })
 	}
 	model := jupyter.KernelSpecs{Default: s.defaultKernelSpec(specs), KernelSpecs: make(map[string]jupyter.KernelSpec, len(specs))}
 	for _, ks := range specs {
@@ -55,6 +46,28 @@ func (s *Server) getKernelSpecs(c *gin.Context) error {
 	}
 	c.JSON(http.StatusOK, model)
 	return nil
+}
+
+// userKernelSpecs are the kernel specs u may start, sorted by name: a user whose policies
+// allow only some is offered those, and a default among them, wherever a spec is offered or
+// picked for the user (the spec list, a start that names none, /new): a launcher shows what
+// the user may start, and a start without a name starts one the user may.
+func (s *Server) userKernelSpecs(ctx context.Context, u User) ([]jupyter.KernelSpec, error) {
+	specs, err := s.opts.KernelSpecs.ListKernelSpecs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if s.opts.Quotas == nil {
+		return specs, nil
+	}
+	q, err := s.opts.Quotas.Quota(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	if q != nil && q.KernelSpecs != nil {
+		specs = slices.DeleteFunc(specs, func(ks jupyter.KernelSpec) bool { return !slices.Contains(q.KernelSpecs, ks.Name) })
+	}
+	return specs, nil
 }
 
 // defaultKernelSpec is the configured default when it is among specs (sorted by name), else

@@ -51,7 +51,7 @@ func (s *Server) startLegacyKernel(c *gin.Context) error {
 // it has one already); without a notebook, a kernel of its own.
 func (s *Server) startNotebookKernel(ctx context.Context, u User, notebookID string) (string, error) {
 	if notebookID == "" {
-		spec, err := s.kernelName(ctx, "")
+		spec, err := s.kernelName(ctx, u, "")
 		if err != nil {
 			return "", err
 		}
@@ -62,7 +62,7 @@ func (s *Server) startNotebookKernel(ctx context.Context, u User, notebookID str
 	if err != nil {
 		return "", err
 	}
-	spec, err := s.kernelName(ctx, "")
+	spec, err := s.kernelName(ctx, u, "")
 	if err != nil {
 		return "", err
 	}

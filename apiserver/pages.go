@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -244,16 +243,9 @@ func (s *Server) openNotebook(c *gin.Context, p string) {
 // newNotebookSpec is the kernel spec a new notebook is for: the one asked for, which must be
 // among those the user may start, or the user's default; nil when the server has none.
 func (s *Server) newNotebookSpec(c *gin.Context, asked string) (*jupyter.KernelSpec, error) {
-	specs, err := s.opts.KernelSpecs.ListKernelSpecs(c.Request.Context())
+	specs, err := s.userKernelSpecs(c.Request.Context(), *userOf(c))
 	if err != nil {
 		return nil, err
-	}
-	q, err := s.quota(c)
-	if err != nil {
-		return nil, err
-	}
-	if q != nil && q.KernelSpecs != nil {
-		specs = slices.DeleteFunc(specs, func(ks jupyter.KernelSpec) bool { return !slices.Contains(q.KernelSpecs, ks.Name) })
 	}
 	name := asked
 	if name == "" {

@@ -187,7 +187,8 @@ func TestQuota_RefusalsAndWhatUsersAreTold(t *testing.T) {
 	c, ns := quotaNamespace(t)
 	ben := identity.User{Name: "ben", Groups: []string{"students"}}
 	cat := identity.User{Name: "cat"}
-	s := quotaServer(t, c, ns, 200*time.Millisecond, ben, cat)
+	dan := identity.User{Name: "dan"}
+	s := quotaServer(t, c, ns, 200*time.Millisecond, ben, cat, dan)
 
 	// No policy: quotas are off, and users are told nothing of them.
 	if _, ok := s.do("GET", "/api/status", nil, as("ben")...).json(t)["quota"]; ok {
@@ -264,6 +265,32 @@ func TestQuota_RefusalsAndWhatUsersAreTold(t *testing.T) {
 		slices.Sort(names)
 		if fmt.Sprint(names) != want {
 			t.Errorf("%s is offered %v, want %s", user, names, want)
+		}
+	}
+
+	// A start that names no spec starts the user's default, one the user may start: for dan,
+	// whose policy allows r only, r, not the installation's python3.
+	if err := c.Create(t.Context(), &nbv1.UserPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "r-only"},
+		Spec: nbv1.UserPolicySpec{Users: []string{"dan"}, KernelSpecs: []string{"r"}}}); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, "dan's policy read", 10*time.Second, func() error {
+		if q, _ := s.do("GET", "/api/status", nil, as("dan")...).json(t)["quota"].(map[string]any); fmt.Sprint(q["kernel_specs"]) != "[r]" {
+			return fmt.Errorf("dan's quota %v", q)
+		}
+		return nil
+	})
+	r = s.do("POST", "/api/kernels", map[string]any{}, as("dan")...)
+	if r.status == http.StatusForbidden || strings.Contains(string(r.body), "python3") {
+		t.Errorf("a start of dan's default kernel: %d %s", r.status, r.body)
+	}
+	var started nbv1.KernelList
+	if err := c.List(t.Context(), &started, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range started.Items {
+		if k.Spec.Owner == "dan" && k.Spec.KernelSpec != "r" {
+			t.Errorf("dan's default kernel is %s", k.Spec.KernelSpec)
 		}
 	}
 

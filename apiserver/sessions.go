@@ -93,7 +93,7 @@ func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionC
 	}
 	hasID := ch.KernelID != nil && *ch.KernelID != ""
 	if create || (named && !hasID) {
-		spec, err := s.kernelName(c.Request.Context(), name)
+		spec, err := s.kernelName(c.Request.Context(), *userOf(c), name)
 		if err != nil {
 			return ch, err
 		}
