@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -23,7 +24,7 @@ import (
 // inherit this process's environment: the server gets its interpreter settings, as a node's
 // server has those of the node's pods. HOME is a directory of the test's (no user
 // site-packages, as in a pod's home). idle is the server's idle time.
-func testForkServer(t *testing.T, idle time.Duration) (socket, log string) {
+func testForkServer(t *testing.T, idle time.Duration, options ...func(*localnode.ForkServerOptions)) (socket, log string) {
 	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	env := serverEnv()
@@ -33,7 +34,11 @@ func testForkServer(t *testing.T, idle time.Duration) (socket, log string) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	socket, done, err := localnode.ServeForkServer(ctx, localnode.ForkServerOptions{Python: ipykernel[0], Dir: dir, Env: env, Idle: idle})
+	opts := localnode.ForkServerOptions{Python: ipykernel[0], Dir: dir, Env: env, Idle: idle}
+	for _, o := range options {
+		o(&opts)
+	}
+	socket, done, err := localnode.ServeForkServer(ctx, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -290,6 +295,54 @@ func TestForkServer_RefusesHangsUpAndComesBack(t *testing.T) {
 			t.Errorf("after the server idled out, a kernel's parent is %q, want the fork server", f.Parent)
 		}
 	})
+}
+
+// A node that sandboxes every pod has a fork server that forks kernels into sandboxes only: a
+// request from the host's namespaces gets no kernel there (the agent starts its own), as it
+// could only come through a sandbox's connection whose process ended and whose PID the host
+// gave to another process.
+func TestForkServer_ForSandboxesOnlyForksNoKernelOnTheHost(t *testing.T) {
+	socket, log := testForkServer(t, time.Minute, func(o *localnode.ForkServerOptions) { o.SandboxedOnly = true })
+	ra := startAgent(t, func(c *Config) { c.ForkServer = socket })
+	if f := ra.connect(t, "s", false).facts(); forkedFrom(f) || f.PPID != os.Getpid() {
+		t.Errorf("kernel's parent %q, want the agent", f.Parent)
+	}
+	if b, _ := os.ReadFile(log); strings.Contains(string(b), "Traceback") {
+		t.Errorf("the fork server failed:\n%s", b)
+	}
+}
+
+// The fork server finds an agent's sandbox through the process that connected, never through
+// its PID alone: a PID whose process ended since names nothing, even once another process has
+// it (here this test's interpreter stands for that process).
+func TestForkServer_APIDTakenByAnotherProcessNamesNoSandbox(t *testing.T) {
+	_, log := testForkServer(t, time.Minute)
+	script := filepath.Join(filepath.Dir(log), "forkserver.py")
+	check := `
+import importlib.util, os, subprocess, sys
+spec = importlib.util.spec_from_file_location("forkserver", sys.argv[1])
+fs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fs)
+gone = subprocess.Popen(["sleep", "60"])
+pidfd = os.pidfd_open(gone.pid)
+gone.kill()
+gone.wait()
+try:
+    fs.peer_namespaces(os.getpid(), pidfd)
+    print("resolved")
+except OSError as e:
+    print("refused:", e)
+live = subprocess.Popen(["sleep", "60"])
+print("live:", fs.peer_namespaces(live.pid, os.pidfd_open(live.pid)))
+live.kill()
+`
+	out, err := exec.Command(ipykernel[0], "-c", check, script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !strings.Contains(string(out), "refused: the process that connected has ended") || !strings.Contains(string(out), "live: []") {
+		t.Errorf("peer_namespaces: %s", out)
+	}
 }
 
 // Only ipykernel's command is asked for: another kernel's start must not make the node start

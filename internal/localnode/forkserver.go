@@ -55,6 +55,10 @@ type ForkServerOptions struct {
 	Env []string
 	// Idle is how long the server stays without a kernel before it exits; default 10 min.
 	Idle time.Duration
+	// SandboxedOnly refuses agents that are not in a sandbox: on a node that sandboxes
+	// every pod, such a request could only come through a sandbox's connection whose process
+	// ended (its PID taken by another), and must not become a kernel on the host.
+	SandboxedOnly bool
 }
 
 // newForkServer is the fork server of opts.
@@ -193,6 +197,9 @@ func (f *forkServer) run(ctx context.Context, listener *os.File) error {
 	// the kernels it forks compare their interpreter settings with these.
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home,
 		fmt.Sprintf("NBKUBE_FORK_SERVER_IDLE=%g", f.Idle.Seconds())}, f.Env...)
+	if f.SandboxedOnly {
+		cmd.Env = append(cmd.Env, "NBKUBE_FORK_SERVER_SANDBOXED_ONLY=1")
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{listener}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -33,6 +33,11 @@ SANDBOX_TIMEOUT = 10
 
 t0 = time.monotonic()
 IDLE = float(os.environ.pop("NBKUBE_FORK_SERVER_IDLE", "600"))
+# On a node that sandboxes its pods, every agent is in a sandbox: a request from this
+# server's own namespaces could only come from a sandbox's connection whose process is gone.
+SANDBOXED_ONLY = os.environ.pop("NBKUBE_FORK_SERVER_SANDBOXED_ONLY", "") == "1"
+# SO_PEERPIDFD (Linux 6.5): a pidfd of the process that connected, whatever became of its PID.
+SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
 
 def exec_environment():
@@ -42,6 +47,7 @@ def exec_environment():
         pairs = [e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e]
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in pairs}
     env.pop("NBKUBE_FORK_SERVER_IDLE", None)
+    env.pop("NBKUBE_FORK_SERVER_SANDBOXED_ONLY", None)
     return env
 
 
@@ -119,10 +125,28 @@ def refusal(req):
     return None
 
 
-def peer_namespaces(pid):
+def peer_pidfd(conn, pid):
+    """A pidfd of the process that connected conn: the kernel's own (SO_PEERPIDFD), else one
+    opened now, right after the accept, of the PID the credentials name."""
+    try:
+        return conn.getsockopt(socket.SOL_SOCKET, SO_PEERPIDFD)
+    except OSError:
+        return os.pidfd_open(pid)
+
+
+def exited(pidfd):
+    """Whether the process of pidfd has ended (its pidfd reads ready then)."""
+    ready, _, _ = select.select([pidfd], [], [], 0)
+    return bool(ready)
+
+
+def peer_namespaces(pid, pidfd):
     """The namespaces of the agent at pid that are not this server's, opened: an agent in a
     sandbox gets a kernel in its sandbox, whatever it asks. They come from the peer's
-    credentials, which the kernel vouches for, never from the request."""
+    credentials, which the kernel vouches for, never from the request; and from the process
+    that connected only: pidfd is that process's, which must still run once they are open,
+    so that a PID another process took since (an agent that connected, then ended) names
+    nothing."""
     opened = []
     try:
         for name, flag in NAMESPACES:
@@ -131,6 +155,8 @@ def peer_namespaces(pid):
             theirs = os.stat(path)
             if (theirs.st_dev, theirs.st_ino) != (mine.st_dev, mine.st_ino):
                 opened.append((os.open(path, os.O_RDONLY | os.O_CLOEXEC), flag))
+        if exited(pidfd):
+            raise OSError("the process that connected has ended")
     except OSError:
         for fd, _ in opened:
             os.close(fd)
@@ -272,7 +298,7 @@ def main():
     sel.register(wake_r, selectors.EVENT_READ, "wake")
     conns = {}  # socket -> child pid (None before it forked)
     children = {}  # pid -> socket
-    peers = {}  # socket -> the agent's PID
+    peers = {}  # socket -> the agent's PID and a pidfd of it
     idle_since = time.monotonic()
     log("ready in %.2f s" % (time.monotonic() - t0))
 
@@ -283,7 +309,9 @@ def main():
             pass
 
     def drop(conn):
-        peers.pop(conn, None)
+        peer = peers.pop(conn, None)
+        if peer is not None:
+            os.close(peer[1])
         pid = conns.pop(conn, None)
         sel.unregister(conn)
         conn.close()
@@ -319,12 +347,18 @@ def main():
             send(conn, {"refused": why or "request too large"})
             drop(conn)
             return
+        why = None
         try:
-            namespaces = peer_namespaces(peers[conn])
+            namespaces = peer_namespaces(*peers[conn])
+            if not namespaces and SANDBOXED_ONLY:
+                why = "this node runs kernels in their pods' sandboxes only"
         except OSError as e:
+            # Said without the host's paths or PIDs, which are none of the sandbox's business.
+            why = "the agent's namespaces: %s" % (e.strerror or e)
+        if why is not None:
             for fd in fds:
                 os.close(fd)
-            send(conn, {"refused": "the agent's namespaces: %s" % e})
+            send(conn, {"refused": why})
             drop(conn)
             return
         if namespaces:
@@ -418,9 +452,14 @@ def main():
                 if uid != os.getuid():
                     conn.close()
                     continue
+                try:
+                    pidfd = peer_pidfd(conn, peer)
+                except OSError:
+                    conn.close()
+                    continue
                 conn.setblocking(True)
                 conns[conn] = None
-                peers[conn] = peer
+                peers[conn] = (peer, pidfd)
                 sel.register(conn, selectors.EVENT_READ, "conn")
             elif key.data == "wake":
                 try:

@@ -183,7 +183,7 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 		workers:   map[types.UID]*podWorker{},
 	}
 	if cfg.KernelForkServer != "" {
-		n.forkServer = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver")})
+		n.forkServer = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver"), SandboxedOnly: cfg.Sandbox})
 	}
 	if cfg.Sandbox {
 		n.network = newPodNetwork()
