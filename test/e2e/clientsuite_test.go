@@ -59,7 +59,9 @@ const suiteKernelSpec = "sample 2"
 // themselves (a limit of the user's kernels, the whole list compared) run alone.
 func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 	api := d.api(t)
+	start := time.Now()
 	suiteSpec(t, d)
+	t.Logf("kernel spec %q listed by every API server after %.1fs", suiteKernelSpec, time.Since(start).Seconds())
 	cases := append([]clientCase{
 		{"ContentsNotebookRoundTrip", testContentsRoundTrip},
 		{"RoutesRunInterruptRestartAndDeleteAKernel", testKernelLifecycle},
@@ -71,6 +73,7 @@ func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 		{"ReconnectingClientGetsWhatItMissed", func(t *testing.T, _ deployment, api *jupyterAPI) { testReplay(t, api) }},
 		{"OlderIPythonInterface", func(t *testing.T, _ deployment, api *jupyterAPI) { testLegacyKernels(t, api) }},
 	}, more...)
+	start = time.Now()
 	t.Run("Together", func(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) {
@@ -79,6 +82,7 @@ func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 			})
 		}
 	})
+	t.Logf("%d cases together: %.1fs", len(cases), time.Since(start).Seconds())
 	t.Run("SessionKernelChangeShutsThePreviousOneDown", func(t *testing.T) { testChangedKernelShutsThePreviousOneDown(t, d, api) })
 }
 
