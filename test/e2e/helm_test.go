@@ -130,7 +130,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 		t.FailNow()
 	}
 	// The Jupyter client suite TestKernels_ThroughLocal runs against nbkube local, here
-	// through both API server replicas (the Service spreads the suite's connections).
+	// through the release's Service (either API server replica answers).
 	t.Run("Jupyter client suite", func(t *testing.T) { jupyterClientSuite(t, env) })
 	t.Run("network policies enforced", func(t *testing.T) { testHelmNetworkPolicies(t, env, kernelID) })
 	t.Run("API server killed during a cell", func(t *testing.T) { testHelmAPIServerKilled(t, env, api, kernelID) })
