@@ -40,6 +40,10 @@ func TestKernels_ThroughLocal(t *testing.T) {
 	inst := startLocal(t, t.TempDir(), t.TempDir())
 	// Cleanups run last first: this one, after every case, before startLocal's.
 	t.Cleanup(func() { inst.stop(t) })
+	// The suite checks kernel owners against the token's user, which is the machine's here.
+	if u := apiUser(t, inst.api(t)); u != localUserName() {
+		t.Errorf("the token's user is %s, want the machine's %s", u, localUserName())
+	}
 	jupyterClientSuite(t, inst,
 		clientCase{"KernelsOutliveARestartOfTheAPIServer", func(t *testing.T, _ deployment, _ *jupyterAPI) { testAPIServerRestart(t, inst) }},
 		clientCase{"KernelCommandThatFailsIsAClearErrorQuickly", func(t *testing.T, _ deployment, api *jupyterAPI) { testFailingKernel(t, inst, api) }},
