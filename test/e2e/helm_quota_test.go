@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -75,16 +74,7 @@ func testHelmQuotas(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	t.Cleanup(func() { _ = c.Delete(context.Background(), policy) })
 
 	// Each replica at its own address, once it has seen the policy.
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(helmNamespace), client.MatchingLabels{nbv1.LabelComponent: "apiserver"}); err != nil {
-		t.Fatal(err)
-	}
-	var replicas []*jupyterAPI
-	for _, p := range pods.Items {
-		if p.Status.PodIP != "" && p.DeletionTimestamp == nil {
-			replicas = append(replicas, newJupyterAPI("http://"+net.JoinHostPort(p.Status.PodIP, "8888")+"/", api.token, 5*time.Minute))
-		}
-	}
+	replicas := env.apiServers(t)
 	if len(replicas) != 2 {
 		t.Fatalf("%d API server replicas, want 2", len(replicas))
 	}

@@ -106,9 +106,9 @@ func (e *helmEnv) helmArgsOf(release, namespace, verb string, extra ...string) [
 
 // TestHelm_InARealCluster installs the chart into a real single-node cluster and uses it as a
 // data scientist and an admin would, in order: contents on the volume, a session with a
-// kernel container, interrupt, restart, the network policies enforced, the API server killed
-// during a cell, a kernel whose image does not exist, a kernel pod killed, an ipyparallel
-// cluster, upgrade, uninstall.
+// kernel container, interrupt, restart, the Jupyter client suite, the network policies
+// enforced, the API server killed during a cell, a kernel whose image does not exist, a
+// kernel pod killed, an ipyparallel cluster, upgrade, uninstall.
 func TestHelm_InARealCluster(t *testing.T) {
 	env := newHelmEnv(t)
 	ctx := t.Context()
@@ -129,6 +129,9 @@ func TestHelm_InARealCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	// The Jupyter client suite TestKernels_ThroughLocal runs against nbkube local, here
+	// through the release's Service (either API server replica answers).
+	t.Run("Jupyter client suite", func(t *testing.T) { jupyterClientSuite(t, env) })
 	t.Run("network policies enforced", func(t *testing.T) { testHelmNetworkPolicies(t, env, kernelID) })
 	t.Run("API server killed during a cell", func(t *testing.T) { testHelmAPIServerKilled(t, env, api, kernelID) })
 	t.Run("image that does not exist", func(t *testing.T) { testHelmMissingImage(t, env, api) })
@@ -171,19 +174,25 @@ func (e *helmEnv) contentsVolume(t *testing.T, class, dir string) {
 
 // api reaches the installed API server through its Service's cluster IP (kube-proxy routes
 // it from the node too), with the token from the Secret the chart made.
-func (e *helmEnv) api(t *testing.T) *jupyterAPI {
+func (e *helmEnv) api(t testing.TB) *jupyterAPI {
+	t.Helper()
+	api := newJupyterAPI(e.serviceURL(t, helmRelease, helmNamespace), e.token(t), 5*time.Minute)
+	waitAPI(t, api)
+	return api
+}
+
+// token is the API's token, from the Secret the chart made.
+func (e *helmEnv) token(t testing.TB) string {
 	t.Helper()
 	secret := &corev1.Secret{}
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube-auth"}, secret); err != nil {
 		t.Fatal(err)
 	}
-	api := newJupyterAPI(e.serviceURL(t, helmRelease, helmNamespace), string(secret.Data["token"]), 5*time.Minute)
-	waitAPI(t, api)
-	return api
+	return string(secret.Data["token"])
 }
 
 // serviceURL is the base URL of the release's API server Service.
-func (e *helmEnv) serviceURL(t *testing.T, release, namespace string) string {
+func (e *helmEnv) serviceURL(t testing.TB, release, namespace string) string {
 	t.Helper()
 	svc := &corev1.Service{}
 	if err := e.client.Get(t.Context(), client.ObjectKey{Namespace: namespace, Name: release + "-nbkube"}, svc); err != nil {
@@ -221,7 +230,7 @@ func (e *helmEnv) waitAPIServers(t *testing.T, n int, old map[types.UID]bool) {
 
 // waitAPI waits until the Service answers GET /api/status with the token. Connections kept
 // alive to replicas that are gone are dropped first: a browser would retry on a new one too.
-func waitAPI(t *testing.T, api *jupyterAPI) {
+func waitAPI(t testing.TB, api *jupyterAPI) {
 	t.Helper()
 	api.hc.CloseIdleConnections()
 	testenv.Eventually(t, "the API server answers through its Service", 2*time.Minute, func() error { return api.answers(t) })

@@ -32,39 +32,30 @@ const (
 
 // TestKernels_ThroughLocal drives kernels and sessions as Jupyter clients do, through the API
 // and WebSockets of one `nbkube local` (one start for all: each costs seconds), and checks
-// the outcome in the Kubernetes resources and the kernel processes. The cases run in
-// parallel, as the clients of a shared server do; each has kernels of its own.
+// the outcome in the Kubernetes resources and the kernel processes: the Jupyter client suite,
+// which runs against the chart's release too (TestHelm_InARealCluster), and the cases that
+// need this machine's side of nbkube local (a second API server started here, a kernel
+// command, the RST service's processes).
 func TestKernels_ThroughLocal(t *testing.T) {
 	inst := startLocal(t, t.TempDir(), t.TempDir())
 	// Cleanups run last first: this one, after every case, before startLocal's.
 	t.Cleanup(func() { inst.stop(t) })
-	api := inst.api(t)
-
-	cases := []struct {
-		name string
-		run  func(t *testing.T)
-	}{
-		{name: "RoutesRunInterruptRestartAndDeleteAKernel", run: func(t *testing.T) { testKernelLifecycle(t, inst, api) }},
-		{name: "SessionsKeepOneKernelPerPathAndSwapKernels", run: func(t *testing.T) { testSessions(t, inst, api) }},
-		{name: "TwoClientsShareOutputButNotReplies", run: func(t *testing.T) { testTwoClients(t, api) }},
-		{name: "ReconnectingClientGetsWhatItMissed", run: func(t *testing.T) { testReplay(t, api) }},
-		{name: "KernelsOutliveARestartOfTheAPIServer", run: func(t *testing.T) { testAPIServerRestart(t, inst) }},
-		{name: "KernelCommandThatFailsIsAClearErrorQuickly", run: func(t *testing.T) { testFailingKernel(t, inst, api) }},
-		{name: "OlderIPythonInterface", run: func(t *testing.T) { testLegacyKernels(t, api) }},
-		{name: "OlderIPythonRSTService", run: func(t *testing.T) { testRSTService(t, inst, api) }},
+	// The suite checks kernel owners against the token's user, which is the machine's here.
+	if u := apiUser(t, inst.api(t)); u != localUserName() {
+		t.Errorf("the token's user is %s, want the machine's %s", u, localUserName())
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.run(t)
-		})
-	}
+	jupyterClientSuite(t, inst,
+		clientCase{"KernelsOutliveARestartOfTheAPIServer", func(t *testing.T, _ deployment, _ *jupyterAPI) { testAPIServerRestart(t, inst) }},
+		clientCase{"KernelCommandThatFailsIsAClearErrorQuickly", func(t *testing.T, _ deployment, api *jupyterAPI) { testFailingKernel(t, inst, api) }},
+		clientCase{"OlderIPythonRSTService", func(t *testing.T, _ deployment, api *jupyterAPI) { testRSTService(t, inst, api) }},
+	)
 }
 
-// testKernelLifecycle is /api/kernels from start to delete, with the kernel's resource and
-// process checked along the way.
-func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
+// testKernelLifecycle is /api/kernels from start to delete, with the kernel's resource checked
+// along the way, and its process where this machine sees it.
+func testKernelLifecycle(t *testing.T, d deployment, api *jupyterAPI) {
 	ctx := t.Context()
+	procs, _ := d.(kernelProcesses)
 	resp := api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"})
 	resp.want(t, http.StatusCreated)
 	var model map[string]any
@@ -91,9 +82,9 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 	}
 
 	// The kernel is a Kernel resource of the token's user, as kubectl shows it.
-	k := inst.readyKernel(t, id)
-	if string(k.Spec.Owner) != localUserName() || k.Spec.KernelSpec != "python3" {
-		t.Errorf("Kernel spec %+v, want owner %s and kernel spec python3", k.Spec, localUserName())
+	k := d.readyKernel(t, id)
+	if user := apiUser(t, api); string(k.Spec.Owner) != user || k.Spec.KernelSpec != "python3" {
+		t.Errorf("Kernel spec %+v, want owner %s and kernel spec python3", k.Spec, user)
 	}
 
 	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "")
@@ -107,8 +98,10 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 		t.Errorf("1+1: %s", e)
 	}
 	pid := kernelPID(t, ws)
-	if p := inst.kernelProcess(t, id); p != pid {
-		t.Errorf("the kernel reports pid %d, the kernel pod's agent runs ipykernel %d", pid, p)
+	if procs != nil {
+		if p := procs.kernelProcess(t, id); p != pid {
+			t.Errorf("the kernel reports pid %d, the kernel pod's agent runs ipykernel %d", pid, p)
+		}
 	}
 
 	// ipykernel turns SIGINT into KeyboardInterrupt only while it executes: the interrupt
@@ -136,12 +129,15 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 		t.Errorf("x after a restart: %s, want NameError", e)
 	}
 	newPID := kernelPID(t, ws)
-	if newPID == pid || testenv.Alive(pid) {
-		t.Errorf("after a restart the kernel is process %d; the one before (%d) alive: %t", newPID, pid, testenv.Alive(pid))
+	if newPID == pid {
+		t.Errorf("after a restart the kernel is still process %d", pid)
+	}
+	if procs != nil && testenv.Alive(pid) {
+		t.Errorf("after a restart the kernel is process %d; the one before, %d, is alive", newPID, pid)
 	}
 	// The controller asks the agent for its status every 10 s.
 	testenv.Eventually(t, "restartCount 1 on the Kernel", 30*time.Second, func() error {
-		if err := inst.client.Get(ctx, client.ObjectKey{Namespace: "default", Name: id}, k); err != nil {
+		if err := d.kube().Get(ctx, client.ObjectKey{Namespace: d.kernelNamespace(), Name: id}, k); err != nil {
 			return err
 		}
 		if k.Status.RestartCount != 1 {
@@ -152,7 +148,7 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 
 	// DELETE answers once the kernel process has exited; clients are disconnected.
 	api.call(t, http.MethodDelete, "api/kernels/"+id, nil).want(t, http.StatusNoContent)
-	if testenv.Alive(newPID) {
+	if procs != nil && testenv.Alive(newPID) {
 		t.Errorf("kernel process %d still runs after DELETE answered", newPID)
 	}
 	ws.drain(nil, 30*time.Second)
@@ -160,7 +156,7 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 	if ids := api.kernelIDs(t); slices.Contains(ids, id) {
 		t.Errorf("GET /api/kernels after DELETE still lists %s", id)
 	}
-	waitGone(t, inst, &nbv1.Kernel{}, id)
+	waitGone(t, d, &nbv1.Kernel{}, id)
 
 	// Errors are Jupyter's JSON errors.
 	missing := api.call(t, http.MethodGet, "api/kernels/00000000-0000-4000-8000-000000000000", nil)
@@ -178,7 +174,7 @@ func testKernelLifecycle(t *testing.T, inst *instance, api *jupyterAPI) {
 	api.do(t, anonymous).want(t, http.StatusForbidden).jupyterError(t)
 }
 
-func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
+func testSessions(t *testing.T, d deployment, api *jupyterAPI) {
 	body := map[string]any{"path": "sessions.ipynb", "type": "notebook", "name": "sessions.ipynb",
 		"kernel": map[string]any{"name": "python3"}}
 	resp := api.call(t, http.MethodPost, "api/sessions", body)
@@ -192,7 +188,7 @@ func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
 		t.Errorf("Location %q, want /api/sessions/%s", loc, s.ID)
 	}
 	firstKernel := s.Kernel.ID
-	inst.readyKernel(t, firstKernel)
+	d.readyKernel(t, firstKernel)
 
 	// A notebook opened again gets its session, not a second one.
 	var again sessionModel
@@ -245,7 +241,7 @@ func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
 			}
 			return nil
 		})
-		waitGone(t, inst, &nbv1.Kernel{}, firstKernel)
+		waitGone(t, d, &nbv1.Kernel{}, firstKernel)
 		api.call(t, http.MethodGet, "api/kernels/"+kernelID, nil).want(t, http.StatusOK)
 	}
 
@@ -256,8 +252,8 @@ func testSessions(t *testing.T, inst *instance, api *jupyterAPI) {
 	if n := len(api.sessionsAt(t, "renamed.ipynb")) + len(api.sessionsAt(t, "sessions.ipynb")); n != 0 {
 		t.Errorf("GET /api/sessions after DELETE lists %d sessions of the notebook", n)
 	}
-	waitGone(t, inst, &nbv1.Session{}, s.ID)
-	waitGone(t, inst, &nbv1.Kernel{}, kernelID)
+	waitGone(t, d, &nbv1.Session{}, s.ID)
+	waitGone(t, d, &nbv1.Kernel{}, kernelID)
 }
 
 func testTwoClients(t *testing.T, api *jupyterAPI) {

@@ -188,18 +188,14 @@ func (i *instance) api(t testing.TB) *jupyterAPI {
 
 func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
 	t.Helper()
-	k := &nbv1.Kernel{}
-	testenv.Eventually(t, "kernel "+name+" ready", 60*time.Second, func() error {
-		if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, k); err != nil {
-			return err
-		}
-		if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Errorf("conditions %+v", k.Status.Conditions)
-		}
-		return nil
-	})
-	return k
+	return waitKernelReady(t, i.client, "default", name)
 }
+
+func (i *instance) apiServers(t testing.TB) []*jupyterAPI { return []*jupyterAPI{i.api(t)} }
+
+func (i *instance) kube() client.Client { return i.client }
+
+func (i *instance) kernelNamespace() string { return "default" }
 
 // kernelProcess finds the ipykernel process of a kernel below nbkube local, a child of the
 // pod's agent or forked by the node's kernel fork server (docs/local.md): the pid the agent
@@ -408,11 +404,11 @@ func TestLocal_TwoInstancesSideBySide(t *testing.T) {
 	b.stop(t)
 }
 
-// waitGone waits until the named resource no longer exists.
-func waitGone(t testing.TB, inst *instance, obj client.Object, name string) {
+// waitGone waits until the named resource of the deployment no longer exists.
+func waitGone(t testing.TB, d deployment, obj client.Object, name string) {
 	t.Helper()
 	testenv.Eventually(t, fmt.Sprintf("%T %s gone", obj, name), goneTimeout, func() error {
-		err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, obj)
+		err := d.kube().Get(t.Context(), client.ObjectKey{Namespace: d.kernelNamespace(), Name: name}, obj)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

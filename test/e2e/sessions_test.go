@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -20,11 +21,7 @@ import (
 // second later with another last_activity. Checked right after the start, and again once the
 // kernel controller has recorded the kernel ready, nothing having happened in between: a
 // model that moved then was not the server's state when it answered.
-func TestSessions_AStartAnswersWhatTheServerThenLists(t *testing.T) {
-	inst := startLocal(t, t.TempDir(), t.TempDir())
-	t.Cleanup(func() { inst.stop(t) })
-	api := inst.api(t)
-
+func testStartAnswersWhatTheServerThenLists(t *testing.T, d deployment, api *jupyterAPI) {
 	var session map[string]any
 	api.call(t, http.MethodPost, "api/sessions", map[string]any{"path": "foo/nb1.ipynb", "type": "notebook",
 		"kernel": map[string]any{"name": "python3"}}).want(t, http.StatusCreated).decode(t, &session)
@@ -49,8 +46,8 @@ func TestSessions_AStartAnswersWhatTheServerThenLists(t *testing.T) {
 		sameModel(t, when+", GET /api/kernels (the session's kernel)", listed(kernels, kernelID), session["kernel"].(map[string]any))
 	}
 	lists("right after the starts")
-	inst.readyKernel(t, kernelID)
-	inst.readyKernel(t, fmt.Sprint(kernel["id"]))
+	d.readyKernel(t, kernelID)
+	d.readyKernel(t, fmt.Sprint(kernel["id"]))
 	// The API server reads a cache: the Kernels' records reach it a moment after the API.
 	time.Sleep(time.Second)
 	lists("once the controller recorded the kernels ready")
@@ -60,34 +57,44 @@ func TestSessions_AStartAnswersWhatTheServerThenLists(t *testing.T) {
 // previous one is shut down before the answer, as Jupyter does (Notebook's
 // test_modify_kernel_id and test_modify_kernel_name list the kernels right after): the list
 // no longer has it, its process has ended, and its room in the user's limit is free at once.
-// A kernel another session still uses stays theirs.
-func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
-	inst := startLocal(t, t.TempDir(), t.TempDir())
-	t.Cleanup(func() { inst.stop(t) })
-	api := inst.api(t)
+// A kernel another session still uses stays theirs. The user's kernels from before (the
+// release's other tests') are left out of the lists and leave two kernels' room.
+func testChangedKernelShutsThePreviousOneDown(t *testing.T, d deployment, api *jupyterAPI) {
 	ctx := t.Context()
+	others := api.kernelIDs(t)
+	ours := func(list []map[string]any) []map[string]any {
+		return slices.DeleteFunc(list, func(k map[string]any) bool { return slices.Contains(others, fmt.Sprint(k["id"])) })
+	}
+	ourIDs := func() []string {
+		return slices.DeleteFunc(api.kernelIDs(t), func(id string) bool { return slices.Contains(others, id) })
+	}
 
-	// Two kernels at most: a start right after a change fits only if the previous kernel's
-	// room is free.
-	policy := &nbv1.UserPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "e2e-sessions"},
-		Spec: nbv1.UserPolicySpec{Users: []string{localUserName()}, Limits: nbv1.UserLimits{Kernels: ptr.To[int32](2)}}}
-	if err := inst.client.Create(ctx, policy); err != nil {
+	// Two kernels more at most: a start right after a change fits only if the previous
+	// kernel's room is free.
+	limit := len(others) + 2
+	policy := &nbv1.UserPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: d.kernelNamespace(), Name: "e2e-sessions"},
+		Spec: nbv1.UserPolicySpec{Users: []string{apiUser(t, api)}, Limits: nbv1.UserLimits{Kernels: ptr.To(int32(limit))}}}
+	if err := d.kube().Create(ctx, policy); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, "the API server sees the policy", time.Minute, func() error {
-		var st struct {
-			Quota *struct {
-				Limits struct {
-					Kernels *int `json:"kernels"`
-				} `json:"limits"`
-			} `json:"quota"`
-		}
-		api.getJSON(t, "api/status", &st)
-		if st.Quota == nil || st.Quota.Limits.Kernels == nil || *st.Quota.Limits.Kernels != 2 {
-			return fmt.Errorf("quota %+v", st.Quota)
-		}
-		return nil
-	})
+	t.Cleanup(func() { _ = d.kube().Delete(context.Background(), policy) })
+	for i, a := range d.apiServers(t) {
+		testenv.Eventually(t, fmt.Sprintf("API server %d sees the policy and the kernels from before", i), time.Minute, func() error {
+			var st struct {
+				Quota *struct {
+					Usage, Limits struct {
+						Kernels *int `json:"kernels"`
+					}
+				} `json:"quota"`
+			}
+			a.getJSON(t, "api/status", &st)
+			if st.Quota == nil || st.Quota.Limits.Kernels == nil || *st.Quota.Limits.Kernels != limit ||
+				st.Quota.Usage.Kernels == nil || *st.Quota.Usage.Kernels != len(others) {
+				return fmt.Errorf("quota %+v", st.Quota)
+			}
+			return nil
+		})
+	}
 
 	var before map[string]any
 	api.call(t, http.MethodPost, "api/sessions", map[string]any{"path": "foo/nb1.ipynb", "type": "notebook",
@@ -101,12 +108,13 @@ func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
 	t.Cleanup(func() { api.deleteQuietly("api/kernels/" + second) })
 
 	// By id, as Notebook's test_modify_kernel_id (the name goes with the id, and the id wins).
-	changed := changeKernel(t, inst, api, sid, first, map[string]any{"id": second, "name": "foo"})
+	changed := changeKernel(t, d, api, sid, first, map[string]any{"id": second, "name": "foo"})
 	if got := modelKernelID(t, changed); got != second {
 		t.Fatalf("PATCH kernel id: the session's kernel is %s, want %s", got, second)
 	}
 	var kernels []map[string]any
 	api.getJSON(t, "api/kernels", &kernels)
+	kernels = ours(kernels)
 	delete(kernel, "last_activity")
 	for _, k := range kernels {
 		delete(k, "last_activity")
@@ -117,9 +125,9 @@ func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
 
 	// By name: a new kernel starts (two of two), the previous one, taken up from POST
 	// /api/kernels and no other session's, is shut down.
-	changed = changeKernel(t, inst, api, sid, second, map[string]any{"name": "python3"})
+	changed = changeKernel(t, d, api, sid, second, map[string]any{"name": "python3"})
 	third := modelKernelID(t, changed)
-	if ids := api.kernelIDs(t); !slices.Equal(ids, []string{third}) {
+	if ids := ourIDs(); !slices.Equal(ids, []string{third}) {
 		t.Errorf("GET /api/kernels right after the PATCH by name: %v, want only the new kernel %s", ids, third)
 	}
 
@@ -128,7 +136,7 @@ func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
 	api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"}).want(t, http.StatusCreated).decode(t, &fourth)
 	shared := fmt.Sprint(fourth["id"])
 	t.Cleanup(func() { api.deleteQuietly("api/kernels/" + shared) })
-	changeKernel(t, inst, api, sid, third, map[string]any{"id": shared})
+	changeKernel(t, d, api, sid, third, map[string]any{"id": shared})
 	var other map[string]any
 	api.call(t, http.MethodPost, "api/sessions", map[string]any{"path": "bar.ipynb", "type": "notebook",
 		"kernel": map[string]any{"id": shared}}).want(t, http.StatusCreated).decode(t, &other)
@@ -136,14 +144,16 @@ func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
 	if got := modelKernelID(t, other); got != shared {
 		t.Fatalf("a second session on kernel %s got kernel %s", shared, got)
 	}
-	pid := inst.kernelProcess(t, shared)
+	alive := kernelAlive(t, d, shared)
 	var moved map[string]any
 	api.call(t, http.MethodPatch, "api/sessions/"+sid, map[string]any{"kernel": map[string]any{"name": "python3"}}).
 		want(t, http.StatusOK).decode(t, &moved)
 	t.Cleanup(func() { api.deleteQuietly("api/kernels/" + modelKernelID(t, moved)) })
-	if ids := api.kernelIDs(t); !slices.Contains(ids, shared) || !testenv.Alive(pid) {
-		t.Errorf("kernel %s, which session %v still uses, is gone (listed %v, process %d alive: %v)",
-			shared, other["id"], ids, pid, testenv.Alive(pid))
+	if ids := api.kernelIDs(t); !slices.Contains(ids, shared) {
+		t.Errorf("kernel %s, which session %v still uses, is gone (listed %v)", shared, other["id"], ids)
+	}
+	if alive != nil && !alive() {
+		t.Errorf("the process of kernel %s, which session %v still uses, has ended", shared, other["id"])
 	}
 	var got map[string]any
 	api.getJSON(t, fmt.Sprintf("api/sessions/%v", other["id"]), &got)
@@ -157,19 +167,31 @@ func TestSessions_AChangedKernelShutsThePreviousOneDown(t *testing.T) {
 	}
 }
 
+// kernelAlive is a check of whether the named kernel's process (as it is now) still runs,
+// where this machine sees it (kernelProcesses); nil elsewhere.
+func kernelAlive(t *testing.T, d deployment, name string) func() bool {
+	t.Helper()
+	procs, ok := d.(kernelProcesses)
+	if !ok {
+		return nil
+	}
+	pid := procs.kernelProcess(t, name)
+	return func() bool { return testenv.Alive(pid) }
+}
+
 // changeKernel PATCHes the session's kernel and checks what Jupyter has done when it
 // answers: the previous kernel is gone from the API, its process has ended, and its room is
 // free (a start fits in the limit; the kernel it starts is deleted again).
-func changeKernel(t *testing.T, inst *instance, api *jupyterAPI, sid, previous string, kernel map[string]any) map[string]any {
+func changeKernel(t *testing.T, d deployment, api *jupyterAPI, sid, previous string, kernel map[string]any) map[string]any {
 	t.Helper()
-	pid := inst.kernelProcess(t, previous)
+	alive := kernelAlive(t, d, previous)
 	var changed map[string]any
 	api.call(t, http.MethodPatch, "api/sessions/"+sid, map[string]any{"kernel": kernel}).want(t, http.StatusOK).decode(t, &changed)
 	if r := api.call(t, http.MethodGet, "api/kernels/"+previous, nil); r.status != http.StatusNotFound {
 		t.Errorf("GET /api/kernels/%s right after the PATCH: HTTP %d, want 404: %s", previous, r.status, r.body)
 	}
-	if testenv.Alive(pid) {
-		t.Errorf("the previous kernel's process %d still runs after the PATCH", pid)
+	if alive != nil && alive() {
+		t.Errorf("the previous kernel's process still runs after the PATCH")
 	}
 	r := api.call(t, http.MethodPost, "api/kernels", map[string]string{"name": "python3"})
 	if r.status != http.StatusCreated {
