@@ -149,6 +149,18 @@ print(len(set(rc[:].apply_sync(os.getpid))))`)
 }
 
 // runCell runs code in the kernel and fails the test if it raised.
+// mapOnEngines runs a parallel map on the n engines of cluster par from the kernel of ws and
+// answers what it printed: how many engine hosts answered, and the map's squares of 0..3
+// ("2 [0, 1, 4, 9]" for two engines). Host names, not PIDs: engines in pods of their own may
+// all have the same PID.
+func mapOnEngines(t *testing.T, ws *jupyterWS, n int) (got string, e *execution) {
+	e = runCell(t, ws, fmt.Sprintf(`import ipyparallel as ipp, socket
+rc = ipp.Client(profile='par', timeout=60)
+rc.wait_for_engines(%d, timeout=60, interactive=False)
+print(len(set(rc[:].apply_sync(socket.gethostname))), rc[:].map_sync(lambda x: x * x, range(4)))`, n))
+	return strings.TrimSpace(e.stdout.String()), e
+}
+
 func runCell(t *testing.T, ws *jupyterWS, code string) *execution {
 	t.Helper()
 	e := newExecution(ws.execute(code))

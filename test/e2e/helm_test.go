@@ -458,11 +458,7 @@ func testHelmCluster(t *testing.T, env *helmEnv, api *jupyterAPI) {
 		"kernel": map[string]string{"name": "python3"}, "cluster": "par",
 	}).want(t, http.StatusCreated).decode(t, &s)
 	ws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", "")
-	e := runCell(t, ws, `import ipyparallel as ipp, socket
-rc = ipp.Client(profile='par', timeout=30)
-rc.wait_for_engines(2, timeout=60, interactive=False)
-print(len(set(rc[:].apply_sync(socket.gethostname))), rc[:].map_sync(lambda x: x * x, range(4)))`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "2 [0, 1, 4, 9]" {
+	if got, e := mapOnEngines(t, ws, 2); got != "2 [0, 1, 4, 9]" {
 		t.Errorf("from the kernel: %q (stderr %q)", got, e.stderr.String())
 	}
 	api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)

@@ -224,13 +224,8 @@ func TestSandbox_ClustersServeTheirOwnersKernelsOnly(t *testing.T) {
 	inst.readyKernel(t, s.Kernel.ID)
 	ws := dialJupyterWS(t, ann, "api/kernels/"+s.Kernel.ID+"/channels", "")
 	defer ws.close()
-	// Each engine's sandbox has its own PID namespace (both are PID 2 or so) and its pod's
-	// name as the host name.
-	e := runCell(t, ws, `import ipyparallel as ipp, socket
-rc = ipp.Client(profile='par', timeout=60)
-rc.wait_for_engines(2, timeout=60, interactive=False)
-print(len(set(rc[:].apply_sync(socket.gethostname))), rc[:].map_sync(lambda x: x * x, range(4)))`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "2 [0, 1, 4, 9]" {
+	// Each engine's sandbox has its own PID namespace and its pod's name as the host name.
+	if got, e := mapOnEngines(t, ws, 2); got != "2 [0, 1, 4, 9]" {
 		t.Fatalf("ann's parallel map from her sandboxed kernel: %q (stderr %q)", got, e.stderr.String())
 	}
 
@@ -279,7 +274,7 @@ print(json.dumps(reached))`)
 		t.Errorf("ben's kernel reaches ann's cluster at %s (%s)", got, run)
 	}
 	// The same check from ann's kernel reaches her ipcontroller: the probe can succeed.
-	e = runCell(t, ws, `import socket
+	e := runCell(t, ws, `import socket
 s = socket.create_connection((`+strconv.Quote(strings.Split(targets[0], ":")[0])+`, 10101), timeout=2); s.close(); print("reached")`)
 	if got := strings.TrimSpace(e.stdout.String()); got != "reached" {
 		t.Errorf("ann's kernel does not reach her ipcontroller: %q (stderr %q)", got, e.stderr.String())
