@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
+
+	"github.com/nbkube/nbkube/internal/podns"
 	"k8s.io/utils/ptr"
 )
 
@@ -46,6 +48,10 @@ type prober struct {
 	probe     *corev1.Probe
 	container *corev1.Container
 	podIP     string
+	// sandbox reaches into the container's sandbox, where a TCP probe of the pod IP connects:
+	// the node's own listener at the pod IP takes every connection, whether the container
+	// listens or not. nil for a container of the host.
+	sandbox *podns.Control
 	// exec runs an exec probe's command on the host; nil when the probe is not an exec probe.
 	exec  *execProbe
 	clock clock.WithTicker
@@ -151,8 +157,13 @@ func (p *prober) probeOnce(ctx context.Context) error {
 		if host == "" {
 			host = p.podIP
 		}
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		var conn net.Conn
+		if p.sandbox != nil && host == p.podIP {
+			conn, err = p.sandbox.Dial(ctx, port)
+		} else {
+			var d net.Dialer
+			conn, err = d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		}
 		if err != nil {
 			return err
 		}
@@ -280,6 +291,7 @@ func (w *podWorker) startProber(c *container, run *containerRun, kind probeKind,
 		probe:     probe,
 		container: c.spec,
 		podIP:     w.ip,
+		sandbox:   run.proc.control,
 		clock:     w.node.cfg.Clock,
 		unhealthy: func(msg string) { w.event(ref, corev1.EventTypeWarning, eventUnhealthy, msg) },
 		report: func(success bool) bool {
