@@ -142,8 +142,32 @@ func writeKernels(b *strings.Builder, rep *kernelReport) {
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", markdownCell(row.title, 200),
 			cell(rep.nbkube), cell(rep.jupyter), cell(rep.direct), row.target, meets)
+		if row.sc == scStart {
+			writeSandboxStart(b, rep)
+		}
 	}
 	b.WriteString(kernelNotes)
+}
+
+// writeSandboxStart is the row of kernel starts under nbkube local --sandbox, right after the
+// row of nbkube's own starts, with which it took turns.
+func writeSandboxStart(b *strings.Builder, rep *kernelReport) {
+	sb, nb := rep.sandboxed, rep.nbkube
+	cell, meets := "not measured", "–"
+	switch {
+	case sb == nil:
+	case sb.errs[scStart] != nil:
+		cell = "n/a (error: " + markdownCell(sb.errs[scStart].Error(), 120) + ")"
+	default:
+		cell = fmt.Sprintf("%.0f / %.0f", ms(p50(sb.start)), ms(sb.start[len(sb.start)-1]))
+		if nb != nil && nb.errs[scStart] == nil {
+			ratio := float64(p50(sb.start)) / float64(p50(nb.start))
+			cell += fmt.Sprintf(" (%.2f× unsandboxed)", ratio)
+			meets = map[bool]string{true: "yes", false: "no"}[ratio <= 1.1]
+		}
+	}
+	fmt.Fprintf(b, "| %s | %s | – | – | p50 ≤ 1.1× nbkube's start above | %s |\n",
+		markdownCell(fmt.Sprintf("kernel start as above, every pod in a sandbox (`nbkube local --sandbox`, docs/local.md; p50 / max ms, %d starts)", kernelStarts), 200), cell, meets)
 }
 
 // markdownCell makes s fit in one table cell of at most n characters.

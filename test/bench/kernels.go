@@ -105,13 +105,14 @@ var concurrentOnly = flag.Bool("kernels-concurrent-only", false,
 	"in the kernels section, measure only the twenty kernels started at once")
 
 // kernelReport is the three columns of the kernel section; nil columns were not measured.
+// sandboxed is nbkube local with --sandbox, whose starts fill a row of nbkube's column.
 type kernelReport struct {
-	nbkube, jupyter, direct *kernelResults
+	nbkube, jupyter, direct, sandboxed *kernelResults
 }
 
 // measureKernels runs the kernel scenarios against every server, then the floor. A server
 // without a working kernel API gets errors in its column; nothing here aborts the bench.
-func measureKernels(servers []*server, python, work string) *kernelReport {
+func measureKernels(servers []*server, python, work, nbkubeBin string) *kernelReport {
 	rep := &kernelReport{}
 	if *concurrentOnly {
 		skipped := errors.New("not measured (-kernels-concurrent-only)")
@@ -145,7 +146,19 @@ func measureKernels(servers []*server, python, work string) *kernelReport {
 		waitQuiet(servers)
 		rep.direct = measureFloor(python, filepath.Join(work, "floor"))
 	}
-	measureStarts(rep, servers, python, filepath.Join(work, "floor"))
+	// The sandboxed nbkube runs for the starts only: its starts take turns with the others'.
+	rep.sandboxed = newKernelResults("sandboxed")
+	var sandboxed *server
+	if s, err := startNbkube(nbkubeBin, filepath.Join(work, "sandboxed"), "--sandbox"); err != nil {
+		rep.sandboxed.fail(err, scStart)
+	} else {
+		sandboxed = s
+		s.name = "sandboxed"
+	}
+	measureStarts(rep, servers, sandboxed, python, filepath.Join(work, "floor"))
+	if sandboxed != nil {
+		sandboxed.stop()
+	}
 	measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
 	measureMany(rep, servers, python, filepath.Join(work, "floor"))
 	return rep
@@ -207,7 +220,7 @@ func serverColumns(rep *kernelReport, servers []*server) []serverColumn {
 // machine's speed drifts between minutes: columns measured one after the other, minutes
 // apart, would compare the drift as much as the servers. A column's first error ends its
 // starts.
-func measureStarts(rep *kernelReport, servers []*server, python, dir string) {
+func measureStarts(rep *kernelReport, servers []*server, sandboxed *server, python, dir string) {
 	type column struct {
 		r   *kernelResults
 		run func() (start, del time.Duration, err error)
@@ -216,6 +229,12 @@ func measureStarts(rep *kernelReport, servers []*server, python, dir string) {
 	for _, sc := range serverColumns(rep, servers) {
 		defer sc.c.hc.CloseIdleConnections()
 		cols = append(cols, column{sc.r, sc.c.startAndDelete})
+	}
+	if sandboxed != nil {
+		c := &kernelClient{s: sandboxed, hc: &http.Client{Timeout: kernelTimeout}}
+		defer c.hc.CloseIdleConnections()
+		cols = append(cols, column{rep.sandboxed, c.startAndDelete})
+		servers = append(slices.Clip(servers), sandboxed)
 	}
 	if rep.direct != nil {
 		f, err := startFloorStarter(python, dir)

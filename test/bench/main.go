@@ -118,7 +118,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	}
 	var kernels *kernelReport
 	if only == "kernels" || only == "all" {
-		kernels = measureKernels(servers, python, work)
+		kernels = measureKernels(servers, python, work, nbkubeBin)
 	}
 	var pages *pagesReport
 	if only == "pages" || only == "all" {
@@ -177,7 +177,8 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startNbkube(bin, dir string) (*server, error) {
+// startNbkube runs `nbkube local` with its defaults and extra flags.
+func startNbkube(bin, dir string, extra ...string) (*server, error) {
 	root := filepath.Join(dir, "root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
@@ -192,6 +193,7 @@ func startNbkube(bin, dir string) (*server, error) {
 	token := "bench-token-0123456789abcdef0123456789" // nbkube refuses tokens under 32 characters
 	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
+	cmd.Args = append(cmd.Args, extra...)
 	// Its Jupyter runtime file stays in the bench's directory, not the user's.
 	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"))
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
