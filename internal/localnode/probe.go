@@ -19,9 +19,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/nbkube/nbkube/internal/podns"
-	"k8s.io/utils/ptr"
 )
 
 // probeKind names a probe as the kubelet's events do ("Readiness probe failed: ...").
