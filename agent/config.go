@@ -25,6 +25,11 @@ type Config struct {
 	// StopGrace is how long the kernel has to exit after a shutdown request, and again after
 	// SIGTERM.
 	StopGrace time.Duration
+	// ExitAfterReply is how long a kernel that answered a shutdown request has to exit by
+	// itself, running its exit handlers, before it is sent SIGTERM; default 20 ms. ipykernel
+	// takes a few hundred milliseconds to wind down by itself, and a shutdown does not wait
+	// for that: a kernel that has not exited then ends without its exit handlers.
+	ExitAfterReply time.Duration
 	// InterruptMode is "signal" (SIGINT to the kernel's process group) or "message" (an
 	// interrupt_request on the control channel), the kernel spec's interrupt_mode.
 	InterruptMode string
@@ -85,6 +90,9 @@ const DefaultMemoryBudget = 256 << 20
 func (c *Config) setDefaults() {
 	if c.StopGrace <= 0 {
 		c.StopGrace = 5 * time.Second
+	}
+	if c.ExitAfterReply <= 0 {
+		c.ExitAfterReply = 20 * time.Millisecond
 	}
 	if c.InterruptMode == "" {
 		c.InterruptMode = "signal"

@@ -363,7 +363,9 @@ func TestForkKernel_AsksOnlyForIPyKernel(t *testing.T) {
 // history in one, notebooks register their own).
 func TestAgent_ForkedKernelRunsItsExitHandlers(t *testing.T) {
 	socket, _ := testForkServer(t, time.Minute)
-	ra := startAgent(t, func(c *Config) { c.ForkServer = socket })
+	// The kernel's own exit, however slow on a busy machine: a shutdown that cuts it short
+	// (ExitAfterReply's default) skips the handlers of forked and new interpreters alike.
+	ra := startAgent(t, func(c *Config) { c.ForkServer, c.ExitAfterReply = socket, 30*time.Second })
 	c := ra.connect(t, "s", false)
 	if f := c.facts(); !forkedFrom(f) {
 		t.Fatalf("kernel's parent %q, want the fork server", f.Parent)

@@ -239,8 +239,9 @@ func (a *Agent) restart(ctx context.Context) error {
 }
 
 // stopIncarnation asks the kernel to shut down and, once it has answered (its shutdown hooks
-// have run), ends the process rather than waiting for ipykernel to wind down its event loop
-// by itself, which takes a few hundred milliseconds; it returns once the process has exited.
+// have run) and had Config.ExitAfterReply to exit, ends the process rather than waiting for
+// ipykernel to wind down its event loop by itself, which takes a few hundred milliseconds; it
+// returns once the process has exited.
 func (a *Agent) stopIncarnation(inc *incarnation, restart bool) {
 	defer inc.close()
 	if !inc.alive() {
@@ -260,7 +261,7 @@ func (a *Agent) stopIncarnation(inc *incarnation, restart bool) {
 		}
 		t.Stop()
 	}
-	if inc.wait(20 * time.Millisecond) {
+	if inc.wait(a.cfg.ExitAfterReply) {
 		return
 	}
 	_ = inc.signal(syscall.SIGTERM)
