@@ -79,25 +79,31 @@ func expectClaimed(t *testing.T, r response, name string) {
 	}
 }
 
-// A service account whose name is the token's admin's (as a Hub's or an OpenID provider's
-// user named admin would be the chart's token admin) is refused: by token and by login
-// cookie, on every route, and the log says why; it never sees the admin's kernels. The
-// admin's own token works as before.
-func TestNames_AKubernetesUserNamedLikeTheTokensAdminIsRefused(t *testing.T) {
+// serviceAccountA is a namespace with service account a, its token and name, and the
+// kubernetes provider that vouches for it.
+func serviceAccountA(t *testing.T) (c client.Client, ns string, kube identity.Provider, saToken, name string) {
 	c, cfg := testenv.KubeClientConfig(t)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := testenv.Namespace(t, c)
-	saToken := testenv.ServiceAccountToken(t, cs, ns, "a")
-	name := "system:serviceaccount:" + ns + ":a"
-	createOwned(t, c, ns, map[string]string{"admin": name})
-	kube, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
+	ns = testenv.Namespace(t, c)
+	saToken = testenv.ServiceAccountToken(t, cs, ns, "a")
+	kube, err = identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
 		SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, ns, kube, saToken, "system:serviceaccount:" + ns + ":a"
+}
+
+// A service account whose name is the token's admin's (as a Hub's or an OpenID provider's
+// user named admin would be the chart's token admin) is refused: by token and by login
+// cookie, on every route, and the log says why; it never sees the admin's kernels. The
+// admin's own token works as before.
+func TestNames_AKubernetesUserNamedLikeTheTokensAdminIsRefused(t *testing.T) {
+	c, ns, kube, saToken, name := serviceAccountA(t)
+	createOwned(t, c, ns, map[string]string{"admin": name})
 	var log logBuffer
 	s := namesServer(t, nil, c, ns, &log, identity.NewToken(testToken, identity.User{Name: name, Admin: true}), kube)
 
@@ -127,20 +133,8 @@ func TestNames_AKubernetesUserNamedLikeTheTokensAdminIsRefused(t *testing.T) {
 // what pages show; the admin's kernels are not theirs. Their login cookie, re-checked by the
 // prefixed name, keeps working.
 func TestNames_APrefixPutsAProvidersUsersApart(t *testing.T) {
-	c, cfg := testenv.KubeClientConfig(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.Namespace(t, c)
-	saToken := testenv.ServiceAccountToken(t, cs, ns, "a")
-	name := "system:serviceaccount:" + ns + ":a"
+	c, ns, kube, saToken, name := serviceAccountA(t)
 	createOwned(t, c, ns, map[string]string{"admin": name, "a": "k8s:" + name})
-	kube, err := identity.NewKubernetes(identity.KubernetesOptions{TokenReviews: cs.AuthenticationV1().TokenReviews(),
-		SubjectAccessReviews: cs.AuthorizationV1().SubjectAccessReviews(), Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log logBuffer
 	s := namesServer(t, nil, c, ns, &log, identity.NewToken(testToken, identity.User{Name: name, Admin: true}), identity.WithUsernamePrefix(kube, "k8s:"))
 	as := []string{"Authorization", "Bearer " + saToken}
