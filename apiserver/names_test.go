@@ -8,12 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,28 +26,8 @@ import (
 // has would own that user's kernels, sessions and clusters. docs/users.md, "Names across
 // providers".
 
-// logBuffer collects a server's log lines.
-type logBuffer struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logBuffer) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.lines = append(l.lines, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 // namesServer is ownedServerOn logging into log.
-func namesServer(t *testing.T, l net.Listener, c client.Client, ns string, log *logBuffer, providers ...identity.Provider) *testServer {
+func namesServer(t *testing.T, l net.Listener, c client.Client, ns string, log *testenv.LogLines, providers ...identity.Provider) *testServer {
 	t.Helper()
 	return newServerOn(t, l, t.TempDir(), func(o *apiserver.Options) {
 		specs := &repository.KernelSpecs{Reader: c, Namespace: ns}
@@ -61,7 +38,7 @@ func namesServer(t *testing.T, l net.Listener, c client.Client, ns string, log *
 		o.KernelSpecs = specs
 		o.Providers = providers
 		o.IdentityCache = identity.CacheOptions{TTL: authTTL, NegativeTTL: authTTL}
-		o.Log = log.logger()
+		o.Log = log.Logger()
 	})
 }
 
@@ -104,7 +81,7 @@ func serviceAccountA(t *testing.T) (c client.Client, ns string, kube identity.Pr
 func TestNames_AKubernetesUserNamedLikeTheTokensAdminIsRefused(t *testing.T) {
 	c, ns, kube, saToken, name := serviceAccountA(t)
 	createOwned(t, c, ns, map[string]string{"admin": name})
-	var log logBuffer
+	var log testenv.LogLines
 	s := namesServer(t, nil, c, ns, &log, identity.NewToken(testToken, identity.User{Name: name, Admin: true}), kube)
 
 	for _, path := range []string{"/api/kernels", "/api/kernels/k-admin", "/api/sessions/s-admin", "/api/clusters/c-admin", "/api/me"} {
@@ -135,7 +112,7 @@ func TestNames_AKubernetesUserNamedLikeTheTokensAdminIsRefused(t *testing.T) {
 func TestNames_APrefixPutsAProvidersUsersApart(t *testing.T) {
 	c, ns, kube, saToken, name := serviceAccountA(t)
 	createOwned(t, c, ns, map[string]string{"admin": name, "a": "k8s:" + name})
-	var log logBuffer
+	var log testenv.LogLines
 	s := namesServer(t, nil, c, ns, &log, identity.NewToken(testToken, identity.User{Name: name, Admin: true}), identity.WithUsernamePrefix(kube, "k8s:"))
 	as := []string{"Authorization", "Bearer " + saToken}
 
@@ -194,7 +171,7 @@ func TestNames_ABrowserLoginUnderTheTokensAdminsNameIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log logBuffer
+	var log testenv.LogLines
 	s := namesServer(t, l, c, ns, &log, p, identity.NewToken(testToken, identity.User{Name: "admin", Admin: true}))
 
 	b, jar := newBrowser(t, s)

@@ -10,6 +10,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // hubLike is a provider whose names are chosen elsewhere, as a Hub's or an OpenID provider's
@@ -123,8 +124,8 @@ func TestUsersFile_ANameReservedToAnotherProvidersUserIsRefused(t *testing.T) {
 	// Added later, the name makes the file not valid: the last good version stays.
 	v.update(map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", token: newToken(t, "ann")})})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	var logs logLines
-	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{Reserved: reserved, Clock: clk, CheckEvery: time.Second, Log: logs.logger()})
+	var logs testenv.LogLines
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{Reserved: reserved, Clock: clk, CheckEvery: time.Second, Log: logs.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,15 +8,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // secretVolume writes files the way the kubelet fills a Secret volume: the files are
@@ -151,32 +149,12 @@ func TestUsersFile_TokensAndPasswordsOfItsUsers(t *testing.T) {
 	}
 }
 
-// logLines collects log lines.
-type logLines struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logLines) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.lines = append(l.lines, prefix+" "+args)
-	}, funcr.Options{})
-}
-
-func (l *logLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 func TestUsersFile_FollowsTheSecretVolumesSwapAndKeepsTheLastGoodVersion(t *testing.T) {
 	ann1, ann2, bob := newToken(t, "ann"), newToken(t, "ann"), newToken(t, "bob")
 	v := newSecretVolume(t, map[string]string{"users.yaml": usersYAML(t, testUser{name: "ann", token: ann1}, testUser{name: "bob", token: bob})})
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	var logs logLines
-	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{CheckEvery: 2 * time.Second, Clock: clk, Log: logs.logger()})
+	var logs testenv.LogLines
+	p, err := identity.NewUsersFile(filepath.Join(v.dir, "users.yaml"), identity.UsersFileOptions{CheckEvery: 2 * time.Second, Clock: clk, Log: logs.Logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
