@@ -9,11 +9,9 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/nbkube/nbkube/internal/identity"
-	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // usersFileOf writes a users file of those users, each with a token, and returns its path.
@@ -132,13 +130,7 @@ func TestAuthFlag_ProvidersSharingNamesAreWarnedOf(t *testing.T) {
 // as a service account is: the service account is refused (403), unless
 // --kubernetes-username-prefix puts it apart, when it is the prefixed name.
 func TestAuthFlag_AKubernetesUserIsApartFromTheTokensUserOnlyByAPrefix(t *testing.T) {
-	c, cfg := testenv.KubeClientConfig(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.Namespace(t, c)
-	saToken := testenv.ServiceAccountToken(t, cs, ns, "ci")
+	c, cfg, ns, saToken := serviceAccountCI(t)
 	name := "system:serviceaccount:" + ns + ":ci"
 	admin := identity.User{Name: name, Admin: true}
 

@@ -119,13 +119,7 @@ func TestAuthFlag_RefusesWhatCannotWork(t *testing.T) {
 // control plane (what `nbkube local` runs): the cluster's service accounts are its users,
 // and the --token is not.
 func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
-	c, cfg := testenv.KubeClientConfig(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := testenv.Namespace(t, c)
-	saToken := testenv.ServiceAccountToken(t, cs, ns, "ci")
+	c, cfg, ns, saToken := serviceAccountCI(t)
 	me := serveAPI(t, cfg, c, ns, identity.User{Name: "admin", Admin: true}, "--auth=kubernetes", "--token=the-token")
 	status, body := me(saToken)
 	if id, _ := body["identity"].(map[string]any); status != http.StatusOK || id["username"] != "system:serviceaccount:"+ns+":ci" {
@@ -225,4 +219,16 @@ func TestAuthFlag_MultiUserIsAnyProviderButTheToken(t *testing.T) {
 			t.Errorf("%v: multiUser %v, want %v", tc.args, got, tc.multi)
 		}
 	}
+}
+
+// serviceAccountCI is a real control plane with a namespace and its service account ci's
+// token.
+func serviceAccountCI(t *testing.T) (client.Client, *rest.Config, string, string) {
+	c, cfg := testenv.KubeClientConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := testenv.Namespace(t, c)
+	return c, cfg, ns, testenv.ServiceAccountToken(t, cs, ns, "ci")
 }
