@@ -11,6 +11,11 @@ import (
 	"github.com/nbkube/nbkube/internal/ipcluster"
 )
 
+// InternetExcepts are the ranges the chart's default kernelEgress keeps kernels and engines
+// out of (charts/nbkube/values.yaml): private, link-local (cloud metadata), shared and loopback,
+// where nodes, the control plane, nbkube's servers and other users' pods are.
+var InternetExcepts = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "127.0.0.0/8"}
+
 // ClusterNetworkPolicyName is the name of the NetworkPolicy of a cluster's ipcontroller.
 func ClusterNetworkPolicyName(c *nbv1.Cluster) string { return c.Name + "-ipcontroller" }
 
@@ -50,9 +55,9 @@ func ClusterNetworkPolicy(c *nbv1.Cluster) *networkingv1.NetworkPolicy {
 // API server and the manager are not pods but processes of the node, which policies do not
 // restrict: kernel agents, ipengines and the reStructuredText renderer take no connection from
 // a pod, ipcontrollers only those their cluster's own policy admits (ClusterNetworkPolicy),
-// and kernels and engines connect to ipcontrollers only. The local node has no cluster DNS and
-// gives sandboxes no other network, so the chart's DNS and kernelEgress rules have nothing to
-// match.
+// and kernels and engines connect to ipcontrollers and, as the chart's default kernelEgress
+// allows, to the internet but not to private, link-local, shared or loopback addresses (through
+// the node's egress proxy, which resolves names itself: no DNS rule).
 func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 	policy := func(name string, types []networkingv1.PolicyType, selector metav1.LabelSelector) *networkingv1.NetworkPolicy {
 		return &networkingv1.NetworkPolicy{
@@ -79,6 +84,8 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 			Port:     ptr.To(intstr.FromInt32(ipcluster.RegistrationPort)),
 			EndPort:  ptr.To(ipcluster.ServicePorts()[len(ipcluster.ServicePorts())-1]),
 		}},
+	}, {
+		To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: InternetExcepts}}},
 	}}
 	return []*networkingv1.NetworkPolicy{
 		policy("kernels", ingress, component(ComponentKernel)),

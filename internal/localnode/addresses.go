@@ -12,11 +12,12 @@ import (
 
 // reservedAddresses are loopback addresses that other software on a typical Linux host already
 // serves: Debian's /etc/hosts maps the hostname to 127.0.1.1, and systemd-resolved listens on
-// 127.0.0.53 and 127.0.0.54.
+// 127.0.0.53 and 127.0.0.54. Inside every sandbox the egress proxy listens at egressProxyIP.
 var reservedAddresses = map[netip.Addr]bool{
-	netip.MustParseAddr("127.0.1.1"):  true,
-	netip.MustParseAddr("127.0.0.53"): true,
-	netip.MustParseAddr("127.0.0.54"): true,
+	netip.MustParseAddr(egressProxyIP): true,
+	netip.MustParseAddr("127.0.1.1"):   true,
+	netip.MustParseAddr("127.0.0.53"):  true,
+	netip.MustParseAddr("127.0.0.54"):  true,
 }
 
 // addressPool hands out pod IPs from 127.0.0.0/8, from 127.0.0.2 upward. An address is held by an

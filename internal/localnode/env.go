@@ -66,6 +66,9 @@ type hostEnv struct {
 	// forkServer is the socket of the node's kernel fork server, empty when it has none; a
 	// container sees it as agentapi.EnvForkServer.
 	forkServer string
+	// proxy is the URL of the HTTP proxy that is a container's only way out of the pod
+	// network, empty when it has its host's network.
+	proxy string
 }
 
 // envContext is what resolving a container's environment takes besides the container itself.
@@ -207,6 +210,13 @@ func processEnv(declared []corev1.EnvVar, host hostEnv, podName string) []string
 	env.set("HOSTNAME", podName)
 	if host.forkServer != "" {
 		env.set(agentapi.EnvForkServer, host.forkServer)
+	}
+	if host.proxy != "" {
+		for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+			env.set(name, host.proxy)
+		}
+		env.set("NO_PROXY", egressNoProxy)
+		env.set("no_proxy", egressNoProxy)
 	}
 	for _, v := range declared {
 		env.set(v.Name, v.Value)

@@ -54,7 +54,7 @@ func (w *podWorker) sandboxSpec(c *container, mounts mountTable, declared []core
 	spec.Mounts = append(spec.Mounts, extra...)
 
 	host := w.node.hostEnv
-	host.path, host.home = containerPath, "/"
+	host.path, host.home, host.proxy = containerPath, "/", egressProxyURL
 	if host.forkServer != "" {
 		// The socket alone, at a path that says nothing of the node's directories.
 		spec.Mounts = append(spec.Mounts, podns.Mount{Source: host.forkServer, Target: sandboxForkServer})

@@ -17,7 +17,8 @@ type policyView struct {
 	namespaces map[string]labels.Set
 }
 
-// endpointPod is one end of a connection between pods.
+// endpointPod is one end of a connection between pods, or, with no pod, an address outside
+// the pod network.
 type endpointPod struct {
 	pod *corev1.Pod
 	ip  string
@@ -97,6 +98,8 @@ func (v policyView) peersMatch(peers []networkingv1.NetworkPolicyPeer, policyNam
 			if inBlock(p.IPBlock, peer.ip) {
 				return true
 			}
+		case peer.pod == nil:
+			// An address outside the pod network matches ipBlocks only.
 		case p.NamespaceSelector != nil:
 			if selects(p.NamespaceSelector, v.namespaces[peer.pod.Namespace]) &&
 				(p.PodSelector == nil || selects(p.PodSelector, peer.pod.Labels)) {
@@ -165,6 +168,9 @@ func portsMatch(ports []networkingv1.NetworkPolicyPort, dst *corev1.Pod, port in
 
 // namedPort is the TCP port a container of pod names name, 0 when none does.
 func namedPort(pod *corev1.Pod, name string) int32 {
+	if pod == nil {
+		return 0
+	}
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
 			if p.Name == name && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {

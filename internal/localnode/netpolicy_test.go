@@ -1,6 +1,7 @@
 package localnode
 
 import (
+	"net/netip"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,6 +109,26 @@ func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.
 	} {
 		if got := v.allows(tc.src, tc.dst, tc.port); got != tc.want {
 			t.Errorf("%s: allows %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Out of the pod network, through the node's egress proxy: the chart's default kernelEgress.
+	renderer := policyPod("default", "127.0.0.6", map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, nbv1.LabelComponent: builder.ComponentRSTRenderer})
+	for _, tc := range []struct {
+		name string
+		src  endpointPod
+		ip   string
+		want bool
+	}{
+		{"a kernel to a public address", annKernel, "151.101.0.223", true},
+		{"an engine to a public address", engine, "151.101.0.223", true},
+		{"a kernel to a private address", annKernel, "10.1.2.3", false},
+		{"a kernel to the cloud's metadata", annKernel, "169.254.169.254", false},
+		{"a kernel to the node's loopback", annKernel, "127.0.0.1", false},
+		{"the renderer to a public address", renderer, "151.101.0.223", false},
+		{"an ipcontroller (no egress policy) to a private address", controller, "10.1.2.3", true},
+	} {
+		if got := v.allowsOut(tc.src, netip.MustParseAddr(tc.ip), 443); got != tc.want {
+			t.Errorf("%s: allowsOut %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -34,8 +34,10 @@ import (
 //   - Between pods: inside each sandbox, the node listens at the other pods' IPs (loopback
 //     addresses, which a sandbox's own loopback also has) on the ports of theirs that the
 //     NetworkPolicies let this pod reach, and connects what arrives to the pod IP on the host.
-//     Nothing else of the host's network is reachable from a sandbox: not the control plane,
-//     not nbkube's servers, not the internet.
+//     Nothing else of the host's network is reachable from a sandbox directly: not the control
+//     plane, not nbkube's servers, not the internet.
+//   - Out of the pod network: an HTTP proxy inside each sandbox, which connects where the
+//     pod's egress policies allow (egress.go).
 //
 // It is resynced whenever a sandbox starts or ends and whenever a NetworkPolicy, Service or
 // Namespace changes.
@@ -72,6 +74,8 @@ type sandboxLink struct {
 	// sandbox, by the address they listen at.
 	in  map[int32]net.Listener
 	out map[string]net.Listener
+	// egress is the egress proxy's listener inside the sandbox (egress.go).
+	egress net.Listener
 }
 
 // attach links a sandboxed container into the network: its declared ports are reachable at
@@ -86,6 +90,10 @@ func (n *podNetwork) attach(ctx context.Context, pod *corev1.Pod, ip string, c *
 				return nil, err
 			}
 		}
+	}
+	if err := l.listenEgress(n); err != nil {
+		l.close()
+		return nil, err
 	}
 	n.mu.Lock()
 	n.links[l] = true
@@ -390,6 +398,9 @@ func (l *sandboxLink) close() {
 	}
 	for _, ln := range l.out {
 		ln.Close()
+	}
+	if l.egress != nil {
+		l.egress.Close()
 	}
 	l.in, l.out = map[int32]net.Listener{}, map[string]net.Listener{}
 }

@@ -1,12 +1,18 @@
 package localnode_test
 
 import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
@@ -49,4 +55,118 @@ func TestSandboxedNode(t *testing.T) {
 			t.Errorf("GET through the pod IP: %q", got)
 		}
 	})
+
+	t.Run("EgressFollowsThePodsPolicies", func(t *testing.T) { egressFollowsThePodsPolicies(t, client) })
+}
+
+// egressProbe reports, as JSON in the termination message, what a sandboxed process gets
+// from the host's server at argv[1]:argv[2] through the proxy its environment names, through
+// a CONNECT tunnel, and from the host's loopback server at 127.0.0.1:argv[3] through the proxy.
+const egressProbe = `
+import http.client, json, os, sys, urllib.parse, urllib.request
+host, port, loport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+out = {}
+try:
+    out["env"] = urllib.request.urlopen("http://%s:%d/" % (host, port), timeout=20).read().decode()
+except urllib.error.HTTPError as e:
+    out["env"] = "HTTP %d" % e.code
+except OSError as e:
+    out["env"] = "error %s" % e
+def through_proxy(url):
+    c = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=20)
+    c.request("GET", url)
+    r = c.getresponse()
+    return "HTTP %d %s" % (r.status, r.read().decode().strip())
+out["loopback"] = through_proxy("http://127.0.0.1:%d/" % loport)
+c = http.client.HTTPConnection(proxy.hostname, proxy.port, timeout=20)
+c.set_tunnel(host, port)
+try:
+    c.request("GET", "/")
+    out["tunnel"] = c.getresponse().read().decode()
+except OSError as e:
+    out["tunnel"] = "error %s" % e
+try:
+    import socket
+    socket.create_connection((host, port), timeout=5)
+    out["socket"] = "connected"
+except OSError as e:
+    out["socket"] = "error"
+open("/work/msg", "w").write(json.dumps(out))
+`
+
+// egressFollowsThePodsPolicies: a sandbox reaches the host's network only through the node's
+// proxy, where its egress NetworkPolicies allow, and never the node's own loopback, where the
+// control plane listens.
+func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
+	hostIP := ""
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			hostIP = n.IP.String()
+			break
+		}
+	}
+	if hostIP == "" {
+		t.Skip("the machine has no IPv4 address besides loopback to stand for the internet")
+	}
+	serve := func(addr, body string) *net.TCPAddr {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, body) }),
+			ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		t.Cleanup(func() { _ = srv.Close() })
+		return ln.Addr().(*net.TCPAddr)
+	}
+	outside := serve(net.JoinHostPort(hostIP, "0"), "hello from outside")
+	controlPlane := serve("127.0.0.1:0", "control plane")
+
+	ns := newNamespace(t, client)
+	egress := func(name, app string, rules ...networkingv1.NetworkPolicyEgressRule) {
+		p := &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, Egress: rules}}
+		if _, err := client.NetworkingV1().NetworkPolicies(ns).Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// "open" may go anywhere (a block of every address, loopback included); "closed" nowhere.
+	egress("open", "open", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}})
+	egress("closed", "closed")
+	probe := func(app string) map[string]string {
+		p := basicPod(ns, app, corev1.RestartPolicyNever, "python3", "-c", egressProbe, hostIP, strconv.Itoa(outside.Port), strconv.Itoa(controlPlane.Port))
+		p.Labels = map[string]string{"app": app}
+		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+		c := &p.Spec.Containers[0]
+		c.Image, c.TerminationMessagePath = "python:3.11-slim", "/work/msg"
+		c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+		done := waitPod(t, client, createPod(t, client, p), "ended", terminal)
+		if done.Status.Phase != corev1.PodSucceeded {
+			t.Fatalf("%s: the probe failed: %+v", app, done.Status.ContainerStatuses[0].State.Terminated)
+		}
+		var got map[string]string
+		if err := json.Unmarshal([]byte(done.Status.ContainerStatuses[0].State.Terminated.Message), &got); err != nil {
+			t.Fatalf("%s: %v: %q", app, err, done.Status.ContainerStatuses[0].State.Terminated.Message)
+		}
+		return got
+	}
+	open, closed := probe("open"), probe("closed")
+	for what, want := range map[string]string{"env": "hello from outside", "tunnel": "hello from outside", "socket": "error"} {
+		if open[what] != want {
+			t.Errorf("allowed pod, %s: %q, want %q", what, open[what], want)
+		}
+	}
+	if !strings.HasPrefix(open["loopback"], "HTTP 403") {
+		t.Errorf("allowed pod, the node's loopback through the proxy: %q, want a 403", open["loopback"])
+	}
+	if closed["env"] != "HTTP 403" || !strings.Contains(closed["tunnel"], "403") || !strings.HasPrefix(closed["loopback"], "HTTP 403") {
+		t.Errorf("pod without egress: %v, want every way refused with 403", closed)
+	}
 }

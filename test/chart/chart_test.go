@@ -19,6 +19,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -559,4 +561,31 @@ func TestChart_UsernamePrefixesReachTheProvidersFlags(t *testing.T) {
 			}
 		}
 	}
+}
+
+// nbkube local's sandboxes get the chart's default kernelEgress (builder.LocalNetworkPolicies):
+// the two must keep out of the same ranges.
+func TestChart_DefaultKernelEgressIsTheLocalNodes(t *testing.T) {
+	for _, o := range render(t, "nb") {
+		if o.GetKind() != "NetworkPolicy" || !strings.HasSuffix(o.GetName(), "-kernel-egress") {
+			continue
+		}
+		var p networkingv1.NetworkPolicy
+		if err := runtimeFromUnstructured(o, &p); err != nil {
+			t.Fatal(err)
+		}
+		var excepts []string
+		for _, r := range p.Spec.Egress {
+			for _, peer := range r.To {
+				if peer.IPBlock != nil && peer.IPBlock.CIDR == "0.0.0.0/0" {
+					excepts = peer.IPBlock.Except
+				}
+			}
+		}
+		if !slices.Equal(excepts, builder.InternetExcepts) {
+			t.Fatalf("the chart's internet rule keeps out of %v, nbkube local's of %v", excepts, builder.InternetExcepts)
+		}
+		return
+	}
+	t.Fatal("no kernel-egress NetworkPolicy rendered")
 }

@@ -30,7 +30,7 @@ import (
 // nbkube's data directory and files in it, and the addresses of ann's agent, the control
 // plane and nbkube's API.
 const sandboxProbe = `
-import json, os, socket
+import http.client, json, os, socket, urllib.parse
 def readable(p):
     try:
         if os.path.isdir(p):
@@ -51,6 +51,17 @@ def reachable(addr):
         return False
     finally:
         s.close()
+def proxied(addr):
+    # Through the node's egress proxy, which the environment names.
+    p = urllib.parse.urlsplit(os.environ.get("HTTP_PROXY", ""))
+    if not p.hostname:
+        return False
+    c = http.client.HTTPConnection(p.hostname, p.port, timeout=5)
+    try:
+        c.request("GET", "http://%s/" % addr)
+        return c.getresponse().status != 403
+    except OSError:
+        return False
 pids = [p for p in os.listdir("/proc") if p.isdigit()]
 cmdlines = []
 for p in pids:
@@ -64,6 +75,8 @@ print(json.dumps({
     "dataDir": readable(ARGS["dataDir"]), "kubeconfig": readable(ARGS["kubeconfig"]),
     "cookieSecret": readable(ARGS["cookieSecret"]), "annAgent": reachable(ARGS["annAgent"]),
     "controlPlane": reachable(ARGS["controlPlane"]), "api": reachable(ARGS["api"]),
+    "annAgentByProxy": proxied(ARGS["annAgent"]), "controlPlaneByProxy": proxied(ARGS["controlPlane"]),
+    "apiByProxy": proxied(ARGS["api"]), "proxy": os.environ.get("HTTPS_PROXY", ""),
     "processes": len(pids), "nbkubeSeen": any("nbkube local" in c for c in cmdlines),
     "cwd": os.getcwd(), "mine": open("mine.txt").read(), "uid": os.getuid(),
 }))
@@ -130,6 +143,8 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	var got struct {
 		AnnHome, Root, DataDir, Kubeconfig, CookieSecret bool
 		AnnAgent, ControlPlane, API                      bool
+		AnnAgentByProxy, ControlPlaneByProxy, APIByProxy bool
+		Proxy                                            string
 		Processes                                        int
 		NbkubeSeen                                       bool
 		Cwd, Mine                                        string
@@ -141,11 +156,15 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 		"ann's home": got.AnnHome, "the volume's root": got.Root, "nbkube's data directory": got.DataDir,
 		"the admin kubeconfig": got.Kubeconfig, "the cookie secret": got.CookieSecret,
 		"ann's agent": got.AnnAgent, "the control plane": got.ControlPlane, "nbkube's API": got.API,
-		"nbkube's process": got.NbkubeSeen,
+		"nbkube's process": got.NbkubeSeen, "ann's agent through the egress proxy": got.AnnAgentByProxy,
+		"the control plane through the egress proxy": got.ControlPlaneByProxy, "nbkube's API through the egress proxy": got.APIByProxy,
 	} {
 		if seen {
 			t.Errorf("ben's kernel reaches %s: %s", what, run.stdout.String())
 		}
+	}
+	if got.Proxy == "" {
+		t.Errorf("ben's kernel has no egress proxy in its environment: %s", run.stdout.String())
 	}
 	if got.Processes > 8 {
 		t.Errorf("ben's kernel sees %d processes, want only its pod's", got.Processes)
