@@ -30,18 +30,24 @@ const launchAttempts = 3
 // A kernel that exits before answering is started again, with new ports: the ports are
 // chosen free, then bound by the kernel, and where kernels share the host's network (nbkube
 // local, tests) another process may bind one in between, which the kernel dies of
-// ("Address already in use"). A kernel that cannot start at all fails launchAttempts times.
+// ("Address already in use"). So is a kernel that lives on but cannot be connected to: the
+// process that took its heartbeat port answers there instead (ipykernel binds its heartbeat in
+// a thread, which dies of it while the kernel runs). A kernel that cannot start at all fails
+// launchAttempts times.
 func (a *Agent) launch() error {
 	for attempt := 1; ; attempt++ {
 		err := a.launchOnce()
 		var exit *ExitError
-		if err == nil || !errors.As(err, &exit) || attempt == launchAttempts || a.isStopping() {
+		if err == nil || !(errors.As(err, &exit) || errors.Is(err, errNotConnected)) || attempt == launchAttempts || a.isStopping() {
 			return err
 		}
-		a.cfg.Log.Info("Kernel exited while starting; starting it again with new ports", "kernel", a.cfg.KernelID,
-			"error", err.Error(), "attempt", attempt)
+		a.cfg.Log.Info("Kernel exited or could not be connected to while starting; starting it again with new ports",
+			"kernel", a.cfg.KernelID, "error", err.Error(), "attempt", attempt)
 	}
 }
+
+// errNotConnected is a launch whose kernel the agent could not connect to.
+var errNotConnected = errors.New("the kernel could not be connected to")
 
 func (a *Agent) isStopping() bool {
 	a.mu.Lock()
@@ -68,7 +74,7 @@ func (a *Agent) launchOnce() error {
 		return err
 	}
 	if err := inc.connect(a.identity); err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("%w: %w", errNotConnected, err))
 	}
 	for _, ch := range []string{wire.Shell, wire.Control, wire.Stdin, wire.IOPub} {
 		go a.recvLoop(inc, ch)

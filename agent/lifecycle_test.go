@@ -228,3 +228,52 @@ func TestRun_KernelThatLosesAPortWhileStartingIsStartedAgain(t *testing.T) {
 		t.Errorf("print(6*7): %v, streams %q", r.reply, r.streams())
 	}
 }
+
+// foreignHeartbeat is a kernel wrapper whose first run lets another server take the kernel's
+// heartbeat port before the kernel binds it: a server that accepts connections and hangs up,
+// as a process that is no kernel would. ipykernel binds its heartbeat in a thread, which
+// dies of it while the kernel lives on.
+const foreignHeartbeat = `
+import json, os, signal, socket, sys
+marker, argv = sys.argv[1], sys.argv[2:]
+if not os.path.exists(marker):
+    open(marker, "w").close()
+    conn = json.load(open(argv[argv.index("-f") + 1]))
+    s = socket.socket()
+    s.bind((conn["ip"], conn["hb_port"]))
+    s.listen(16)
+    if os.fork() == 0:
+        signal.alarm(60)
+        while True:
+            c, _ = s.accept()
+            c.close()
+    s.close()
+os.execv(argv[0], argv)
+`
+
+// A kernel whose heartbeat port another process took (it is alive, but the agent cannot
+// connect to it) is started again with new ports, as one that died of a taken port is.
+func TestRun_KernelWhoseHeartbeatPortWasTakenIsStartedAgain(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "first-attempt")
+	argv := append([]string{"/usr/bin/python3", "-c", foreignHeartbeat, marker}, ipykernel...)
+	cfg, addr := testConfig(t, argv...)
+	ra := runAgent(t, cfg, addr)
+	testenv.Eventually(t, "the kernel to be ready", 60*time.Second, func() error {
+		select {
+		case err := <-ra.done:
+			ra.done <- err
+			t.Fatalf("the agent ended: %v", err)
+		default:
+		}
+		if st := ra.status(t, ""); !st.Ready {
+			return fmt.Errorf("not ready: %+v", st)
+		}
+		return nil
+	})
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the first attempt did not run: %v", err)
+	}
+	if r := ra.connect(t, "s", false).execute("print(6*7)"); r.reply["status"] != "ok" || r.streams() != "42\n" {
+		t.Errorf("print(6*7): %v, streams %q", r.reply, r.streams())
+	}
+}
