@@ -38,7 +38,8 @@ func (a *Agent) launch() error {
 	for attempt := 1; ; attempt++ {
 		err := a.launchOnce()
 		var exit *ExitError
-		if err == nil || !(errors.As(err, &exit) || errors.Is(err, errNotConnected)) || attempt == launchAttempts || a.isStopping() {
+		retry := errors.As(err, &exit) || errors.Is(err, errNotConnected)
+		if err == nil || !retry || attempt == launchAttempts || a.isStopping() {
 			return err
 		}
 		a.cfg.Log.Info("Kernel exited or could not be connected to while starting; starting it again with new ports",
