@@ -52,7 +52,8 @@ type prober struct {
 	// the node's own listener at the pod IP takes every connection, whether the container
 	// listens or not. nil for a container of the host.
 	sandbox *podns.Control
-	// exec runs an exec probe's command on the host; nil when the probe is not an exec probe.
+	// exec runs an exec probe's command, on the host or in the container's sandbox; nil when
+	// the probe is not an exec probe.
 	exec  *execProbe
 	clock clock.WithTicker
 	// unhealthy records an "Unhealthy" event for a failed attempt.
@@ -67,6 +68,9 @@ type execProbe struct {
 	cmd hostCommand
 	env []string
 	err error
+	// inSandbox, for a sandboxed container, is the command as the container sees it, run
+	// inside its sandbox (cmd is then unused).
+	inSandbox *podns.Exec
 }
 
 // run probes until ctx is done or, for a startup probe, until it succeeded once.
@@ -168,6 +172,8 @@ func (p *prober) probeOnce(ctx context.Context) error {
 			return err
 		}
 		return conn.Close()
+	case h.Exec != nil && p.exec != nil && p.exec.inSandbox != nil:
+		return runSandboxExecProbe(ctx, p.sandbox, *p.exec.inSandbox)
 	case h.Exec != nil && p.exec != nil:
 		return runExecProbe(ctx, p.exec)
 	}
@@ -265,6 +271,24 @@ func runExecProbe(ctx context.Context, e *execProbe) error {
 	return nil
 }
 
+// runSandboxExecProbe runs an exec probe's command inside the container's sandbox, where the
+// container's own processes run: its root, its user, no capabilities.
+func runSandboxExecProbe(ctx context.Context, sandbox *podns.Control, e podns.Exec) error {
+	if deadline, ok := ctx.Deadline(); ok {
+		e.Timeout = max(time.Until(deadline), time.Millisecond)
+	}
+	r, err := sandbox.Exec(ctx, e)
+	switch {
+	case ctx.Err() != nil || r.TimedOut:
+		return fmt.Errorf("command %q timed out", strings.Join(e.Argv, " "))
+	case err != nil:
+		return fmt.Errorf("command %q: %w", strings.Join(e.Argv, " "), err)
+	case r.ExitCode != 0:
+		return fmt.Errorf("command %q: exit status %d: %s", strings.Join(e.Argv, " "), r.ExitCode, bytes.TrimSpace(limit(r.Output)))
+	}
+	return nil
+}
+
 func limit(b []byte) []byte {
 	if len(b) > maxProbeOutput {
 		return b[:maxProbeOutput]
@@ -303,7 +327,14 @@ func (w *podWorker) startProber(c *container, run *containerRun, kind probeKind,
 			}
 		},
 	}
-	if probe.Exec != nil {
+	switch {
+	case probe.Exec != nil && run.proc.control != nil:
+		dir := c.spec.WorkingDir
+		if dir == "" {
+			dir = "/"
+		}
+		p.exec = &execProbe{inSandbox: &podns.Exec{Argv: probe.Exec.Command, Env: run.env, Dir: dir}}
+	case probe.Exec != nil:
 		// The kubelet runs exec probes as they are: no $(VAR) expansion.
 		noVars := func(string) (string, bool) { return "", false }
 		probeContainer := &corev1.Container{Name: c.spec.Name, Command: probe.Exec.Command, WorkingDir: c.spec.WorkingDir}

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/nbkube/nbkube/internal/localnode"
 	"github.com/nbkube/nbkube/internal/testenv"
@@ -53,6 +56,22 @@ func TestSandboxedNode(t *testing.T) {
 		}
 		if got := httpGet(t, ready.Status.PodIP); got != "hello from "+ready.Status.PodIP {
 			t.Errorf("GET through the pod IP: %q", got)
+		}
+	})
+
+	// An exec probe runs where the container's processes run: it sees the sandbox's private
+	// /tmp, which the host's /tmp is not.
+	t.Run("ExecProbeRunsInTheSandbox", func(t *testing.T) {
+		ns := newNamespace(t, client)
+		marker := "nbkube-ready-" + ns
+		pod := basicPod(ns, "exec-probe", corev1.RestartPolicyAlways, "sh", "-c", "touch /tmp/"+marker+"; exec sleep 600")
+		pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{PeriodSeconds: 1,
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"sh", "-c", "test -f /tmp/" + marker + " && test $(id -u) = 1000"}}}}
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+		createPod(t, client, pod)
+		waitPod(t, client, pod, "ready", podReady)
+		if _, err := os.Stat(filepath.Join(os.TempDir(), marker)); err == nil {
+			t.Errorf("the container's /tmp/%s is on the host", marker)
 		}
 	})
 

@@ -9,24 +9,56 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ErrEnded is what Dial answers once the sandbox has ended.
 var ErrEnded = errors.New("the sandbox has ended")
 
+// maxControlMessage bounds one message on the control socket (a SOCK_SEQPACKET, where a
+// message longer than the reader's buffer is cut): room for an exec's output in JSON.
+const maxControlMessage = 64 * 1024
+
 // dialRequest asks the init for a connection to a port of the sandbox, or, with Listen set,
-// for a socket that listens at that address and port inside the sandbox's network; the answer
-// carries the same ID and, when it worked, the socket.
+// for a socket that listens at that address and port inside the sandbox's network, or, with
+// Exec set, to run a command inside; the answer carries the same ID and, when it worked, the
+// socket or the command's result.
 type dialRequest struct {
 	ID     uint64 `json:"id"`
-	Port   int    `json:"port"`
+	Port   int    `json:"port,omitempty"`
 	Listen string `json:"listen,omitempty"`
+	Exec   *Exec  `json:"exec,omitempty"`
 }
 
 type dialReply struct {
 	ID    uint64 `json:"id"`
 	Error string `json:"error,omitempty"`
+	// Exec is the result of an Exec request that ran.
+	Exec *ExecResult `json:"exec,omitempty"`
 }
+
+// Exec is a command to run in a running sandbox, as a container runtime's exec does: in the
+// sandbox's namespaces and root, as its user, with no capabilities, in a process group of its
+// own. Argv[0] without a slash is looked up in Env's PATH inside the sandbox.
+type Exec struct {
+	Argv []string `json:"argv"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	// Timeout ends the command's process group with SIGKILL; 0 means a minute.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// ExecResult is how a command run by Control.Exec ended.
+type ExecResult struct {
+	ExitCode int `json:"exitCode"`
+	// Output is the start of what it wrote to stdout and stderr, at most MaxExecOutput bytes.
+	Output []byte `json:"output,omitempty"`
+	// TimedOut tells that the timeout killed it.
+	TimedOut bool `json:"timedOut,omitempty"`
+}
+
+// MaxExecOutput bounds the output an ExecResult carries.
+const MaxExecOutput = 10 * 1024
 
 // Control reaches into a running sandbox.
 type Control struct {
@@ -40,6 +72,7 @@ type Control struct {
 
 type dialResult struct {
 	file *os.File
+	exec *ExecResult
 	err  error
 }
 
@@ -59,6 +92,23 @@ func (c *Control) Dial(ctx context.Context, port int) (net.Conn, error) {
 	return net.FileConn(f)
 }
 
+// Exec runs a command inside the sandbox and waits for its end. An error means it did not run
+// (a missing program, a sandbox that ended); a command that ran reports its exit code, and
+// TimedOut when its timeout ended it.
+func (c *Control) Exec(ctx context.Context, e Exec) (ExecResult, error) {
+	if len(e.Argv) == 0 {
+		return ExecResult{}, errors.New("exec: no command")
+	}
+	r, err := c.request(ctx, dialRequest{Exec: &e})
+	if err != nil {
+		return ExecResult{}, err
+	}
+	if r.exec == nil {
+		return ExecResult{}, errors.New("the sandbox answered an exec without its result")
+	}
+	return *r.exec, nil
+}
+
 // Listen listens at TCP address ip:port inside the sandbox's network namespace: what the
 // sandbox's processes connect to there reaches the listener, which its caller serves from
 // outside. An address of 127.0.0.0/8 needs no interface of its own there.
@@ -73,11 +123,20 @@ func (c *Control) Listen(ctx context.Context, ip string, port int) (net.Listener
 
 // ask sends req and waits for the socket of its answer.
 func (c *Control) ask(ctx context.Context, req dialRequest) (*os.File, error) {
+	r, err := c.request(ctx, req)
+	if err == nil && r.file == nil {
+		err = errors.New("the sandbox answered without a connection")
+	}
+	return r.file, err
+}
+
+// request sends req and waits for its answer.
+func (c *Control) request(ctx context.Context, req dialRequest) (dialResult, error) {
 	ch := make(chan dialResult, 1)
 	c.mu.Lock()
 	if c.ended {
 		c.mu.Unlock()
-		return nil, ErrEnded
+		return dialResult{}, ErrEnded
 	}
 	c.nextID++
 	id := c.nextID
@@ -88,11 +147,11 @@ func (c *Control) ask(ctx context.Context, req dialRequest) (*os.File, error) {
 	c.mu.Unlock()
 	if err != nil {
 		c.forget(id)
-		return nil, fmt.Errorf("%w: %w", ErrEnded, err)
+		return dialResult{}, fmt.Errorf("%w: %w", ErrEnded, err)
 	}
 	select {
 	case r := <-ch:
-		return r.file, r.err
+		return r, r.err
 	case <-ctx.Done():
 		c.forget(id)
 		// The answer may be on its way: whoever gets it closes its socket.
@@ -101,7 +160,7 @@ func (c *Control) ask(ctx context.Context, req dialRequest) (*os.File, error) {
 				r.file.Close()
 			}
 		}()
-		return nil, ctx.Err()
+		return dialResult{}, ctx.Err()
 	}
 }
 
@@ -116,7 +175,7 @@ func (c *Control) Close() error { return c.conn.Close() }
 
 // read hands each answer to its Dial until the init's end closes the socket.
 func (c *Control) read() {
-	buf := make([]byte, 4096)
+	buf := make([]byte, maxControlMessage)
 	oob := make([]byte, syscall.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := c.conn.ReadMsgUnix(buf, oob)
@@ -144,6 +203,7 @@ func (c *Control) read() {
 		} else if rep.Error != "" {
 			res.err = errors.New(rep.Error)
 		}
+		res.exec = rep.Exec
 		if fd >= 0 {
 			f := os.NewFile(uintptr(fd), "sandbox-socket")
 			if res.err == nil {
@@ -151,8 +211,6 @@ func (c *Control) read() {
 			} else {
 				f.Close()
 			}
-		} else if res.err == nil {
-			res.err = errors.New("the sandbox answered without a connection")
 		}
 		c.mu.Lock()
 		ch, ok := c.pending[rep.ID]

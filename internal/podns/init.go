@@ -45,6 +45,9 @@ func runInit() int {
 		fmt.Fprintf(os.Stderr, "nbkube sandbox: %v\n", err)
 		return 127
 	}
+	if err := closeOnExec(3); err != nil {
+		return fail(fmt.Errorf("marking the node's descriptors close-on-exec: %w", err))
+	}
 	specFile := os.NewFile(specFD, "spec")
 	b, err := io.ReadAll(io.LimitReader(specFile, maxSpec))
 	specFile.Close()
@@ -93,13 +96,18 @@ func runInit() int {
 		_ = syscall.Kill(-proc.Pid, syscall.SIGKILL)
 		return 137
 	}
-	go serveControl(control, spec.PodIP)
-	return supervise(proc.Pid, signals)
+	execs := make(chan execStart)
+	go serveControl(control, spec.PodIP, execs)
+	return supervise(proc.Pid, signals, execs)
 }
 
-// supervise forwards signals to the command's process group and reaps every child (orphans
-// come to PID 1) until the command itself has exited; its status is the init's.
-func supervise(pid int, signals chan os.Signal) int {
+// supervise forwards signals to the command's process group, starts the commands of exec
+// requests, and reaps every child (orphans come to PID 1) until the command itself has
+// exited; its status is the init's. It runs on the thread that gave up the capabilities,
+// which every process it starts inherits from; and since it both starts exec'd commands and
+// reaps, it knows each one's PID before it can reap it.
+func supervise(pid int, signals chan os.Signal, execs <-chan execStart) int {
+	waiting := map[int]chan syscall.WaitStatus{}
 	for {
 		for {
 			var ws syscall.WaitStatus
@@ -116,17 +124,28 @@ func supervise(pid int, signals chan os.Signal) int {
 				}
 				return ws.ExitStatus()
 			}
+			if ch, ok := waiting[got]; ok {
+				ch <- ws
+				delete(waiting, got)
+			}
 		}
-		sig := <-signals
-		if sig == syscall.SIGCHLD {
-			continue
+		select {
+		case sig := <-signals:
+			if sig != syscall.SIGCHLD {
+				_ = syscall.Kill(-pid, sig.(syscall.Signal))
+			}
+		case e := <-execs:
+			started := startExec(e.req)
+			if started.err == nil {
+				waiting[started.pid] = started.status
+			}
+			e.reply <- started
 		}
-		_ = syscall.Kill(-pid, sig.(syscall.Signal))
 	}
 }
 
-// serveControl answers dial and listen requests until the other end closes the socket.
-func serveControl(control *os.File, podIP string) {
+// serveControl answers dial, listen and exec requests until the other end closes the socket.
+func serveControl(control *os.File, podIP string, execs chan<- execStart) {
 	fc, err := net.FileConn(control)
 	control.Close()
 	if err != nil {
@@ -134,7 +153,7 @@ func serveControl(control *os.File, podIP string) {
 	}
 	conn := fc.(*net.UnixConn)
 	defer func() { _ = conn.Close() }()
-	buf := make([]byte, 4096)
+	buf := make([]byte, maxControlMessage)
 	for {
 		n, err := conn.Read(buf)
 		if err != nil || n == 0 {
@@ -142,6 +161,10 @@ func serveControl(control *os.File, podIP string) {
 		}
 		var req dialRequest
 		if json.Unmarshal(buf[:n], &req) != nil {
+			continue
+		}
+		if req.Exec != nil {
+			go answerExec(conn, req, execs)
 			continue
 		}
 		go answerDial(conn, req, podIP)
@@ -179,6 +202,31 @@ func answerDial(conn *net.UnixConn, req dialRequest, podIP string) {
 	}
 	b, _ := json.Marshal(rep)
 	_, _, _ = conn.WriteMsgUnix(b, rights, nil)
+}
+
+// closeOnExec marks every descriptor from first on close-on-exec, as a container runtime
+// closes every one past the standard three: the control socket, the spec's pipe and whatever
+// the node inherited stay the init's, and no command it starts gets them. The control socket
+// in a command's hands would let it answer the node's requests in the init's place.
+func closeOnExec(first int) error {
+	err := unix.CloseRange(uint(first), ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	tooOld := errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EINVAL)
+	if err == nil || !tooOld {
+		return err
+	}
+	// Linux before 5.11: one at a time.
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= first {
+			if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && !errors.Is(err, unix.EBADF) {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // loopbackUp brings up lo, the only interface of a new network namespace.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -366,5 +367,53 @@ func TestCheck_SaysWhyNoSandboxCanBeMade(t *testing.T) {
 	mustWrite(t, notADir, "")
 	if err := Check(notADir, ""); err == nil || !strings.Contains(err.Error(), "root") {
 		t.Fatalf("Check on a root that is a file: %v, want the root's mount named", err)
+	}
+}
+
+// The command gets its three standard streams and nothing else of the node's: not the control
+// socket, not the spec's pipe, not what the node inherited.
+func TestSandbox_CommandGetsNoDescriptorOfTheNode(t *testing.T) {
+	// ls lists its own descriptor of the directory too: 3.
+	code, out := start(t, shell("ls /proc/self/fd")).wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if got := strings.Fields(out); !slices.Equal(got, []string{"0", "1", "2", "3"}) {
+		t.Errorf("the command's descriptors: %v, want 0 1 2 (and ls's 3)", got)
+	}
+}
+
+// Exec runs a command inside a running sandbox, as its user, without capabilities, and
+// reports its exit, its output (bounded) and a timeout; the sandbox's own command runs on.
+func TestSandbox_ExecRunsInsideAndReportsTheEnd(t *testing.T) {
+	s := start(t, shell("echo started; exec sleep 60"))
+	env := []string{"PATH=/usr/bin:/bin", "GREETING=hello"}
+	ctx := t.Context()
+	r, err := s.control.Exec(ctx, Exec{Argv: []string{"sh", "-c",
+		`echo "greeting=$GREETING"; echo "uid=$(id -u)"; echo "pwd=$(pwd)"; echo "init=$(tr '\0' ' ' </proc/1/cmdline)";
+		 grep -E '^Cap(Eff|Bnd):' /proc/self/status | tr -d '\t' | sed 's/:/=/'; exit 3`}, Env: env, Dir: "/tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := results(string(r.Output))
+	if r.ExitCode != 3 || r.TimedOut || got["greeting"] != "hello" || got["uid"] != "1000" || got["pwd"] != "/tmp" ||
+		!strings.HasPrefix(got["init"], initArg0) || got["CapEff"] != "0000000000000000" || got["CapBnd"] != "0000000000000000" {
+		t.Errorf("exec: exit %d, timed out %v, output:\n%s", r.ExitCode, r.TimedOut, r.Output)
+	}
+
+	r, err = s.control.Exec(ctx, Exec{Argv: []string{"sleep", "30"}, Env: env, Timeout: 300 * time.Millisecond})
+	if err != nil || !r.TimedOut || r.ExitCode != 128+int(syscall.SIGKILL) {
+		t.Errorf("exec past its timeout: %+v, %v", r, err)
+	}
+	r, err = s.control.Exec(ctx, Exec{Argv: []string{"sh", "-c", "head -c 100000 /dev/zero"}, Env: env})
+	if err != nil || r.ExitCode != 0 || len(r.Output) != MaxExecOutput {
+		t.Errorf("exec of much output: exit %d, %d bytes, %v", r.ExitCode, len(r.Output), err)
+	}
+	if _, err := s.control.Exec(ctx, Exec{Argv: []string{"no-such-command"}, Env: env}); err == nil || !strings.Contains(err.Error(), "no-such-command") {
+		t.Errorf("exec of a missing command: %v", err)
+	}
+	// The sandbox's command still runs.
+	if err := s.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the sandbox ended: %v", err)
 	}
 }
