@@ -80,7 +80,7 @@ verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code a
 
 .PHONY: test
 test: k8s-bins hydra test-deps helm kustomize web ## Run all tests (web unit tests; Go: unit, envtest, chart, local node with real ipykernel, pages in Chromium).
-	cd web && node test/run.mjs
+	cd web && npm test
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-faults
