@@ -23,7 +23,10 @@ test('kernelOptions: by display name, the default selected', () => {
 
 test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New folder, Upload', () => {
   const calls: string[] = [];
-  const bar = new Toolbar('/base/new', 'a b/c', { newFolder: () => calls.push('folder'), upload: (fs) => calls.push(`upload ${fs.length}`) });
+  const bar = new Toolbar('/base/new', 'a b/c', {
+    newFolder: () => calls.push('folder'),
+    upload: (fs) => calls.push(`upload ${fs.length}`),
+  });
   document.body.replaceChildren(bar.element);
   const form = bar.element.querySelector('form')!;
   assert.equal(form.getAttribute('method'), 'get');
@@ -36,7 +39,13 @@ test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New
   assert.equal(submit.disabled, false);
   assert.equal(select.value, 'python3');
   const data = new window.FormData(form);
-  assert.deepEqual([...data.entries()], [['dir', 'a b/c'], ['kernel', 'python3']]);
+  assert.deepEqual(
+    [...data.entries()],
+    [
+      ['dir', 'a b/c'],
+      ['kernel', 'python3'],
+    ],
+  );
   // A later refresh of the specs keeps what the user chose.
   select.value = 'ir';
   bar.setKernelSpecs(specs);

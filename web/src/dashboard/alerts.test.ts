@@ -8,15 +8,24 @@ installDOM();
 
 test('errorText says what the server said, else its status', async () => {
   const withMessage = await ServerConnection.ResponseError.create(
-    new Response(JSON.stringify({ message: 'File already exists: x.ipynb', reason: 'Conflict' }), { status: 409, statusText: 'Conflict' }),
+    new Response(JSON.stringify({ message: 'File already exists: x.ipynb', reason: 'Conflict' }), {
+      status: 409,
+      statusText: 'Conflict',
+    }),
   );
   assert.equal(errorText(withMessage), 'File already exists: x.ipynb');
-  const bare = await ServerConnection.ResponseError.create(new Response('oops', { status: 502, statusText: 'Bad Gateway' }));
+  const bare = await ServerConnection.ResponseError.create(
+    new Response('oops', { status: 502, statusText: 'Bad Gateway' }),
+  );
   assert.equal(errorText(bare), 'The server answered 502 Bad Gateway.');
   assert.equal(errorText(new Error('boom')), 'boom');
-  const forbidden = await ServerConnection.ResponseError.create(new Response(JSON.stringify({ message: 'Forbidden', reason: null }), { status: 403 }));
+  const forbidden = await ServerConnection.ResponseError.create(
+    new Response(JSON.stringify({ message: 'Forbidden', reason: null }), { status: 403 }),
+  );
   assert.match(errorText(forbidden), /log in again/);
-  const refused = await ServerConnection.ResponseError.create(new Response(JSON.stringify({ message: 'kernel spec r is not allowed' }), { status: 403 }));
+  const refused = await ServerConnection.ResponseError.create(
+    new Response(JSON.stringify({ message: 'kernel spec r is not allowed' }), { status: 403 }),
+  );
   assert.equal(errorText(refused), 'kernel spec r is not allowed');
 });
 

@@ -35,12 +35,15 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   listing.update([entry('a.ipynb'), entry('sub', 'directory'), entry('x.csv', 'file', 2048)]);
   const t = listing.element;
   assert.ok(t.querySelector('caption')?.textContent);
-  assert.deepEqual(Array.from(t.querySelectorAll('thead th'), (th) => [th.getAttribute('scope'), th.textContent]), [
-    ['col', 'Name'],
-    ['col', 'Last modified'],
-    ['col', 'Size'],
-    ['col', 'Actions'],
-  ]);
+  assert.deepEqual(
+    Array.from(t.querySelectorAll('thead th'), (th) => [th.getAttribute('scope'), th.textContent]),
+    [
+      ['col', 'Name'],
+      ['col', 'Last modified'],
+      ['col', 'Size'],
+      ['col', 'Actions'],
+    ],
+  );
   assert.deepEqual(listing.paths(), ['d/sub', 'd/a.ipynb', 'd/x.csv']);
   const row = (p: string) => t.querySelector<HTMLTableRowElement>(`tr[data-path="${p}"]`)!;
   assert.equal(row('d/sub').dataset.type, 'directory');
@@ -51,7 +54,9 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   assert.equal(file.getAttribute('target'), '_blank');
   assert.equal(row('d/x.csv').cells[2].textContent, '2.0 KiB');
   assert.equal(row('d/sub').cells[2].textContent, '');
-  const labels = Array.from(row('d/a.ipynb').querySelectorAll('button:not([hidden])'), (b) => b.getAttribute('aria-label'));
+  const labels = Array.from(row('d/a.ipynb').querySelectorAll('button:not([hidden])'), (b) =>
+    b.getAttribute('aria-label'),
+  );
   assert.deepEqual(labels, ['Rename a.ipynb', 'Copy a.ipynb', 'Delete a.ipynb']);
   // Directories cannot be copied by the API: no Copy button for them.
   assert.equal(row('d/sub').querySelector<HTMLButtonElement>('button[data-action=copy]')!.hidden, true);

@@ -74,10 +74,14 @@ test('Poller.refresh during a run makes one more run after it, never two at once
 
 test('Poller goes on after a failing task', async () => {
   let runs = 0;
-  const p = new Poller(async () => {
-    runs++;
-    throw new Error('boom');
-  }, 60_000, fakeDoc() as unknown as Document);
+  const p = new Poller(
+    async () => {
+      runs++;
+      throw new Error('boom');
+    },
+    60_000,
+    fakeDoc() as unknown as Document,
+  );
   await p.refresh();
   await p.refresh();
   assert.equal(runs, 2);

@@ -10,7 +10,13 @@ function nb(...sources: string[]): nbformat.INotebookContent {
     metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } } as nbformat.INotebookMetadata,
     cells: sources.map((s, i) =>
       i % 2 === 0
-        ? ({ cell_type: 'code', source: s.split(/(?<=\n)/), metadata: {}, outputs: [{ output_type: 'stream', name: 'stdout', text: ['x\n'] }], execution_count: i + 1 } as nbformat.ICodeCell)
+        ? ({
+            cell_type: 'code',
+            source: s.split(/(?<=\n)/),
+            metadata: {},
+            outputs: [{ output_type: 'stream', name: 'stdout', text: ['x\n'] }],
+            execution_count: i + 1,
+          } as nbformat.ICodeCell)
         : ({ cell_type: 'markdown', source: s, metadata: {} } as nbformat.IMarkdownCell),
     ),
   };
@@ -52,7 +58,10 @@ test('insert, move, remove and undo delete keep order and mark dirty', () => {
   assert.equal(m.undoDelete(), 2);
   assert.deepEqual(sources(m), ['a', 'b', 'new', 'c']);
   assert.equal(m.undoDelete(), -1);
-  assert.deepEqual(changes.map((c) => c.kind), ['insert', 'move', 'remove', 'remove', 'insert', 'insert']);
+  assert.deepEqual(
+    changes.map((c) => c.kind),
+    ['insert', 'move', 'remove', 'remove', 'insert', 'insert'],
+  );
 });
 
 test('deleting the last cell leaves one empty code cell', () => {

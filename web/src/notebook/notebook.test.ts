@@ -17,7 +17,15 @@ function page(...cells: [string, string][]) {
     nbformat: 4,
     nbformat_minor: 5,
     metadata: {} as nbformat.INotebookMetadata,
-    cells: cells.map(([t, s]) => ({ cell_type: t, source: s, metadata: {}, ...(t === 'code' ? { outputs: [], execution_count: null } : {}) }) as nbformat.ICell),
+    cells: cells.map(
+      ([t, s]) =>
+        ({
+          cell_type: t,
+          source: s,
+          metadata: {},
+          ...(t === 'code' ? { outputs: [], execution_count: null } : {}),
+        }) as nbformat.ICell,
+    ),
   });
   p.select(0, false);
   return p;
@@ -25,7 +33,8 @@ function page(...cells: [string, string][]) {
 
 const shown = (p: InstanceType<typeof NotebookPage>) =>
   [...p.cellsNode.querySelectorAll<HTMLElement>('.nb-cell')].map((c) => `${c.dataset.cellIndex}:${c.dataset.cellType}`);
-const selected = (p: InstanceType<typeof NotebookPage>) => (p.cellsNode.querySelector('.nb-selected') as HTMLElement | null)?.dataset.cellIndex;
+const selected = (p: InstanceType<typeof NotebookPage>) =>
+  (p.cellsNode.querySelector('.nb-selected') as HTMLElement | null)?.dataset.cellIndex;
 
 test('cells are shown with their index, type, labels and output regions', () => {
   const p = page(['markdown', '# T'], ['code', 'x = 1'], ['raw', 'r']);
@@ -50,7 +59,10 @@ test('command mode: insert, delete, undo, move, copy and paste keep indices in s
   assert.equal(p.model.cells.length, 4);
   p.command('delete');
   p.command('delete');
-  assert.deepEqual(p.model.cells.map((c) => c.source), ['a', 'b']);
+  assert.deepEqual(
+    p.model.cells.map((c) => c.source),
+    ['a', 'b'],
+  );
   p.command('undo-delete');
   assert.equal(p.model.cells.length, 3);
   p.select(0, false);
@@ -63,8 +75,14 @@ test('command mode: insert, delete, undo, move, copy and paste keep indices in s
   assert.equal(selected(p), '2');
   // The DOM follows the model, in order.
   const texts = [...p.cellsNode.querySelectorAll('.nb-cell')].map((c) => c.querySelector('.nb-input')!.textContent);
-  assert.deepEqual(texts, p.model.cells.map((c) => c.source));
-  assert.deepEqual(shown(p).map((s) => s.split(':')[0]), p.model.cells.map((_, i) => String(i)));
+  assert.deepEqual(
+    texts,
+    p.model.cells.map((c) => c.source),
+  );
+  assert.deepEqual(
+    shown(p).map((s) => s.split(':')[0]),
+    p.model.cells.map((_, i) => String(i)),
+  );
   assert.equal(document.body.dataset.dirty, 'true');
 });
 
@@ -92,7 +110,7 @@ test('selection stops at the ends; deleting the last cell leaves one', () => {
   assert.equal(selected(p), '0');
 });
 
-test('mode: keys are the notebook\'s on a cell or an output box, not in inputs or the toolbar', () => {
+test("mode: keys are the notebook's on a cell or an output box, not in inputs or the toolbar", () => {
   const p = page(['code', 'a']);
   const out = p.cellsNode.querySelector('.nb-outputs') as HTMLElement;
   const box = document.createElement('pre');

@@ -507,7 +507,12 @@ export class NotebookPage {
       v.showInspect(h('p', {}, 'No information.'));
       return;
     }
-    v.showInspect(renderOutput({ output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData, { trusted: true }));
+    v.showInspect(
+      renderOutput(
+        { output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData,
+        { trusted: true },
+      ),
+    );
   }
 
   private async restart(runAll: boolean): Promise<void> {
@@ -545,10 +550,14 @@ export class NotebookPage {
   }
 
   private async shutdown(): Promise<void> {
-    const ok = await choose('Shut down the kernel?', 'The kernel’s variables will be lost; running a cell starts a new kernel.', [
-      { value: 'cancel', label: 'Cancel' },
-      { value: 'shutdown', label: 'Shut down', primary: true },
-    ]);
+    const ok = await choose(
+      'Shut down the kernel?',
+      'The kernel’s variables will be lost; running a cell starts a new kernel.',
+      [
+        { value: 'cancel', label: 'Cancel' },
+        { value: 'shutdown', label: 'Shut down', primary: true },
+      ],
+    );
     this.refocus();
     if (ok !== 'shutdown') return;
     try {

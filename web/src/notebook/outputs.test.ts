@@ -19,13 +19,18 @@ function frames() {
 }
 
 const stream = (text: string, name = 'stdout') => ({ output_type: 'stream', name, text }) as nbformat.IStream;
-const display = (text: string) => ({ output_type: 'display_data', data: { 'text/plain': text }, metadata: {} }) as nbformat.IDisplayData;
+const display = (text: string) =>
+  ({ output_type: 'display_data', data: { 'text/plain': text }, metadata: {} }) as nbformat.IDisplayData;
 
 test('stream text is merged in the model at once and drawn once per frame', () => {
   const f = frames();
   const outputs: nbformat.IOutput[] = [];
   let changes = 0;
-  const a = new OutputArea(outputs, { registry: new DisplayRegistry(), schedule: f.schedule, onChange: () => changes++ });
+  const a = new OutputArea(outputs, {
+    registry: new DisplayRegistry(),
+    schedule: f.schedule,
+    onChange: () => changes++,
+  });
   for (let i = 0; i < 10000; i++) {
     a.add(stream(`line ${i}\n`));
   }
@@ -49,7 +54,10 @@ test('stdout and stderr make separate outputs; another output in between starts 
   a.add(display('d'));
   a.add(stream('e', 'stderr'));
   f.run();
-  assert.deepEqual(outputs.map((o) => o.output_type + ':' + ((o as nbformat.IStream).text ?? '')), ['stream:a', 'stream:bc', 'display_data:', 'stream:e']);
+  assert.deepEqual(
+    outputs.map((o) => o.output_type + ':' + ((o as nbformat.IStream).text ?? '')),
+    ['stream:a', 'stream:bc', 'display_data:', 'stream:e'],
+  );
   assert.equal(a.node.children.length, 4);
 });
 
@@ -110,7 +118,10 @@ test('outputs loaded from the file are drawn', () => {
 });
 
 test('outputFromMessage keeps what nbformat saves and the display id apart', () => {
-  const r = outputFromMessage({ msgType: 'display_data', content: { data: { 'text/plain': 'x' }, metadata: {}, transient: { display_id: 'abc' } } });
+  const r = outputFromMessage({
+    msgType: 'display_data',
+    content: { data: { 'text/plain': 'x' }, metadata: {}, transient: { display_id: 'abc' } },
+  });
   assert.equal(r?.displayId, 'abc');
   assert.deepEqual(r?.output, { output_type: 'display_data', data: { 'text/plain': 'x' }, metadata: {} });
   const e = outputFromMessage({ msgType: 'execute_result', content: { data: {}, metadata: {}, execution_count: 3 } });

@@ -72,14 +72,33 @@ export function outputFromMessage(m: IOPubContent): { output: nbformat.IOutput; 
     case 'stream':
       return { output: { output_type: 'stream', name: c.name, text: c.text } as nbformat.IStream };
     case 'display_data':
-      return { output: { output_type: 'display_data', data: c.data ?? {}, metadata: c.metadata ?? {} } as nbformat.IDisplayData, displayId };
+      return {
+        output: {
+          output_type: 'display_data',
+          data: c.data ?? {},
+          metadata: c.metadata ?? {},
+        } as nbformat.IDisplayData,
+        displayId,
+      };
     case 'execute_result':
       return {
-        output: { output_type: 'execute_result', data: c.data ?? {}, metadata: c.metadata ?? {}, execution_count: c.execution_count ?? null } as nbformat.IExecuteResult,
+        output: {
+          output_type: 'execute_result',
+          data: c.data ?? {},
+          metadata: c.metadata ?? {},
+          execution_count: c.execution_count ?? null,
+        } as nbformat.IExecuteResult,
         displayId,
       };
     case 'error':
-      return { output: { output_type: 'error', ename: c.ename, evalue: c.evalue, traceback: c.traceback ?? [] } as nbformat.IError };
+      return {
+        output: {
+          output_type: 'error',
+          ename: c.ename,
+          evalue: c.evalue,
+          traceback: c.traceback ?? [],
+        } as nbformat.IError,
+      };
   }
   return null;
 }
@@ -155,7 +174,12 @@ export class OutputArea {
     }
     this.node.hidden = false;
     const last = this.outputs[this.outputs.length - 1];
-    if (output.output_type === 'stream' && last && last.output_type === 'stream' && (last as nbformat.IStream).name === (output as nbformat.IStream).name) {
+    if (
+      output.output_type === 'stream' &&
+      last &&
+      last.output_type === 'stream' &&
+      (last as nbformat.IStream).name === (output as nbformat.IStream).name
+    ) {
       const text = joined((output as nbformat.IStream).text);
       (last as nbformat.IStream).text = joined((last as nbformat.IStream).text) + text;
       this.queueText(this.els[this.els.length - 1], text);
@@ -175,7 +199,11 @@ export class OutputArea {
     }
     if (displayId) {
       // A display with an id shown before updates the earlier ones too.
-      this.registry.update(displayId, (output as nbformat.IDisplayData).data, (output as nbformat.IDisplayData).metadata ?? {});
+      this.registry.update(
+        displayId,
+        (output as nbformat.IDisplayData).data,
+        (output as nbformat.IDisplayData).metadata ?? {},
+      );
     }
     const el = this.render(output, trusted);
     this.outputs.push(output);
@@ -248,7 +276,11 @@ export class OutputArea {
         e.stopPropagation();
         const value = input.value;
         row.remove();
-        this.add({ output_type: 'stream', name: 'stdout', text: prompt + (password ? '' : value) + '\n' } as nbformat.IStream);
+        this.add({
+          output_type: 'stream',
+          name: 'stdout',
+          text: prompt + (password ? '' : value) + '\n',
+        } as nbformat.IStream);
         resolve(value);
       });
     });

@@ -68,7 +68,9 @@ export class CellRunner {
             v.setExecutionCount(r.execution_count ?? null);
           }
           if (r.status === 'ok') {
-            for (const pl of (r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }).payload ?? []) {
+            for (const pl of (
+              r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }
+            ).payload ?? []) {
               if (pl.source === 'page' && pl.data) {
                 out.add({ output_type: 'display_data', data: pl.data, metadata: {} } as nbformat.IDisplayData);
               }

@@ -33,7 +33,8 @@ function fragment(html: string, cfg: Config): DocumentFragment {
 
 // DOMPurify's own list of URL schemes, and attachment: (a markdown cell's attached image,
 // which renderMarkdown then points at the attachment's data).
-const ALLOWED_URI = /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|attachment):|[^a-z]|[a-z+.\-]+(?:[^a-z+.\-:]|$))/i;
+const ALLOWED_URI =
+  /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|attachment):|[^a-z]|[a-z+.\-]+(?:[^a-z+.\-:]|$))/i;
 
 const UNTRUSTED_FORBID = ['style', 'form', 'input', 'button', 'textarea', 'select'];
 

@@ -114,7 +114,12 @@ test('10,000 lines in 1,000 chunks: each chunk appends, nothing earlier is redon
 
 test('text/plain outputs are ANSI-aware too', () => {
   const el = renderOutput(
-    { output_type: 'execute_result', execution_count: 1, data: { 'text/plain': '\x1b[35mmagenta\x1b[0m <x>' }, metadata: {} } as nbformat.IOutput,
+    {
+      output_type: 'execute_result',
+      execution_count: 1,
+      data: { 'text/plain': '\x1b[35mmagenta\x1b[0m <x>' },
+      metadata: {},
+    } as nbformat.IOutput,
     { trusted: false },
   );
   assert.equal(el.textContent, 'magenta <x>');

@@ -82,7 +82,7 @@ function write(s: StreamState, frag: DocumentFragment): void {
   const n = frag.textContent?.length ?? 0;
   const from = splitAt(s.line, s.cursor);
   const to = splitAt(s.line, s.cursor + n);
-  for (let c = from; c && c !== to; ) {
+  for (let c = from; c && c !== to;) {
     const next: ChildNode | null = c.nextSibling;
     c.remove();
     c = next;

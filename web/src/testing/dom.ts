@@ -11,7 +11,18 @@ export function installDOM(): void {
   g.window = dom.window;
   g.document = dom.window.document;
   // WebSocket too: once window exists, @jupyterlab/services takes the browser's WebSocket.
-  for (const name of ['Node', 'Element', 'HTMLElement', 'DocumentFragment', 'Text', 'DOMParser', 'NodeFilter', 'getComputedStyle', 'requestAnimationFrame', 'WebSocket']) {
+  for (const name of [
+    'Node',
+    'Element',
+    'HTMLElement',
+    'DocumentFragment',
+    'Text',
+    'DOMParser',
+    'NodeFilter',
+    'getComputedStyle',
+    'requestAnimationFrame',
+    'WebSocket',
+  ]) {
     if (!(name in g) && name in dom.window) {
       const v = (dom.window as unknown as Record<string, unknown>)[name];
       g[name] = typeof v === 'function' && name[0] === name[0].toLowerCase() ? (v as Function).bind(dom.window) : v;
