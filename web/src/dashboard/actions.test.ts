@@ -32,7 +32,7 @@ test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New
   assert.equal(form.getAttribute('method'), 'get');
   assert.equal(form.getAttribute('action'), '/base/new');
   const select = form.querySelector('select')!;
-  assert.equal(select.labels![0].textContent, 'Kernel');
+  assert.equal(select.labels[0].textContent, 'Kernel');
   const submit = form.querySelector<HTMLButtonElement>('button[type=submit]')!;
   assert.equal(submit.disabled, true, 'no notebook before the specs are known');
   bar.setKernelSpecs(specs);
@@ -64,9 +64,9 @@ test('UploadProgress shows bytes sent, then the outcome', () => {
   assert.equal(bar.getAttribute('aria-label'), 'Uploading big.bin');
   p.progress(1024 * 1024);
   assert.equal(bar.value, 1024 * 1024);
-  assert.match(p.element.textContent!, /1\.0 MiB of 3\.0 MiB/);
+  assert.match(p.element.textContent, /1\.0 MiB of 3\.0 MiB/);
   p.done();
   assert.equal(p.element.dataset.state, 'done');
   p.failed('Forbidden');
-  assert.match(p.element.textContent!, /Failed: Forbidden/);
+  assert.match(p.element.textContent, /Failed: Forbidden/);
 });

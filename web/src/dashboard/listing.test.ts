@@ -18,9 +18,9 @@ function entry(name: string, type = 'notebook', size = 100, modified = '2026-01-
 function make(actions: Partial<ListingActions> = {}) {
   const calls: string[] = [];
   const listing = new Listing('d', links, {
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return 'd/' + n;
+      return Promise.resolve('d/' + n);
     },
     copy: (p) => calls.push(`copy ${p}`),
     delete: (p) => calls.push(`delete ${p}`),
@@ -77,7 +77,7 @@ test('update keeps rows, touches only changes, and adds and removes rows in plac
   assert.equal(listing.row('d/a.ipynb'), undefined);
   listing.update([]);
   assert.deepEqual(listing.paths(), []);
-  assert.match(listing.element.tBodies[0].textContent!, /empty/);
+  assert.match(listing.element.tBodies[0].textContent, /empty/);
   listing.update([entry('z.ipynb')]);
   assert.deepEqual(listing.paths(), ['d/z.ipynb']);
 });
@@ -138,9 +138,9 @@ test('an inline rename survives polling, commits on Enter and re-keys the row', 
 test('Escape gives up a rename; a failed rename keeps the field', async () => {
   let ok = false;
   const { listing, calls } = make({
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return ok ? 'd/' + n : undefined;
+      return Promise.resolve(ok ? 'd/' + n : undefined);
     },
   });
   listing.update([entry('a.ipynb')]);
@@ -166,9 +166,9 @@ test('Escape gives up a rename; a failed rename keeps the field', async () => {
 
 test('leaving a rename field after a failure gives up rather than retrying the same name', async () => {
   const { listing, calls } = make({
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return undefined;
+      return Promise.resolve(undefined);
     },
   });
   const other = document.createElement('button');

@@ -19,7 +19,7 @@ test('the running table: notebook links, kernel, state, Shut down; rows kept by 
   const calls: string[] = [];
   const view = new Running((p) => '/tree/' + p, { shutdown: (id, path) => calls.push(`${id} ${path}`) });
   document.body.replaceChildren(view.element);
-  assert.match(view.element.tBodies[0].textContent!, /No notebooks/);
+  assert.match(view.element.tBodies[0].textContent, /No notebooks/);
   view.update([
     session('2', 'z.ipynb'),
     session('1', 'd/a.ipynb', 'busy'),
@@ -43,5 +43,5 @@ test('the running table: notebook links, kernel, state, Shut down; rows kept by 
   assert.equal(rows[1].cells[2].textContent, 'idle');
   assert.equal(view.element.querySelectorAll('tr[data-session]').length, 1);
   view.update([]);
-  assert.match(view.element.tBodies[0].textContent!, /No notebooks/);
+  assert.match(view.element.tBodies[0].textContent, /No notebooks/);
 });

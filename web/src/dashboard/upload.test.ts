@@ -36,9 +36,9 @@ test('uploadFile sends the chunks in order and they add up to the file', async (
   const progress: number[] = [];
   await uploadFile(
     {
-      async save(path, body) {
+      save(path, body) {
         sent.push({ path, body });
-        return { path } as Contents.IModel;
+        return Promise.resolve({ path } as Contents.IModel);
       },
     },
     file,

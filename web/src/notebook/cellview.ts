@@ -123,7 +123,7 @@ export class CellView {
     } else {
       try {
         el = renderMarkdown(src, { trusted: this.host.trusted(), attachments: this.cell.attachments });
-      } catch (err) {
+      } catch {
         el = h('pre', { class: 'nb-markdown' }, src);
       }
     }

@@ -91,10 +91,9 @@ export async function pick(title: string, message: string, items: Choice[], okLa
       { value: 'ok', label: okLabel, primary: true },
     ],
   );
-  const chosen = () => (list.querySelector(`input[name="${name}"]:checked`) as HTMLInputElement | null)?.value ?? null;
-  let v: string | null = null;
+  const chosen = () => list.querySelector<HTMLInputElement>(`input[name="${name}"]:checked`)?.value ?? null;
+  let v = chosen();
   list.addEventListener('change', () => (v = chosen()));
-  v = chosen();
   const r = await result;
   return r === 'ok' ? v : null;
 }

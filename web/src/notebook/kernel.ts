@@ -224,7 +224,7 @@ export class KernelSession {
       matches: c.matches,
       cursor_start: c.cursor_start,
       cursor_end: c.cursor_end,
-      metadata: c.metadata as Record<string, unknown>,
+      metadata: c.metadata,
     };
   }
 
@@ -238,7 +238,7 @@ export class KernelSession {
     if (c.status !== 'ok' || !c.found) {
       return null;
     }
-    return c.data as Record<string, unknown>;
+    return c.data;
   }
 
   async interrupt(): Promise<void> {

@@ -7,17 +7,17 @@ function nb(...sources: string[]): nbformat.INotebookContent {
   return {
     nbformat: 4,
     nbformat_minor: 4,
-    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } } as nbformat.INotebookMetadata,
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } },
     cells: sources.map((s, i) =>
       i % 2 === 0
-        ? ({
+        ? {
             cell_type: 'code',
             source: s.split(/(?<=\n)/),
             metadata: {},
             outputs: [{ output_type: 'stream', name: 'stdout', text: ['x\n'] }],
             execution_count: i + 1,
-          } as nbformat.ICodeCell)
-        : ({ cell_type: 'markdown', source: s, metadata: {} } as nbformat.IMarkdownCell),
+          }
+        : { cell_type: 'markdown', source: s, metadata: {} },
     ),
   };
 }
@@ -31,7 +31,7 @@ test('load joins sources, gives ids, and saves as nbformat 4.5 with outputs and 
   const out = m.toJSON();
   assert.equal(out.nbformat, 4);
   assert.equal(out.nbformat_minor, 5);
-  assert.ok(out.cells.every((c) => typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(c.id as string)));
+  assert.ok(out.cells.every((c) => typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(c.id)));
   const code = out.cells[0] as nbformat.ICodeCell;
   assert.equal(code.execution_count, 1);
   assert.equal(code.outputs.length, 1);

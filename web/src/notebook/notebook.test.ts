@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type * as nbformat from '@jupyterlab/nbformat';
 import { installDOM } from '../testing/dom';
 import type { Services } from '../shell/server';
 
@@ -16,16 +15,13 @@ function page(...cells: [string, string][]) {
   p.model.load({
     nbformat: 4,
     nbformat_minor: 5,
-    metadata: {} as nbformat.INotebookMetadata,
-    cells: cells.map(
-      ([t, s]) =>
-        ({
-          cell_type: t,
-          source: s,
-          metadata: {},
-          ...(t === 'code' ? { outputs: [], execution_count: null } : {}),
-        }) as nbformat.ICell,
-    ),
+    metadata: {},
+    cells: cells.map(([t, s]) => ({
+      cell_type: t,
+      source: s,
+      metadata: {},
+      ...(t === 'code' ? { outputs: [], execution_count: null } : {}),
+    })),
   });
   p.select(0, false);
   return p;
@@ -34,7 +30,7 @@ function page(...cells: [string, string][]) {
 const shown = (p: InstanceType<typeof NotebookPage>) =>
   [...p.cellsNode.querySelectorAll<HTMLElement>('.nb-cell')].map((c) => `${c.dataset.cellIndex}:${c.dataset.cellType}`);
 const selected = (p: InstanceType<typeof NotebookPage>) =>
-  (p.cellsNode.querySelector('.nb-selected') as HTMLElement | null)?.dataset.cellIndex;
+  p.cellsNode.querySelector<HTMLElement>('.nb-selected')?.dataset.cellIndex;
 
 test('cells are shown with their index, type, labels and output regions', () => {
   const p = page(['markdown', '# T'], ['code', 'x = 1'], ['raw', 'r']);

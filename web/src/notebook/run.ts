@@ -72,14 +72,14 @@ export class CellRunner {
               r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }
             ).payload ?? []) {
               if (pl.source === 'page' && pl.data) {
-                out.add({ output_type: 'display_data', data: pl.data, metadata: {} } as nbformat.IDisplayData);
+                out.add({ output_type: 'display_data', data: pl.data, metadata: {} });
               }
             }
           }
           this.changed();
         },
       });
-    } catch (err) {
+    } catch {
       v.setRunning(null);
       return Promise.resolve();
     }

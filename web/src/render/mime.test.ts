@@ -43,7 +43,7 @@ test('the first present type of the bundle is rendered', () => {
       execution_count: 1,
       data: { 'text/plain': ['1', '2'] },
       metadata: {},
-    } as nbformat.IOutput,
+    },
     opts,
   );
   assert.equal(txt.dataset.mimeType, 'text/plain');
@@ -144,7 +144,7 @@ test('errors: coloured traceback, the class nb-error, the name and value as text
       ename: 'ZeroDivisionError',
       evalue: 'division by zero',
       traceback: ['\x1b[0;31m---------\x1b[0m', '\x1b[0;31mZeroDivisionError\x1b[0m: division by zero <x>'],
-    } as nbformat.IOutput,
+    },
     opts,
   );
   assert.ok(el.classList.contains('nb-error'));
@@ -153,9 +153,6 @@ test('errors: coloured traceback, the class nb-error, the name and value as text
   assert.equal(el.dataset.ename, 'ZeroDivisionError');
   assert.equal(el.dataset.evalue, 'division by zero');
 
-  const bare = renderOutput(
-    { output_type: 'error', ename: 'KeyError', evalue: "'k'", traceback: [] } as nbformat.IOutput,
-    opts,
-  );
+  const bare = renderOutput({ output_type: 'error', ename: 'KeyError', evalue: "'k'", traceback: [] }, opts);
   assert.equal(bare.textContent, "KeyError: 'k'");
 });

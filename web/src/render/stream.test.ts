@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type * as nbformat from '@jupyterlab/nbformat';
 import { installDOM } from '../testing/dom';
 import { appendStream, renderOutput } from './index';
 
 installDOM();
 
 function stream(text: string, name = 'stdout'): HTMLElement {
-  return renderOutput({ output_type: 'stream', name, text } as nbformat.IOutput, { trusted: false });
+  return renderOutput({ output_type: 'stream', name, text }, { trusted: false });
 }
 
 test('a stream is a <pre> with its name as a class', () => {
@@ -119,7 +118,7 @@ test('text/plain outputs are ANSI-aware too', () => {
       execution_count: 1,
       data: { 'text/plain': '\x1b[35mmagenta\x1b[0m <x>' },
       metadata: {},
-    } as nbformat.IOutput,
+    },
     { trusted: false },
   );
   assert.equal(el.textContent, 'magenta <x>');

@@ -58,6 +58,7 @@ export function writeStream(el: HTMLElement, text: string): void {
     }
     return;
   }
+  // eslint-disable-next-line no-control-regex -- the backspace is meant: it steps back, as in a terminal.
   for (const part of text.split(/(\r|\n|\x08)/)) {
     if (part === '\n') {
       s.line.append('\n');

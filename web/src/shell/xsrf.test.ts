@@ -29,9 +29,10 @@ test('a save refused for XSRF is sent once more with the new cookie, the same bo
   let refreshed = 0;
   const f = retryingXSRF(
     s.fetch,
-    async () => {
+    () => {
       refreshed++;
       cookie = 'fresh';
+      return Promise.resolve();
     },
     () => cookie,
   );
@@ -56,7 +57,7 @@ test('a refusal that brought the cookie is retried without asking for one', asyn
   let refreshed = 0;
   const r = await retryingXSRF(
     s.fetch,
-    async () => refreshed++,
+    () => Promise.resolve(refreshed++),
     () => cookie,
   )(save());
   assert.equal(r.status, 201);
@@ -68,7 +69,7 @@ test('a save refused twice is the second refusal, for the page to show; only onc
   const s = server(refusal, refusal);
   const r = await retryingXSRF(
     s.fetch,
-    async () => undefined,
+    () => Promise.resolve(),
     () => 'stale',
   )(save());
   assert.equal(r.status, 403);
@@ -87,7 +88,7 @@ test('reads, other refusals and other failures are not sent again', async () => 
     const s = server(answer);
     const r = await retryingXSRF(
       s.fetch,
-      async () => undefined,
+      () => Promise.resolve(),
       () => 'x',
     )(req);
     assert.equal(s.sent.length, 1, `${req.method} ${r.status}`);
@@ -98,7 +99,7 @@ test('without a cookie to be had, the refusal stands', async () => {
   const s = server(refusal);
   const r = await retryingXSRF(
     s.fetch,
-    async () => undefined,
+    () => Promise.resolve(),
     () => undefined,
   )(save());
   assert.equal(r.status, 403);

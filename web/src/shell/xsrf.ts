@@ -8,7 +8,7 @@
 /** cookie is the value of the page's cookie name, as JupyterLab's client reads it (the last
  * one when several paths set it). */
 export function cookie(name: string): string | undefined {
-  let all = '';
+  let all: string;
   try {
     all = document.cookie;
   } catch {

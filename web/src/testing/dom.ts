@@ -25,7 +25,7 @@ export function installDOM(): void {
   ]) {
     if (!(name in g) && name in dom.window) {
       const v = (dom.window as unknown as Record<string, unknown>)[name];
-      g[name] = typeof v === 'function' && name[0] === name[0].toLowerCase() ? (v as Function).bind(dom.window) : v;
+      g[name] = typeof v === 'function' && name[0] === name[0].toLowerCase() ? v.bind(dom.window) : v;
     }
   }
 }
