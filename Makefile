@@ -72,7 +72,7 @@ lint: golangci-lint ## Run golangci-lint (with its import walls, depguard), also
 	$(GOLANGCI_LINT) run --build-tags e2e,faults ./test/...
 
 .PHONY: verify
-verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code and manifests, lint, and fail if anything changed.
+verify: generate manifests fmt vet lint kustomize web-check web-lint ## Regenerate code and manifests, lint, and fail if anything changed.
 	$(KUSTOMIZE) build config/default >/dev/null
 	@if [ -n "$$(git status --porcelain -- api config controllers charts go.mod go.sum '*.go')" ]; then \
 		echo "make verify: generated files or formatting differ from what is committed:"; \
@@ -80,7 +80,7 @@ verify: generate manifests fmt vet lint kustomize web-check ## Regenerate code a
 
 .PHONY: test
 test: k8s-bins hydra test-deps helm kustomize web ## Run all tests (web unit tests; Go: unit, envtest, chart, local node with real ipykernel, pages in Chromium).
-	cd web && node test/run.mjs
+	cd web && npm test
 	KUBEBUILDER_ASSETS="$(KUBE_BIN_DIR)" NBKUBE_KUBE_BIN_DIR="$(KUBE_BIN_DIR)" NBKUBE_HELM="$(HELM)" NBKUBE_KUSTOMIZE="$(KUSTOMIZE)" go test ./... $(TEST_FLAGS)
 
 .PHONY: test-faults
@@ -125,6 +125,10 @@ web/node_modules: web/package.json web/package-lock.json
 .PHONY: web-check
 web-check: web/node_modules ## Type-check the web pages' TypeScript.
 	cd web && npx --no-install tsc --noEmit -p .
+
+.PHONY: web-lint
+web-lint: web/node_modules ## Lint the web pages (eslint, typescript-eslint) and check their layout (prettier).
+	cd web && npx --no-install eslint . && npx --no-install prettier --check .
 
 .PHONY: build
 build: web ## Build the nbkube and nbkube-agent binaries into bin/ (static), with the web pages.

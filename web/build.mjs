@@ -31,7 +31,10 @@ const options = {
 
 await rm(outdir, { recursive: true, force: true });
 await mkdir(outdir, { recursive: true });
-await writeFile(outdir + '.gitkeep', '# Built assets land here (make web); the placeholder lets go:embed compile without them.\n');
+await writeFile(
+  outdir + '.gitkeep',
+  '# Built assets land here (make web); the placeholder lets go:embed compile without them.\n',
+);
 if (watch) {
   const ctx = await esbuild.context(options);
   await ctx.watch();
@@ -49,6 +52,8 @@ if (watch) {
     }
   }
   const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0);
-  console.log(`web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB, ` +
-    `into dist/ (scripts ${(gzipped / 1024).toFixed(0)} KiB gzipped)`);
+  console.log(
+    `web: built ${Object.keys(result.metafile.outputs).length} files, ${(bytes / 1024).toFixed(0)} KiB, ` +
+      `into dist/ (scripts ${(gzipped / 1024).toFixed(0)} KiB gzipped)`,
+  );
 }

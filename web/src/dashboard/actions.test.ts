@@ -23,20 +23,29 @@ test('kernelOptions: by display name, the default selected', () => {
 
 test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New folder, Upload', () => {
   const calls: string[] = [];
-  const bar = new Toolbar('/base/new', 'a b/c', { newFolder: () => calls.push('folder'), upload: (fs) => calls.push(`upload ${fs.length}`) });
+  const bar = new Toolbar('/base/new', 'a b/c', {
+    newFolder: () => calls.push('folder'),
+    upload: (fs) => calls.push(`upload ${fs.length}`),
+  });
   document.body.replaceChildren(bar.element);
   const form = bar.element.querySelector('form')!;
   assert.equal(form.getAttribute('method'), 'get');
   assert.equal(form.getAttribute('action'), '/base/new');
   const select = form.querySelector('select')!;
-  assert.equal(select.labels![0].textContent, 'Kernel');
+  assert.equal(select.labels[0].textContent, 'Kernel');
   const submit = form.querySelector<HTMLButtonElement>('button[type=submit]')!;
   assert.equal(submit.disabled, true, 'no notebook before the specs are known');
   bar.setKernelSpecs(specs);
   assert.equal(submit.disabled, false);
   assert.equal(select.value, 'python3');
   const data = new window.FormData(form);
-  assert.deepEqual([...data.entries()], [['dir', 'a b/c'], ['kernel', 'python3']]);
+  assert.deepEqual(
+    [...data.entries()],
+    [
+      ['dir', 'a b/c'],
+      ['kernel', 'python3'],
+    ],
+  );
   // A later refresh of the specs keeps what the user chose.
   select.value = 'ir';
   bar.setKernelSpecs(specs);
@@ -55,9 +64,9 @@ test('UploadProgress shows bytes sent, then the outcome', () => {
   assert.equal(bar.getAttribute('aria-label'), 'Uploading big.bin');
   p.progress(1024 * 1024);
   assert.equal(bar.value, 1024 * 1024);
-  assert.match(p.element.textContent!, /1\.0 MiB of 3\.0 MiB/);
+  assert.match(p.element.textContent, /1\.0 MiB of 3\.0 MiB/);
   p.done();
   assert.equal(p.element.dataset.state, 'done');
   p.failed('Forbidden');
-  assert.match(p.element.textContent!, /Failed: Forbidden/);
+  assert.match(p.element.textContent, /Failed: Forbidden/);
 });

@@ -10,7 +10,9 @@ export interface ToolbarActions {
 }
 
 /** kernelOptions are the specs as the select lists them: by display name, the default chosen. */
-export function kernelOptions(specs: KernelSpec.ISpecModels | null | undefined): { name: string; label: string; selected: boolean }[] {
+export function kernelOptions(
+  specs: KernelSpec.ISpecModels | null | undefined,
+): { name: string; label: string; selected: boolean }[] {
   if (!specs) {
     return [];
   }
@@ -27,8 +29,16 @@ export class Toolbar {
 
   /** newURL is where a new notebook is made (<base>/new); dir is the directory it goes in. */
   constructor(newURL: string, dir: string, actions: ToolbarActions) {
-    this.kernel = h('select', { id: 'nb-kernel', name: 'kernel', disabled: true }, h('option', { value: '' }, 'Loading…'));
-    this.newNotebookButton = h('button', { type: 'submit', class: 'nb-primary', 'data-action': 'new-notebook', disabled: true }, 'New notebook');
+    this.kernel = h(
+      'select',
+      { id: 'nb-kernel', name: 'kernel', disabled: true },
+      h('option', { value: '' }, 'Loading…'),
+    );
+    this.newNotebookButton = h(
+      'button',
+      { type: 'submit', class: 'nb-primary', 'data-action': 'new-notebook', disabled: true },
+      'New notebook',
+    );
     const newFolder = h('button', { type: 'button', 'data-action': 'new-folder' }, 'New folder');
     newFolder.addEventListener('click', () => actions.newFolder());
     const file = h('input', { type: 'file', multiple: true, class: 'nb-upload-input', id: 'nb-upload' });
@@ -82,10 +92,19 @@ export class UploadProgress {
   private readonly bar: HTMLProgressElement;
   private readonly status: HTMLElement;
 
-  constructor(readonly name: string, readonly size: number) {
+  constructor(
+    readonly name: string,
+    readonly size: number,
+  ) {
     this.bar = h('progress', { max: Math.max(size, 1), value: 0, 'aria-label': `Uploading ${name}` });
     this.status = h('span', { class: 'nb-upload-status' }, formatSize(size));
-    this.element = h('li', { class: 'nb-upload-item' }, h('span', { class: 'nb-upload-name' }, name), this.bar, this.status);
+    this.element = h(
+      'li',
+      { class: 'nb-upload-item' },
+      h('span', { class: 'nb-upload-name' }, name),
+      this.bar,
+      this.status,
+    );
   }
 
   progress(sent: number): void {

@@ -31,7 +31,10 @@ test('rows: labelled number input, Start with n, Stop, and typed numbers survive
   const calls: string[] = [];
   const view = new Clusters({ start: (p, n) => calls.push(`start ${p} ${n}`), stop: (p) => calls.push(`stop ${p}`) });
   document.body.replaceChildren(view.element);
-  view.update([cluster('default'), cluster('big', { status: 'running', n: 8, engines_ready: 8, controller_ready: true, ready: true })]);
+  view.update([
+    cluster('default'),
+    cluster('big', { status: 'running', n: 8, engines_ready: 8, controller_ready: true, ready: true }),
+  ]);
   const row = view.element.querySelector<HTMLTableRowElement>('tr[data-profile=default]')!;
   const input = row.querySelector<HTMLInputElement>('input[type=number]')!;
   const label = view.element.querySelector<HTMLLabelElement>(`label[for="${input.id}"]`)!;
@@ -39,7 +42,10 @@ test('rows: labelled number input, Start with n, Stop, and typed numbers survive
   assert.equal(input.value, '2');
   input.value = '5';
   input.dispatchEvent(new window.Event('input', { bubbles: true }));
-  view.update([cluster('default', { n: 2 }), cluster('big', { status: 'running', n: 8, engines_ready: 8, ready: true })]);
+  view.update([
+    cluster('default', { n: 2 }),
+    cluster('big', { status: 'running', n: 8, engines_ready: 8, ready: true }),
+  ]);
   assert.equal(input.value, '5', 'polling does not overwrite what the user typed');
   row.querySelector<HTMLButtonElement>('button[data-action=start]')!.click();
   // Stop on a stopped cluster does nothing; on a running one it stops it.

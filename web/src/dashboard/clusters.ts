@@ -7,7 +7,7 @@ import { h } from '../shell/dom';
 export interface Cluster {
   profile: string;
   profile_dir?: string;
-  status: 'running' | 'stopped' | string;
+  status: 'running' | 'stopped';
   n: number;
   cluster_id?: string;
   engines_ready: number;

@@ -33,13 +33,37 @@ const entries: SortableEntry[] = [
 const names = (es: SortableEntry[]) => es.map((e) => e.name);
 
 test('sortEntries: directories first, names in natural order', () => {
-  assert.deepEqual(names(sortEntries(entries, { key: 'name', ascending: true })), ['Adir', 'zdir', 'b.txt', 'nb2.ipynb', 'nb10.ipynb']);
-  assert.deepEqual(names(sortEntries(entries, { key: 'name', ascending: false })), ['zdir', 'Adir', 'nb10.ipynb', 'nb2.ipynb', 'b.txt']);
+  assert.deepEqual(names(sortEntries(entries, { key: 'name', ascending: true })), [
+    'Adir',
+    'zdir',
+    'b.txt',
+    'nb2.ipynb',
+    'nb10.ipynb',
+  ]);
+  assert.deepEqual(names(sortEntries(entries, { key: 'name', ascending: false })), [
+    'zdir',
+    'Adir',
+    'nb10.ipynb',
+    'nb2.ipynb',
+    'b.txt',
+  ]);
 });
 
 test('sortEntries by date and size keeps directories first', () => {
-  assert.deepEqual(names(sortEntries(entries, { key: 'last_modified', ascending: false })), ['zdir', 'Adir', 'b.txt', 'nb10.ipynb', 'nb2.ipynb']);
-  assert.deepEqual(names(sortEntries(entries, { key: 'size', ascending: true })), ['Adir', 'zdir', 'nb10.ipynb', 'b.txt', 'nb2.ipynb']);
+  assert.deepEqual(names(sortEntries(entries, { key: 'last_modified', ascending: false })), [
+    'zdir',
+    'Adir',
+    'b.txt',
+    'nb10.ipynb',
+    'nb2.ipynb',
+  ]);
+  assert.deepEqual(names(sortEntries(entries, { key: 'size', ascending: true })), [
+    'Adir',
+    'zdir',
+    'nb10.ipynb',
+    'b.txt',
+    'nb2.ipynb',
+  ]);
 });
 
 test('sortEntries does not change its argument', () => {

@@ -18,9 +18,9 @@ function entry(name: string, type = 'notebook', size = 100, modified = '2026-01-
 function make(actions: Partial<ListingActions> = {}) {
   const calls: string[] = [];
   const listing = new Listing('d', links, {
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return 'd/' + n;
+      return Promise.resolve('d/' + n);
     },
     copy: (p) => calls.push(`copy ${p}`),
     delete: (p) => calls.push(`delete ${p}`),
@@ -35,12 +35,15 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   listing.update([entry('a.ipynb'), entry('sub', 'directory'), entry('x.csv', 'file', 2048)]);
   const t = listing.element;
   assert.ok(t.querySelector('caption')?.textContent);
-  assert.deepEqual(Array.from(t.querySelectorAll('thead th'), (th) => [th.getAttribute('scope'), th.textContent]), [
-    ['col', 'Name'],
-    ['col', 'Last modified'],
-    ['col', 'Size'],
-    ['col', 'Actions'],
-  ]);
+  assert.deepEqual(
+    Array.from(t.querySelectorAll('thead th'), (th) => [th.getAttribute('scope'), th.textContent]),
+    [
+      ['col', 'Name'],
+      ['col', 'Last modified'],
+      ['col', 'Size'],
+      ['col', 'Actions'],
+    ],
+  );
   assert.deepEqual(listing.paths(), ['d/sub', 'd/a.ipynb', 'd/x.csv']);
   const row = (p: string) => t.querySelector<HTMLTableRowElement>(`tr[data-path="${p}"]`)!;
   assert.equal(row('d/sub').dataset.type, 'directory');
@@ -51,7 +54,9 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   assert.equal(file.getAttribute('target'), '_blank');
   assert.equal(row('d/x.csv').cells[2].textContent, '2.0 KiB');
   assert.equal(row('d/sub').cells[2].textContent, '');
-  const labels = Array.from(row('d/a.ipynb').querySelectorAll('button:not([hidden])'), (b) => b.getAttribute('aria-label'));
+  const labels = Array.from(row('d/a.ipynb').querySelectorAll('button:not([hidden])'), (b) =>
+    b.getAttribute('aria-label'),
+  );
   assert.deepEqual(labels, ['Rename a.ipynb', 'Copy a.ipynb', 'Delete a.ipynb']);
   // Directories cannot be copied by the API: no Copy button for them.
   assert.equal(row('d/sub').querySelector<HTMLButtonElement>('button[data-action=copy]')!.hidden, true);
@@ -72,7 +77,7 @@ test('update keeps rows, touches only changes, and adds and removes rows in plac
   assert.equal(listing.row('d/a.ipynb'), undefined);
   listing.update([]);
   assert.deepEqual(listing.paths(), []);
-  assert.match(listing.element.tBodies[0].textContent!, /empty/);
+  assert.match(listing.element.tBodies[0].textContent, /empty/);
   listing.update([entry('z.ipynb')]);
   assert.deepEqual(listing.paths(), ['d/z.ipynb']);
 });
@@ -133,9 +138,9 @@ test('an inline rename survives polling, commits on Enter and re-keys the row', 
 test('Escape gives up a rename; a failed rename keeps the field', async () => {
   let ok = false;
   const { listing, calls } = make({
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return ok ? 'd/' + n : undefined;
+      return Promise.resolve(ok ? 'd/' + n : undefined);
     },
   });
   listing.update([entry('a.ipynb')]);
@@ -161,9 +166,9 @@ test('Escape gives up a rename; a failed rename keeps the field', async () => {
 
 test('leaving a rename field after a failure gives up rather than retrying the same name', async () => {
   const { listing, calls } = make({
-    rename: async (p, n) => {
+    rename: (p, n) => {
       calls.push(`rename ${p} ${n}`);
-      return undefined;
+      return Promise.resolve(undefined);
     },
   });
   const other = document.createElement('button');

@@ -414,7 +414,7 @@ export class Listing {
     if (!button || !row || !row.dataset.path) {
       return;
     }
-    const s = this.state.get(row as HTMLTableRowElement);
+    const s = this.state.get(row);
     if (!s) {
       return;
     }

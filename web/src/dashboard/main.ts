@@ -77,7 +77,10 @@ const listing = new Listing(
       const name = baseName(path);
       void confirmDialog({
         title: `Delete ${name}?`,
-        message: type === 'directory' ? `The folder ${name} will be deleted. This cannot be undone.` : `${name} will be deleted. This cannot be undone.`,
+        message:
+          type === 'directory'
+            ? `The folder ${name} will be deleted. This cannot be undone.`
+            : `${name} will be deleted. This cannot be undone.`,
         confirm: 'Delete',
         danger: true,
       }).then(async (ok) => {
@@ -167,7 +170,9 @@ const clusters = new Clusters({
     );
   },
   stop(profile) {
-    void act(`Cannot stop ${profile}`, () => api<Cluster>(`api/clusters/${encodeURIComponent(profile)}/stop`, { method: 'POST' }));
+    void act(`Cannot stop ${profile}`, () =>
+      api<Cluster>(`api/clusters/${encodeURIComponent(profile)}/stop`, { method: 'POST' }),
+    );
   },
 });
 const clustersSection = h(
@@ -188,7 +193,11 @@ async function loadClusters(): Promise<void> {
     clustersSection.hidden = false;
     alerts.ok('clusters');
   } catch (err) {
-    if (err instanceof ServerConnection.ResponseError && (err.response.status === 404 || err.response.status === 403) && !listingFailed) {
+    if (
+      err instanceof ServerConnection.ResponseError &&
+      (err.response.status === 404 || err.response.status === 403) &&
+      !listingFailed
+    ) {
       // No clusters here for this user (the listing works, so the login does): no section.
       clustersSection.hidden = true;
       alerts.ok('clusters');
@@ -237,13 +246,15 @@ async function upload(files: File[]): Promise<void> {
 
 const toolbar = new Toolbar(url('new'), dir, {
   newFolder() {
-    void act('Cannot make a folder', () => manager.contents.newUntitled({ path: dir, type: 'directory' })).then(async (m) => {
-      if (!m) {
-        return;
-      }
-      await poller.refresh();
-      listing.startRename(m.path);
-    });
+    void act('Cannot make a folder', () => manager.contents.newUntitled({ path: dir, type: 'directory' })).then(
+      async (m) => {
+        if (!m) {
+          return;
+        }
+        await poller.refresh();
+        listing.startRename(m.path);
+      },
+    );
   },
   upload(files) {
     void upload(files);
@@ -274,7 +285,12 @@ const main = h(
   alerts.element,
   toolbar.element,
   uploads,
-  h('section', { class: 'nb-section nb-files', 'aria-labelledby': 'nb-files-title' }, h('h2', { id: 'nb-files-title', class: 'nb-sr-only' }, 'Files'), listing.element),
+  h(
+    'section',
+    { class: 'nb-section nb-files', 'aria-labelledby': 'nb-files-title' },
+    h('h2', { id: 'nb-files-title', class: 'nb-sr-only' }, 'Files'),
+    listing.element,
+  ),
   h(
     'section',
     { class: 'nb-section nb-running-section', 'aria-labelledby': 'nb-running-title' },

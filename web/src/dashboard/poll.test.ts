@@ -20,7 +20,7 @@ test('Poller runs now, then every interval, and pauses while hidden', async () =
   try {
     let runs = 0;
     const doc = fakeDoc();
-    const p = new Poller(async () => void runs++, 1000, doc as unknown as Document);
+    const p = new Poller(() => Promise.resolve(void runs++), 1000, doc as unknown as Document);
     await p.start();
     assert.equal(runs, 1);
     mock.timers.tick(1000);
@@ -74,10 +74,14 @@ test('Poller.refresh during a run makes one more run after it, never two at once
 
 test('Poller goes on after a failing task', async () => {
   let runs = 0;
-  const p = new Poller(async () => {
-    runs++;
-    throw new Error('boom');
-  }, 60_000, fakeDoc() as unknown as Document);
+  const p = new Poller(
+    () => {
+      runs++;
+      return Promise.reject(new Error('boom'));
+    },
+    60_000,
+    fakeDoc() as unknown as Document,
+  );
   await p.refresh();
   await p.refresh();
   assert.equal(runs, 2);

@@ -19,10 +19,17 @@ test('the running table: notebook links, kernel, state, Shut down; rows kept by 
   const calls: string[] = [];
   const view = new Running((p) => '/tree/' + p, { shutdown: (id, path) => calls.push(`${id} ${path}`) });
   document.body.replaceChildren(view.element);
-  assert.match(view.element.tBodies[0].textContent!, /No notebooks/);
-  view.update([session('2', 'z.ipynb'), session('1', 'd/a.ipynb', 'busy'), { ...session('3', 'console-1'), type: 'console' }]);
+  assert.match(view.element.tBodies[0].textContent, /No notebooks/);
+  view.update([
+    session('2', 'z.ipynb'),
+    session('1', 'd/a.ipynb', 'busy'),
+    { ...session('3', 'console-1'), type: 'console' },
+  ]);
   const rows = Array.from(view.element.querySelectorAll<HTMLTableRowElement>('tr[data-session]'));
-  assert.deepEqual(rows.map((r) => r.dataset.path), ['console-1', 'd/a.ipynb', 'z.ipynb']);
+  assert.deepEqual(
+    rows.map((r) => r.dataset.path),
+    ['console-1', 'd/a.ipynb', 'z.ipynb'],
+  );
   assert.equal(rows[1].querySelector('a')!.getAttribute('href'), '/tree/d/a.ipynb');
   assert.equal(rows[0].querySelector('a'), null, 'only notebooks have a page to link to');
   assert.equal(rows[1].cells[1].textContent, 'python3');
@@ -36,5 +43,5 @@ test('the running table: notebook links, kernel, state, Shut down; rows kept by 
   assert.equal(rows[1].cells[2].textContent, 'idle');
   assert.equal(view.element.querySelectorAll('tr[data-session]').length, 1);
   view.update([]);
-  assert.match(view.element.tBodies[0].textContent!, /No notebooks/);
+  assert.match(view.element.tBodies[0].textContent, /No notebooks/);
 });

@@ -97,7 +97,11 @@ export class Running {
       h('td', { class: 'nb-col-path' }),
       h('td', { class: 'nb-col-kernel' }),
       h('td', { class: 'nb-col-state' }),
-      h('td', { class: 'nb-col-actions' }, h('button', { type: 'button', 'data-action': 'shutdown', class: 'nb-danger' }, 'Shut down')),
+      h(
+        'td',
+        { class: 'nb-col-actions' },
+        h('button', { type: 'button', 'data-action': 'shutdown', class: 'nb-danger' }, 'Shut down'),
+      ),
     );
   }
 

@@ -15,7 +15,10 @@ test('planChunks: a large file goes in 1 MiB chunks numbered 1, 2, ..., -1', () 
     { start: CHUNK_SIZE, end: 2 * CHUNK_SIZE, chunk: 2 },
     { start: 2 * CHUNK_SIZE, end: 2 * CHUNK_SIZE + 5, chunk: -1 },
   ]);
-  assert.deepEqual(planChunks(CHUNK_SIZE + 1).map((p) => p.chunk), [1, -1]);
+  assert.deepEqual(
+    planChunks(CHUNK_SIZE + 1).map((p) => p.chunk),
+    [1, -1],
+  );
 });
 
 test('bytesToBase64 matches Node for every byte value and large inputs', () => {
@@ -33,9 +36,9 @@ test('uploadFile sends the chunks in order and they add up to the file', async (
   const progress: number[] = [];
   await uploadFile(
     {
-      async save(path, body) {
+      save(path, body) {
         sent.push({ path, body });
-        return { path } as Contents.IModel;
+        return Promise.resolve({ path } as Contents.IModel);
       },
     },
     file,
@@ -43,8 +46,14 @@ test('uploadFile sends the chunks in order and they add up to the file', async (
     (n) => progress.push(n),
     1000,
   );
-  assert.deepEqual(sent.map((s) => s.path), ['sub/dir/data.bin', 'sub/dir/data.bin', 'sub/dir/data.bin']);
-  assert.deepEqual(sent.map((s) => s.body.chunk), [1, 2, -1]);
+  assert.deepEqual(
+    sent.map((s) => s.path),
+    ['sub/dir/data.bin', 'sub/dir/data.bin', 'sub/dir/data.bin'],
+  );
+  assert.deepEqual(
+    sent.map((s) => s.body.chunk),
+    [1, 2, -1],
+  );
   assert.ok(sent.every((s) => s.body.type === 'file' && s.body.format === 'base64' && s.body.name === 'data.bin'));
   const joined = Buffer.concat(sent.map((s) => Buffer.from(s.body.content as string, 'base64')));
   assert.deepEqual(new Uint8Array(joined), bytes);

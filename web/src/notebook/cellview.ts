@@ -50,7 +50,11 @@ export class CellView {
     this.editorHost = h('div', { class: 'nb-editor' });
     this.inspectPanel = h('div', { class: 'nb-inspect', role: 'status', hidden: true });
     this.inputArea = h('div', { class: 'nb-input' }, this.editorHost, this.inspectPanel);
-    this.node = h('div', { class: 'nb-cell', tabindex: '-1' }, h('div', { class: 'nb-cell-row' }, this.prompt, this.inputArea));
+    this.node = h(
+      'div',
+      { class: 'nb-cell', tabindex: '-1' },
+      h('div', { class: 'nb-cell-row' }, this.prompt, this.inputArea),
+    );
     this.node.addEventListener('mousedown', (e) => this.onMouseDown(e));
     this.node.addEventListener('dblclick', () => {
       if (this.cell.type === 'markdown' && !this.editingMarkdown) {
@@ -111,11 +115,15 @@ export class CellView {
     let el: HTMLElement;
     const src = this.cell.source;
     if (src.trim() === '') {
-      el = h('div', { class: 'nb-markdown nb-markdown-empty' }, 'Empty markdown cell; double-click or press Enter to edit.');
+      el = h(
+        'div',
+        { class: 'nb-markdown nb-markdown-empty' },
+        'Empty markdown cell; double-click or press Enter to edit.',
+      );
     } else {
       try {
         el = renderMarkdown(src, { trusted: this.host.trusted(), attachments: this.cell.attachments });
-      } catch (err) {
+      } catch {
         el = h('pre', { class: 'nb-markdown' }, src);
       }
     }
@@ -212,7 +220,7 @@ export class CellView {
       this.prompt.textContent = '';
       return;
     }
-    const n = this.running ? '*' : this.cell.executionCount ?? ' ';
+    const n = this.running ? '*' : (this.cell.executionCount ?? ' ');
     this.prompt.textContent = `[${n}]:`;
     this.node.dataset.executionState = this.running ?? 'idle';
   }
@@ -302,7 +310,12 @@ export class CellView {
 
   showInspect(content: HTMLElement): void {
     this.inspectPanel.replaceChildren(
-      h('div', { class: 'nb-inspect-head' }, h('span', {}, 'Inspect'), closeButton(() => this.hideInspect())),
+      h(
+        'div',
+        { class: 'nb-inspect-head' },
+        h('span', {}, 'Inspect'),
+        closeButton(() => this.hideInspect()),
+      ),
       content,
     );
     this.inspectPanel.hidden = false;

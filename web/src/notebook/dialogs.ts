@@ -8,7 +8,12 @@ export interface Choice {
   primary?: boolean;
 }
 
-function open(title: string, body: Node[], buttons: Choice[], onOpen?: (d: HTMLDialogElement) => void): { dialog: HTMLDialogElement; result: Promise<string | null> } {
+function open(
+  title: string,
+  body: Node[],
+  buttons: Choice[],
+  onOpen?: (d: HTMLDialogElement) => void,
+): { dialog: HTMLDialogElement; result: Promise<string | null> } {
   const titleId = 'nb-dialog-title-' + Math.random().toString(36).slice(2);
   const form = h('form', { method: 'dialog', class: 'nb-dialog-form' });
   const row = h('div', { class: 'nb-dialog-buttons' });
@@ -78,14 +83,17 @@ export async function pick(title: string, message: string, items: Choice[], okLa
   items.forEach((it, i) => {
     list.append(h('label', {}, h('input', { type: 'radio', name, value: it.value, checked: i === 0 }), ' ', it.label));
   });
-  const { result } = open(title, [list], [
-    { value: 'cancel', label: 'Cancel' },
-    { value: 'ok', label: okLabel, primary: true },
-  ]);
-  const chosen = () => (list.querySelector(`input[name="${name}"]:checked`) as HTMLInputElement | null)?.value ?? null;
-  let v: string | null = null;
+  const { result } = open(
+    title,
+    [list],
+    [
+      { value: 'cancel', label: 'Cancel' },
+      { value: 'ok', label: okLabel, primary: true },
+    ],
+  );
+  const chosen = () => list.querySelector<HTMLInputElement>(`input[name="${name}"]:checked`)?.value ?? null;
+  let v = chosen();
   list.addEventListener('change', () => (v = chosen()));
-  v = chosen();
   const r = await result;
   return r === 'ok' ? v : null;
 }

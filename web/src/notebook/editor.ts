@@ -1,10 +1,25 @@
 // A cell's editor: CodeMirror 6 with the kernel's language, bracket matching, undo history,
 // an accessible name, and completion from the kernel (Tab, which keyboard.ts owns).
-import { acceptCompletion, autocompletion, closeCompletion, completionStatus, startCompletion, type CompletionContext, type CompletionResult } from '@codemirror/autocomplete';
+import {
+  acceptCompletion,
+  autocompletion,
+  closeCompletion,
+  completionStatus,
+  startCompletion,
+  type CompletionContext,
+  type CompletionResult,
+} from '@codemirror/autocomplete';
 import { defaultKeymap, history, historyKeymap, indentLess, indentMore } from '@codemirror/commands';
 import { markdown } from '@codemirror/lang-markdown';
 import { python } from '@codemirror/lang-python';
-import { bracketMatching, defaultHighlightStyle, indentOnInput, indentUnit, StreamLanguage, syntaxHighlighting } from '@codemirror/language';
+import {
+  bracketMatching,
+  defaultHighlightStyle,
+  indentOnInput,
+  indentUnit,
+  StreamLanguage,
+  syntaxHighlighting,
+} from '@codemirror/language';
 import { julia } from '@codemirror/legacy-modes/mode/julia';
 import { r } from '@codemirror/legacy-modes/mode/r';
 import { shell } from '@codemirror/legacy-modes/mode/shell';
@@ -56,7 +71,15 @@ export function fromCodePoints(s: string, cp: number): number {
 
 /** What the kernel offers the editor. */
 export interface KernelHelp {
-  complete(code: string, cursorPos: number): Promise<{ matches: string[]; cursor_start: number; cursor_end: number; metadata?: Record<string, unknown> } | null>;
+  complete(
+    code: string,
+    cursorPos: number,
+  ): Promise<{
+    matches: string[];
+    cursor_start: number;
+    cursor_end: number;
+    metadata?: Record<string, unknown>;
+  } | null>;
 }
 
 /** kernelCompletions is a CodeMirror completion source that asks the kernel. */
@@ -78,7 +101,10 @@ export function kernelCompletions(help: () => KernelHelp | null) {
     return {
       from,
       to,
-      options: reply.matches.map((m) => ({ label: m, type: typeOf.get(m) && typeOf.get(m) !== '<unknown>' ? typeOf.get(m) : undefined })),
+      options: reply.matches.map((m) => ({
+        label: m,
+        type: typeOf.get(m) && typeOf.get(m) !== '<unknown>' ? typeOf.get(m) : undefined,
+      })),
       filter: false,
     };
   };

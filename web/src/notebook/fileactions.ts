@@ -58,7 +58,9 @@ export class FileActions {
       model.setDirty(false);
     }
     const t = new Date();
-    toolbar.setSaveState(`Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`);
+    toolbar.setSaveState(
+      `Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`,
+    );
   }
 
   /** reload reads the file again (after a conflict or a revert). */

@@ -11,11 +11,19 @@ export type ShownStatus = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' |
 /** shownStatus is the page's status of a kernel's status and its connection's; everConnected
  * says whether the kernel has answered on this connection before (a new connection is then a
  * reconnection), prev what was shown (a restart's reconnection stays "restarting"). */
-export function shownStatus(status: Kernel.Status | null, conn: Kernel.ConnectionStatus | null, everConnected: boolean, prev?: ShownStatus): ShownStatus {
+export function shownStatus(
+  status: Kernel.Status | null,
+  conn: Kernel.ConnectionStatus | null,
+  everConnected: boolean,
+  prev?: ShownStatus,
+): ShownStatus {
   if (status === null) {
     return 'no kernel';
   }
-  if (prev === 'restarting' && (conn === 'connecting' || status === 'unknown' || status === 'restarting' || status === 'autorestarting')) {
+  if (
+    prev === 'restarting' &&
+    (conn === 'connecting' || status === 'unknown' || status === 'restarting' || status === 'autorestarting')
+  ) {
     return 'restarting';
   }
   if (status === 'dead' || status === 'terminating') {
@@ -135,7 +143,10 @@ export class KernelSession {
       this.update();
     });
     conn.iopubMessage.connect((_, m) => {
-      if (m.header.msg_type === 'status' && (m.content as KernelMessage.IStatusMsg['content']).execution_state === 'restarting') {
+      if (
+        m.header.msg_type === 'status' &&
+        (m.content as KernelMessage.IStatusMsg['content']).execution_state === 'restarting'
+      ) {
         for (const l of this.restartListeners) l();
       }
       for (const l of this.iopubListeners) l(m);
@@ -170,7 +181,13 @@ export class KernelSession {
     if (!k) {
       return Promise.reject(new Error('no kernel'));
     }
-    const future = k.requestExecute({ code, stop_on_error: true, allow_stdin: true, store_history: true, silent: false });
+    const future = k.requestExecute({
+      code,
+      stop_on_error: true,
+      allow_stdin: true,
+      store_history: true,
+      silent: false,
+    });
     future.onIOPub = (m) => h.onIOPub(m);
     future.onStdin = (m) => {
       if (m.header.msg_type !== 'input_request') {
@@ -185,7 +202,15 @@ export class KernelSession {
     return future.done.then(() => undefined);
   }
 
-  async complete(code: string, cursorPos: number): Promise<{ matches: string[]; cursor_start: number; cursor_end: number; metadata?: Record<string, unknown> } | null> {
+  async complete(
+    code: string,
+    cursorPos: number,
+  ): Promise<{
+    matches: string[];
+    cursor_start: number;
+    cursor_end: number;
+    metadata?: Record<string, unknown>;
+  } | null> {
     const k = this.kernel;
     if (!k) {
       return null;
@@ -195,7 +220,12 @@ export class KernelSession {
     if (c.status !== 'ok') {
       return null;
     }
-    return { matches: c.matches, cursor_start: c.cursor_start, cursor_end: c.cursor_end, metadata: c.metadata as Record<string, unknown> };
+    return {
+      matches: c.matches,
+      cursor_start: c.cursor_start,
+      cursor_end: c.cursor_end,
+      metadata: c.metadata,
+    };
   }
 
   async inspect(code: string, cursorPos: number): Promise<Record<string, unknown> | null> {
@@ -208,7 +238,7 @@ export class KernelSession {
     if (c.status !== 'ok' || !c.found) {
       return null;
     }
-    return c.data as Record<string, unknown>;
+    return c.data;
   }
 
   async interrupt(): Promise<void> {

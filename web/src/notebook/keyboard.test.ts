@@ -21,9 +21,20 @@ test('Ctrl-S saves everywhere, even outside the notebook', () => {
 
 test('command mode single keys', () => {
   const cases: [string, string][] = [
-    ['a', 'insert-above'], ['b', 'insert-below'], ['m', 'to-markdown'], ['y', 'to-code'], ['r', 'to-raw'],
-    ['x', 'cut'], ['c', 'copy'], ['v', 'paste'], ['k', 'select-prev'], ['j', 'select-next'],
-    ['ArrowUp', 'select-prev'], ['ArrowDown', 'select-next'], ['z', 'undo-delete'], ['Enter', 'edit-mode'],
+    ['a', 'insert-above'],
+    ['b', 'insert-below'],
+    ['m', 'to-markdown'],
+    ['y', 'to-code'],
+    ['r', 'to-raw'],
+    ['x', 'cut'],
+    ['c', 'copy'],
+    ['v', 'paste'],
+    ['k', 'select-prev'],
+    ['j', 'select-next'],
+    ['ArrowUp', 'select-prev'],
+    ['ArrowDown', 'select-next'],
+    ['z', 'undo-delete'],
+    ['Enter', 'edit-mode'],
   ];
   for (const [key, cmd] of cases) {
     assert.equal(resolve('command', { key }), cmd, key);

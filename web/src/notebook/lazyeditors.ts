@@ -73,7 +73,11 @@ export class LazyEditors {
       }
       if (more) this.kick();
     };
-    const ric = (window as unknown as { requestIdleCallback?: (f: (d: { timeRemaining(): number }) => void, o?: { timeout: number }) => void }).requestIdleCallback;
+    const ric = (
+      window as unknown as {
+        requestIdleCallback?: (f: (d: { timeRemaining(): number }) => void, o?: { timeout: number }) => void;
+      }
+    ).requestIdleCallback;
     if (ric) ric(run, { timeout: 500 });
     else setTimeout(run, 16);
   }

@@ -13,14 +13,26 @@ async function main(): Promise<void> {
   const c = config();
   const page = new NotebookPage(services(), c.path);
   document.body.append(
-    header(basename(c.path) || '/', page.toolbar.kernelName, page.toolbar.status, page.toolbar.dirty, page.toolbar.saveState),
+    header(
+      basename(c.path) || '/',
+      page.toolbar.kernelName,
+      page.toolbar.status,
+      page.toolbar.dirty,
+      page.toolbar.saveState,
+    ),
     page.toolbar.node,
     h('main', { class: 'nb-notebook' }, page.cellsNode),
   );
   try {
     await page.load();
   } catch (err) {
-    document.body.append(h('p', { class: 'nb-load-error', role: 'alert' }, 'The notebook could not be opened: ' + (err instanceof Error ? err.message : String(err))));
+    document.body.append(
+      h(
+        'p',
+        { class: 'nb-load-error', role: 'alert' },
+        'The notebook could not be opened: ' + (err instanceof Error ? err.message : String(err)),
+      ),
+    );
     return;
   }
   // Shown and editable (the editors come as the cells come into view).

@@ -7,11 +7,17 @@ function nb(...sources: string[]): nbformat.INotebookContent {
   return {
     nbformat: 4,
     nbformat_minor: 4,
-    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } } as nbformat.INotebookMetadata,
+    metadata: { kernelspec: { name: 'python3', display_name: 'Python 3' } },
     cells: sources.map((s, i) =>
       i % 2 === 0
-        ? ({ cell_type: 'code', source: s.split(/(?<=\n)/), metadata: {}, outputs: [{ output_type: 'stream', name: 'stdout', text: ['x\n'] }], execution_count: i + 1 } as nbformat.ICodeCell)
-        : ({ cell_type: 'markdown', source: s, metadata: {} } as nbformat.IMarkdownCell),
+        ? {
+            cell_type: 'code',
+            source: s.split(/(?<=\n)/),
+            metadata: {},
+            outputs: [{ output_type: 'stream', name: 'stdout', text: ['x\n'] }],
+            execution_count: i + 1,
+          }
+        : { cell_type: 'markdown', source: s, metadata: {} },
     ),
   };
 }
@@ -25,7 +31,7 @@ test('load joins sources, gives ids, and saves as nbformat 4.5 with outputs and 
   const out = m.toJSON();
   assert.equal(out.nbformat, 4);
   assert.equal(out.nbformat_minor, 5);
-  assert.ok(out.cells.every((c) => typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(c.id as string)));
+  assert.ok(out.cells.every((c) => typeof c.id === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(c.id)));
   const code = out.cells[0] as nbformat.ICodeCell;
   assert.equal(code.execution_count, 1);
   assert.equal(code.outputs.length, 1);
@@ -52,7 +58,10 @@ test('insert, move, remove and undo delete keep order and mark dirty', () => {
   assert.equal(m.undoDelete(), 2);
   assert.deepEqual(sources(m), ['a', 'b', 'new', 'c']);
   assert.equal(m.undoDelete(), -1);
-  assert.deepEqual(changes.map((c) => c.kind), ['insert', 'move', 'remove', 'remove', 'insert', 'insert']);
+  assert.deepEqual(
+    changes.map((c) => c.kind),
+    ['insert', 'move', 'remove', 'remove', 'insert', 'insert'],
+  );
 });
 
 test('deleting the last cell leaves one empty code cell', () => {

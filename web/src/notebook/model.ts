@@ -67,8 +67,8 @@ export function cellFromJSON(c: nbformat.ICell): CellModel {
     id: typeof c.id === 'string' && c.id !== '' ? c.id : newCellId(),
     type,
     source: joined(c.source),
-    metadata: (c.metadata ?? {}) as PartialJSONObject,
-    outputs: type === 'code' ? (((c as nbformat.ICodeCell).outputs ?? []) as nbformat.IOutput[]) : [],
+    metadata: c.metadata ?? {},
+    outputs: type === 'code' ? ((c as nbformat.ICodeCell).outputs ?? []) : [],
     executionCount: type === 'code' ? ((c as nbformat.ICodeCell).execution_count ?? null) : null,
   };
   const att = (c as nbformat.IMarkdownCell).attachments;
@@ -88,14 +88,14 @@ export function cellToJSON(c: CellModel): nbformat.ICell {
       source: c.source,
       outputs: c.outputs,
       execution_count: c.executionCount,
-    } as nbformat.ICodeCell;
+    };
   }
   const out: nbformat.IMarkdownCell | nbformat.IRawCell = {
     id: c.id,
     cell_type: c.type,
     metadata: c.metadata,
     source: c.source,
-  } as nbformat.IMarkdownCell | nbformat.IRawCell;
+  };
   if (c.attachments) {
     out.attachments = c.attachments;
   }
@@ -105,7 +105,7 @@ export function cellToJSON(c: CellModel): nbformat.ICell {
 /** The notebook: cells, metadata, a clipboard of cells and the deleted cells for undo. */
 export class NotebookModel {
   cells: CellModel[] = [];
-  metadata: nbformat.INotebookMetadata = {} as nbformat.INotebookMetadata;
+  metadata: nbformat.INotebookMetadata = {};
   nbformatMinor = 5;
   private clipboard: CellModel[] = [];
   private deleted: { index: number; cells: CellModel[] }[] = [];
@@ -121,7 +121,7 @@ export class NotebookModel {
 
   /** load replaces the whole notebook (reload, revert) and marks it clean. */
   load(nb: nbformat.INotebookContent): void {
-    this.metadata = (nb.metadata ?? {}) as nbformat.INotebookMetadata;
+    this.metadata = nb.metadata ?? {};
     this.nbformatMinor = Math.max(nb.nbformat_minor ?? 5, 5);
     this.cells = (nb.cells ?? []).map(cellFromJSON);
     if (this.cells.length === 0) {

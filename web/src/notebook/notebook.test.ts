@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type * as nbformat from '@jupyterlab/nbformat';
 import { installDOM } from '../testing/dom';
 import type { Services } from '../shell/server';
 
@@ -16,8 +15,13 @@ function page(...cells: [string, string][]) {
   p.model.load({
     nbformat: 4,
     nbformat_minor: 5,
-    metadata: {} as nbformat.INotebookMetadata,
-    cells: cells.map(([t, s]) => ({ cell_type: t, source: s, metadata: {}, ...(t === 'code' ? { outputs: [], execution_count: null } : {}) }) as nbformat.ICell),
+    metadata: {},
+    cells: cells.map(([t, s]) => ({
+      cell_type: t,
+      source: s,
+      metadata: {},
+      ...(t === 'code' ? { outputs: [], execution_count: null } : {}),
+    })),
   });
   p.select(0, false);
   return p;
@@ -25,7 +29,8 @@ function page(...cells: [string, string][]) {
 
 const shown = (p: InstanceType<typeof NotebookPage>) =>
   [...p.cellsNode.querySelectorAll<HTMLElement>('.nb-cell')].map((c) => `${c.dataset.cellIndex}:${c.dataset.cellType}`);
-const selected = (p: InstanceType<typeof NotebookPage>) => (p.cellsNode.querySelector('.nb-selected') as HTMLElement | null)?.dataset.cellIndex;
+const selected = (p: InstanceType<typeof NotebookPage>) =>
+  p.cellsNode.querySelector<HTMLElement>('.nb-selected')?.dataset.cellIndex;
 
 test('cells are shown with their index, type, labels and output regions', () => {
   const p = page(['markdown', '# T'], ['code', 'x = 1'], ['raw', 'r']);
@@ -50,7 +55,10 @@ test('command mode: insert, delete, undo, move, copy and paste keep indices in s
   assert.equal(p.model.cells.length, 4);
   p.command('delete');
   p.command('delete');
-  assert.deepEqual(p.model.cells.map((c) => c.source), ['a', 'b']);
+  assert.deepEqual(
+    p.model.cells.map((c) => c.source),
+    ['a', 'b'],
+  );
   p.command('undo-delete');
   assert.equal(p.model.cells.length, 3);
   p.select(0, false);
@@ -63,8 +71,14 @@ test('command mode: insert, delete, undo, move, copy and paste keep indices in s
   assert.equal(selected(p), '2');
   // The DOM follows the model, in order.
   const texts = [...p.cellsNode.querySelectorAll('.nb-cell')].map((c) => c.querySelector('.nb-input')!.textContent);
-  assert.deepEqual(texts, p.model.cells.map((c) => c.source));
-  assert.deepEqual(shown(p).map((s) => s.split(':')[0]), p.model.cells.map((_, i) => String(i)));
+  assert.deepEqual(
+    texts,
+    p.model.cells.map((c) => c.source),
+  );
+  assert.deepEqual(
+    shown(p).map((s) => s.split(':')[0]),
+    p.model.cells.map((_, i) => String(i)),
+  );
   assert.equal(document.body.dataset.dirty, 'true');
 });
 
@@ -92,7 +106,7 @@ test('selection stops at the ends; deleting the last cell leaves one', () => {
   assert.equal(selected(p), '0');
 });
 
-test('mode: keys are the notebook\'s on a cell or an output box, not in inputs or the toolbar', () => {
+test("mode: keys are the notebook's on a cell or an output box, not in inputs or the toolbar", () => {
   const p = page(['code', 'a']);
   const out = p.cellsNode.querySelector('.nb-outputs') as HTMLElement;
   const box = document.createElement('pre');

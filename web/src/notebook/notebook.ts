@@ -125,7 +125,7 @@ export class NotebookPage {
         this.model.metadata.kernelspec = { name: spec.name, display_name: spec.display_name, language: spec.language };
       }
       if (info?.language_info) {
-        this.model.metadata.language_info = info.language_info as unknown as nbformat.ILanguageInfoMetadata;
+        this.model.metadata.language_info = info.language_info;
       }
     } catch {
       // the names are a nicety
@@ -153,7 +153,7 @@ export class NotebookPage {
     const c = m.content as KernelMessage.IUpdateDisplayDataMsg['content'];
     const id = (c.transient as { display_id?: string } | undefined)?.display_id;
     if (id) {
-      this.registry.update(id, c.data as nbformat.IMimeBundle, (c.metadata ?? {}) as nbformat.OutputMetadata);
+      this.registry.update(id, c.data, c.metadata ?? {});
     }
   }
 
@@ -507,7 +507,12 @@ export class NotebookPage {
       v.showInspect(h('p', {}, 'No information.'));
       return;
     }
-    v.showInspect(renderOutput({ output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} } as nbformat.IDisplayData, { trusted: true }));
+    v.showInspect(
+      renderOutput(
+        { output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} },
+        { trusted: true },
+      ),
+    );
   }
 
   private async restart(runAll: boolean): Promise<void> {
@@ -529,7 +534,7 @@ export class NotebookPage {
     } else {
       try {
         await this.kernel.restart();
-      } catch (err) {
+      } catch {
         // A kernel that is gone cannot restart: start a new one for the notebook instead.
         await this.kernel.shutdown().catch(() => undefined);
         await this.connectKernel();
@@ -545,10 +550,14 @@ export class NotebookPage {
   }
 
   private async shutdown(): Promise<void> {
-    const ok = await choose('Shut down the kernel?', 'The kernel’s variables will be lost; running a cell starts a new kernel.', [
-      { value: 'cancel', label: 'Cancel' },
-      { value: 'shutdown', label: 'Shut down', primary: true },
-    ]);
+    const ok = await choose(
+      'Shut down the kernel?',
+      'The kernel’s variables will be lost; running a cell starts a new kernel.',
+      [
+        { value: 'cancel', label: 'Cancel' },
+        { value: 'shutdown', label: 'Shut down', primary: true },
+      ],
+    );
     this.refocus();
     if (ok !== 'shutdown') return;
     try {

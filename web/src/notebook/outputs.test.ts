@@ -19,13 +19,18 @@ function frames() {
 }
 
 const stream = (text: string, name = 'stdout') => ({ output_type: 'stream', name, text }) as nbformat.IStream;
-const display = (text: string) => ({ output_type: 'display_data', data: { 'text/plain': text }, metadata: {} }) as nbformat.IDisplayData;
+const display = (text: string) =>
+  ({ output_type: 'display_data', data: { 'text/plain': text }, metadata: {} }) as nbformat.IDisplayData;
 
 test('stream text is merged in the model at once and drawn once per frame', () => {
   const f = frames();
   const outputs: nbformat.IOutput[] = [];
   let changes = 0;
-  const a = new OutputArea(outputs, { registry: new DisplayRegistry(), schedule: f.schedule, onChange: () => changes++ });
+  const a = new OutputArea(outputs, {
+    registry: new DisplayRegistry(),
+    schedule: f.schedule,
+    onChange: () => changes++,
+  });
   for (let i = 0; i < 10000; i++) {
     a.add(stream(`line ${i}\n`));
   }
@@ -34,7 +39,7 @@ test('stream text is merged in the model at once and drawn once per frame', () =
   assert.equal(f.pending, 1, 'one frame scheduled for all the text');
   assert.equal(a.node.textContent, '');
   f.run();
-  assert.ok(a.node.textContent!.includes('line 9999'));
+  assert.ok(a.node.textContent.includes('line 9999'));
   assert.equal(a.node.querySelectorAll('.nb-stream').length, 1);
   assert.ok(changes > 0);
 });
@@ -49,7 +54,10 @@ test('stdout and stderr make separate outputs; another output in between starts 
   a.add(display('d'));
   a.add(stream('e', 'stderr'));
   f.run();
-  assert.deepEqual(outputs.map((o) => o.output_type + ':' + ((o as nbformat.IStream).text ?? '')), ['stream:a', 'stream:bc', 'display_data:', 'stream:e']);
+  assert.deepEqual(
+    outputs.map((o) => o.output_type + ':' + [(o as nbformat.IStream).text ?? ''].flat().join('')),
+    ['stream:a', 'stream:bc', 'display_data:', 'stream:e'],
+  );
   assert.equal(a.node.children.length, 4);
 });
 
@@ -60,11 +68,11 @@ test('clear_output(wait) clears on the next output, not before', () => {
   a.add(display('first'));
   a.clear(true);
   assert.equal(outputs.length, 1, 'still shown while waiting');
-  assert.ok(a.node.textContent!.includes('first'));
+  assert.ok(a.node.textContent.includes('first'));
   a.add(display('second'));
   assert.equal(outputs.length, 1);
-  assert.ok(!a.node.textContent!.includes('first'));
-  assert.ok(a.node.textContent!.includes('second'));
+  assert.ok(!a.node.textContent.includes('first'));
+  assert.ok(a.node.textContent.includes('second'));
   a.clear(false);
   assert.equal(outputs.length, 0);
   assert.equal(a.node.hidden, true);
@@ -91,7 +99,7 @@ test('update_display_data redraws every output with the display id, in any cell'
   a.add(display('v1'), 'dpy');
   b.add(display('other'));
   b.add(display('v1 again'), 'dpy');
-  assert.ok(a.node.textContent!.includes('v1 again'), 'a display with the same id updates the earlier one');
+  assert.ok(a.node.textContent.includes('v1 again'), 'a display with the same id updates the earlier one');
   assert.equal(reg.update('dpy', { 'text/plain': 'v2' }, {}), 2);
   assert.equal(a.node.textContent, 'v2');
   assert.equal(b.node.textContent, 'otherv2');
@@ -110,7 +118,10 @@ test('outputs loaded from the file are drawn', () => {
 });
 
 test('outputFromMessage keeps what nbformat saves and the display id apart', () => {
-  const r = outputFromMessage({ msgType: 'display_data', content: { data: { 'text/plain': 'x' }, metadata: {}, transient: { display_id: 'abc' } } });
+  const r = outputFromMessage({
+    msgType: 'display_data',
+    content: { data: { 'text/plain': 'x' }, metadata: {}, transient: { display_id: 'abc' } },
+  });
   assert.equal(r?.displayId, 'abc');
   assert.deepEqual(r?.output, { output_type: 'display_data', data: { 'text/plain': 'x' }, metadata: {} });
   const e = outputFromMessage({ msgType: 'execute_result', content: { data: {}, metadata: {}, execution_count: 3 } });

@@ -4,6 +4,7 @@
 // on the next output; display ids are tracked so that update_display_data finds its outputs.
 // Long outputs scroll inside their own box (the renderers' nb-output-scrolled).
 import type * as nbformat from '@jupyterlab/nbformat';
+import type { KernelMessage } from '@jupyterlab/services';
 import { appendStream, renderOutput } from '../render/index';
 import { h } from '../shell/dom';
 
@@ -66,20 +67,35 @@ export interface IOPubContent {
 /** outputFromMessage turns an IOPub output message into an nbformat output (null if it is
  * not one), and the display id it carries, if any. */
 export function outputFromMessage(m: IOPubContent): { output: nbformat.IOutput; displayId?: string } | null {
-  const c = m.content as Record<string, any>;
-  const displayId: string | undefined = c.transient?.display_id || undefined;
+  // The content is typed as the message spec has it; the fallbacks are for kernels that leave
+  // a field out.
+  const transient = m.content.transient as { display_id?: string } | undefined;
+  const displayId = transient?.display_id || undefined;
   switch (m.msgType) {
-    case 'stream':
-      return { output: { output_type: 'stream', name: c.name, text: c.text } as nbformat.IStream };
-    case 'display_data':
-      return { output: { output_type: 'display_data', data: c.data ?? {}, metadata: c.metadata ?? {} } as nbformat.IDisplayData, displayId };
-    case 'execute_result':
+    case 'stream': {
+      const c = m.content as KernelMessage.IStreamMsg['content'];
+      return { output: { output_type: 'stream', name: c.name, text: c.text } };
+    }
+    case 'display_data': {
+      const c = m.content as KernelMessage.IDisplayDataMsg['content'];
+      return { output: { output_type: 'display_data', data: c.data ?? {}, metadata: c.metadata ?? {} }, displayId };
+    }
+    case 'execute_result': {
+      const c = m.content as KernelMessage.IExecuteResultMsg['content'];
       return {
-        output: { output_type: 'execute_result', data: c.data ?? {}, metadata: c.metadata ?? {}, execution_count: c.execution_count ?? null } as nbformat.IExecuteResult,
+        output: {
+          output_type: 'execute_result',
+          data: c.data ?? {},
+          metadata: c.metadata ?? {},
+          execution_count: c.execution_count ?? null,
+        },
         displayId,
       };
-    case 'error':
-      return { output: { output_type: 'error', ename: c.ename, evalue: c.evalue, traceback: c.traceback ?? [] } as nbformat.IError };
+    }
+    case 'error': {
+      const c = m.content as KernelMessage.IErrorMsg['content'];
+      return { output: { output_type: 'error', ename: c.ename, evalue: c.evalue, traceback: c.traceback ?? [] } };
+    }
   }
   return null;
 }
@@ -155,7 +171,12 @@ export class OutputArea {
     }
     this.node.hidden = false;
     const last = this.outputs[this.outputs.length - 1];
-    if (output.output_type === 'stream' && last && last.output_type === 'stream' && (last as nbformat.IStream).name === (output as nbformat.IStream).name) {
+    if (
+      output.output_type === 'stream' &&
+      last &&
+      last.output_type === 'stream' &&
+      (last as nbformat.IStream).name === (output as nbformat.IStream).name
+    ) {
       const text = joined((output as nbformat.IStream).text);
       (last as nbformat.IStream).text = joined((last as nbformat.IStream).text) + text;
       this.queueText(this.els[this.els.length - 1], text);
@@ -164,8 +185,8 @@ export class OutputArea {
     }
     if (output.output_type === 'stream') {
       // Copy, for the model's text grows as more comes.
-      output = { ...output, text: joined((output as nbformat.IStream).text) } as nbformat.IStream;
-      const el = this.render({ ...output, text: '' } as nbformat.IStream, trusted);
+      output = { ...output, text: joined((output as nbformat.IStream).text) };
+      const el = this.render({ ...output, text: '' }, trusted);
       this.outputs.push(output);
       this.els.push(el);
       this.node.append(el);
@@ -175,7 +196,11 @@ export class OutputArea {
     }
     if (displayId) {
       // A display with an id shown before updates the earlier ones too.
-      this.registry.update(displayId, (output as nbformat.IDisplayData).data, (output as nbformat.IDisplayData).metadata ?? {});
+      this.registry.update(
+        displayId,
+        (output as nbformat.IDisplayData).data,
+        (output as nbformat.IDisplayData).metadata ?? {},
+      );
     }
     const el = this.render(output, trusted);
     this.outputs.push(output);
@@ -248,7 +273,11 @@ export class OutputArea {
         e.stopPropagation();
         const value = input.value;
         row.remove();
-        this.add({ output_type: 'stream', name: 'stdout', text: prompt + (password ? '' : value) + '\n' } as nbformat.IStream);
+        this.add({
+          output_type: 'stream',
+          name: 'stdout',
+          text: prompt + (password ? '' : value) + '\n',
+        });
         resolve(value);
       });
     });

@@ -68,16 +68,18 @@ export class CellRunner {
             v.setExecutionCount(r.execution_count ?? null);
           }
           if (r.status === 'ok') {
-            for (const pl of (r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }).payload ?? []) {
+            for (const pl of (
+              r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }
+            ).payload ?? []) {
               if (pl.source === 'page' && pl.data) {
-                out.add({ output_type: 'display_data', data: pl.data, metadata: {} } as nbformat.IDisplayData);
+                out.add({ output_type: 'display_data', data: pl.data, metadata: {} });
               }
             }
           }
           this.changed();
         },
       });
-    } catch (err) {
+    } catch {
       v.setRunning(null);
       return Promise.resolve();
     }

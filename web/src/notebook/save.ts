@@ -51,7 +51,11 @@ export class Saver {
   /** load fetches the notebook and remembers its version. */
   async load(): Promise<nbformat.INotebookContent> {
     const settings = serverSettings();
-    const response = await ServerConnection.makeRequest(contentsURL(this.path) + '?type=notebook&content=1', {}, settings);
+    const response = await ServerConnection.makeRequest(
+      contentsURL(this.path) + '?type=notebook&content=1',
+      {},
+      settings,
+    );
     if (!response.ok) {
       throw await ServerConnection.ResponseError.create(response);
     }

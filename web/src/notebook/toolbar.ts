@@ -58,7 +58,12 @@ const GROUPS: ButtonSpec[][] = [
     { action: 'run-below', label: 'Run all below', text: 'Run below' },
     { action: 'interrupt', label: 'Interrupt', text: '■', title: 'Interrupt the kernel (I, I)' },
     { action: 'restart', label: 'Restart', text: '↻', title: 'Restart the kernel (0, 0)' },
-    { action: 'restart-run-all', label: 'Restart and run all', text: '↻▶', title: 'Restart the kernel and run all cells' },
+    {
+      action: 'restart-run-all',
+      label: 'Restart and run all',
+      text: '↻▶',
+      title: 'Restart the kernel and run all cells',
+    },
     { action: 'shutdown', label: 'Shut down', text: 'Shut down', title: 'Shut down the kernel' },
   ],
 ];
@@ -86,7 +91,17 @@ export class Toolbar {
     for (const g of GROUPS) {
       const group = h('div', { class: 'nb-toolbar-group', role: 'group' });
       for (const b of g) {
-        const el = h('button', { type: 'button', class: 'nb-tool', 'data-action': b.action, 'aria-label': b.label !== b.text ? b.label : undefined, title: b.title ?? b.label }, b.text);
+        const el = h(
+          'button',
+          {
+            type: 'button',
+            class: 'nb-tool',
+            'data-action': b.action,
+            'aria-label': b.label !== b.text ? b.label : undefined,
+            title: b.title ?? b.label,
+          },
+          b.text,
+        );
         el.addEventListener('click', () => run(b.action));
         group.append(el);
       }
@@ -102,7 +117,11 @@ export class Toolbar {
     this.typeSelect.addEventListener('change', () => setType(this.typeSelect.value as CellType));
     this.node.append(h('div', { class: 'nb-toolbar-group' }, this.typeSelect));
     this.node.addEventListener('keydown', (e) => this.arrows(e));
-    this.status = h('span', { class: 'nb-kernel-status', role: 'status', 'aria-live': 'polite', 'data-kernel-status': 'starting' }, STATUS_TEXT.starting);
+    this.status = h(
+      'span',
+      { class: 'nb-kernel-status', role: 'status', 'aria-live': 'polite', 'data-kernel-status': 'starting' },
+      STATUS_TEXT.starting,
+    );
     this.dirty = h('span', { class: 'nb-dirty', 'data-dirty': 'false' }, '');
     this.saveState = h('span', { class: 'nb-save-state', role: 'status', 'aria-live': 'polite' }, '');
     this.kernelName = h('span', { class: 'nb-kernel-name' }, '');

@@ -17,7 +17,11 @@ async function main(): Promise<void> {
   const print = h('button', { type: 'button', class: 'nb-print-button' }, 'Print');
   print.addEventListener('click', () => window.print());
   document.body.append(header(path || '/', print));
-  const placeholder = h('main', { class: 'nb-print', 'aria-busy': 'true' }, h('p', { class: 'nb-loading' }, 'Loading…'));
+  const placeholder = h(
+    'main',
+    { class: 'nb-print', 'aria-busy': 'true' },
+    h('p', { class: 'nb-loading' }, 'Loading…'),
+  );
   document.body.append(placeholder);
   try {
     const model = await services().contents.get(path, { type: 'notebook', content: true });

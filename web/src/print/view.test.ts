@@ -11,9 +11,19 @@ const nb = {
   nbformat_minor: 5,
   metadata: { kernelspec: { name: 'python3', display_name: 'Python 3', language: 'python' } },
   cells: [
-    { cell_type: 'markdown', id: 'a', metadata: {}, source: ['# Title\n', '\n', 'Math $e^{i\\pi}$ ![pic](attachment:p.png)'], attachments: { 'p.png': { 'image/png': 'iVBORw0KGgo=' } } },
     {
-      cell_type: 'code', id: 'b', metadata: {}, execution_count: 3, source: 'import sys\nprint("hi")\n1 + 1',
+      cell_type: 'markdown',
+      id: 'a',
+      metadata: {},
+      source: ['# Title\n', '\n', 'Math $e^{i\\pi}$ ![pic](attachment:p.png)'],
+      attachments: { 'p.png': { 'image/png': 'iVBORw0KGgo=' } },
+    },
+    {
+      cell_type: 'code',
+      id: 'b',
+      metadata: {},
+      execution_count: 3,
+      source: 'import sys\nprint("hi")\n1 + 1',
       outputs: [
         { output_type: 'stream', name: 'stdout', text: ['hi\n'] },
         { output_type: 'execute_result', execution_count: 3, data: { 'text/plain': '2' }, metadata: {} },

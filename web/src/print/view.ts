@@ -50,7 +50,9 @@ function renderCell(cell: nbformat.ICell, n: number, language: string, opts: Ren
             h(
               'div',
               { class: 'nb-output-row' },
-              isResult ? prompt('Out', (o as nbformat.IExecuteResult).execution_count) : h('div', { class: 'nb-prompt' }),
+              isResult
+                ? prompt('Out', (o as nbformat.IExecuteResult).execution_count)
+                : h('div', { class: 'nb-prompt' }),
               renderOutput(o, opts),
             ),
           );
@@ -64,6 +66,10 @@ function renderCell(cell: nbformat.ICell, n: number, language: string, opts: Ren
       return h('section', { class: 'nb-cell nb-markdown-cell', 'aria-label': `Cell ${n}` }, md);
     }
     default:
-      return h('section', { class: 'nb-cell nb-raw-cell', 'aria-label': `Cell ${n}` }, h('pre', { class: 'nb-raw' }, source));
+      return h(
+        'section',
+        { class: 'nb-cell nb-raw-cell', 'aria-label': `Cell ${n}` },
+        h('pre', { class: 'nb-raw' }, source),
+      );
   }
 }

@@ -62,7 +62,7 @@ export function renderOutput(output: nbformat.IOutput, opts: RenderOptions): HTM
         const types = Object.keys(data);
         el.append(h('p', { class: 'nb-unsupported' }, types.length ? `No view for ${types.join(', ')}` : ''));
       } else {
-        el.append(renderMime(mime, data, d.metadata as nbformat.OutputMetadata | undefined, opts.trusted));
+        el.append(renderMime(mime, data, d.metadata, opts.trusted));
       }
       return el;
     }

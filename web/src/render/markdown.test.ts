@@ -13,7 +13,10 @@ function tex(el: Element): string[] {
 }
 
 test('markdown renders, sanitised', () => {
-  const el = renderMarkdown('# Head\n\nSome **bold** <img src=x onerror="x()"> <script>x()</script>\n\n[l](https://example.com)', opts);
+  const el = renderMarkdown(
+    '# Head\n\nSome **bold** <img src=x onerror="x()"> <script>x()</script>\n\n[l](https://example.com)',
+    opts,
+  );
   assert.ok(el.classList.contains('nb-markdown'));
   assert.equal(el.querySelector('h1')?.textContent, 'Head');
   assert.equal(el.querySelector('strong')?.textContent, 'bold');
@@ -64,7 +67,10 @@ test('bad TeX is shown as an error in place, not thrown', () => {
 test('removeMath leaves placeholders and the math', () => {
   const { text, math } = removeMath('a $b$ c $$d$$');
   assert.equal(text, 'a \uE0000\uE001 c \uE0001\uE001');
-  assert.deepEqual(math, [{ tex: 'b', display: false }, { tex: 'd', display: true }]);
+  assert.deepEqual(math, [
+    { tex: 'b', display: false },
+    { tex: 'd', display: true },
+  ]);
 });
 
 test('attached images are shown from the cell attachments; unknown ones lose their source', () => {

@@ -12,6 +12,6 @@ function marked(): Marked {
 /** markdownToHTML renders markdown with math to HTML, not yet sanitised. */
 export function markdownToHTML(source: string): string {
   const { text, math } = removeMath(source);
-  const html = marked().parse(text, { async: false }) as string;
+  const html = marked().parse(text, { async: false });
   return replaceMath(html, math);
 }

@@ -17,7 +17,12 @@ export function texToHTML(tex: string, display: boolean): string {
 /** stripDelimiters takes the $$...$$, $...$, \[...\] or \(...\) from around a text/latex output. */
 export function stripDelimiters(tex: string): string {
   const t = tex.trim();
-  for (const [open, close] of [['$$', '$$'], ['\\[', '\\]'], ['\\(', '\\)'], ['$', '$']]) {
+  for (const [open, close] of [
+    ['$$', '$$'],
+    ['\\[', '\\]'],
+    ['\\(', '\\)'],
+    ['$', '$'],
+  ]) {
     if (t.length >= open.length + close.length && t.startsWith(open) && t.endsWith(close)) {
       return t.slice(open.length, t.length - close.length);
     }
@@ -55,7 +60,10 @@ export function removeMath(src: string): { text: string; math: MathSpan[] } {
       const fence = /^ {0,3}(`{3,}|~{3,})/.exec(src.slice(i, i + 64));
       if (fence) {
         const mark = fence[1];
-        const close = new RegExp('\\n {0,3}' + (mark[0] === '`' ? '`' : '~') + '{' + mark.length + ',}[ \\t]*(?=\\n|$)', 'g');
+        const close = new RegExp(
+          '\\n {0,3}' + (mark[0] === '`' ? '`' : '~') + '{' + mark.length + ',}[ \\t]*(?=\\n|$)',
+          'g',
+        );
         close.lastIndex = i + fence[0].length;
         const m = close.exec(src);
         const end = m ? m.index + m[0].length : n;

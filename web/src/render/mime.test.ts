@@ -14,7 +14,14 @@ function display(data: Record<string, unknown>, metadata: Record<string, unknown
 
 test('MIME_PRIORITY is Jupyter order', () => {
   assert.deepEqual(MIME_PRIORITY, [
-    'text/html', 'image/png', 'image/jpeg', 'image/svg+xml', 'text/markdown', 'text/latex', 'application/json', 'text/plain',
+    'text/html',
+    'image/png',
+    'image/jpeg',
+    'image/svg+xml',
+    'text/markdown',
+    'text/latex',
+    'application/json',
+    'text/plain',
   ]);
 });
 
@@ -24,10 +31,21 @@ test('the first present type of the bundle is rendered', () => {
   assert.equal(el.querySelector('b')?.textContent, 'bold');
   assert.ok(!el.textContent?.includes('plain'));
 
-  const img = renderOutput(display({ 'text/plain': '<Figure>', 'image/png': 'iVBORw0KGgo=', 'text/latex': '$x$' }), opts);
+  const img = renderOutput(
+    display({ 'text/plain': '<Figure>', 'image/png': 'iVBORw0KGgo=', 'text/latex': '$x$' }),
+    opts,
+  );
   assert.equal(img.dataset.mimeType, 'image/png');
 
-  const txt = renderOutput({ output_type: 'execute_result', execution_count: 1, data: { 'text/plain': ['1', '2'] }, metadata: {} } as nbformat.IOutput, opts);
+  const txt = renderOutput(
+    {
+      output_type: 'execute_result',
+      execution_count: 1,
+      data: { 'text/plain': ['1', '2'] },
+      metadata: {},
+    },
+    opts,
+  );
   assert.equal(txt.dataset.mimeType, 'text/plain');
   assert.equal(txt.textContent, '12');
   assert.ok(txt.classList.contains('nb-output'));
@@ -41,7 +59,10 @@ test('an unknown bundle says so instead of showing nothing', () => {
 
 test('images are data: URLs without newlines, sized from metadata, described by text/plain', () => {
   const el = renderOutput(
-    display({ 'image/png': 'iVBO\nRw0K\nGgo=\n', 'text/plain': '<Figure size 640x480 with 1 Axes>' }, { 'image/png': { width: 320, height: 240 } }),
+    display(
+      { 'image/png': 'iVBO\nRw0K\nGgo=\n', 'text/plain': '<Figure size 640x480 with 1 Axes>' },
+      { 'image/png': { width: 320, height: 240 } },
+    ),
     opts,
   );
   const img = el.querySelector('img')!;
@@ -123,7 +144,7 @@ test('errors: coloured traceback, the class nb-error, the name and value as text
       ename: 'ZeroDivisionError',
       evalue: 'division by zero',
       traceback: ['\x1b[0;31m---------\x1b[0m', '\x1b[0;31mZeroDivisionError\x1b[0m: division by zero <x>'],
-    } as nbformat.IOutput,
+    },
     opts,
   );
   assert.ok(el.classList.contains('nb-error'));
@@ -132,6 +153,6 @@ test('errors: coloured traceback, the class nb-error, the name and value as text
   assert.equal(el.dataset.ename, 'ZeroDivisionError');
   assert.equal(el.dataset.evalue, 'division by zero');
 
-  const bare = renderOutput({ output_type: 'error', ename: 'KeyError', evalue: "'k'", traceback: [] } as nbformat.IOutput, opts);
+  const bare = renderOutput({ output_type: 'error', ename: 'KeyError', evalue: "'k'", traceback: [] }, opts);
   assert.equal(bare.textContent, "KeyError: 'k'");
 });

@@ -15,7 +15,7 @@ let purifier: Purifier | undefined;
 /** purify is DOMPurify bound to the page's window (made lazily: modules load before a test's DOM). */
 function purify(): Purifier {
   if (!purifier) {
-    purifier = DOMPurify(window as unknown as Parameters<typeof DOMPurify>[0]);
+    purifier = DOMPurify(window);
     purifier.addHook('afterSanitizeAttributes', (node) => {
       // Links from outputs open in a new tab and never get a handle on this page.
       if (node.tagName === 'A' && node.hasAttribute('href')) {
@@ -28,12 +28,13 @@ function purify(): Purifier {
 }
 
 function fragment(html: string, cfg: Config): DocumentFragment {
-  return purify().sanitize(html, { ...cfg, RETURN_DOM_FRAGMENT: true }) as DocumentFragment;
+  return purify().sanitize(html, { ...cfg, RETURN_DOM_FRAGMENT: true });
 }
 
 // DOMPurify's own list of URL schemes, and attachment: (a markdown cell's attached image,
 // which renderMarkdown then points at the attachment's data).
-const ALLOWED_URI = /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|attachment):|[^a-z]|[a-z+.\-]+(?:[^a-z+.\-:]|$))/i;
+const ALLOWED_URI =
+  /^(?:(?:(?:f|ht)tps?|mailto|tel|callto|sms|cid|xmpp|matrix|attachment):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i;
 
 const UNTRUSTED_FORBID = ['style', 'form', 'input', 'button', 'textarea', 'select'];
 

@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type * as nbformat from '@jupyterlab/nbformat';
 import { installDOM } from '../testing/dom';
 import { appendStream, renderOutput } from './index';
 
 installDOM();
 
 function stream(text: string, name = 'stdout'): HTMLElement {
-  return renderOutput({ output_type: 'stream', name, text } as nbformat.IOutput, { trusted: false });
+  return renderOutput({ output_type: 'stream', name, text }, { trusted: false });
 }
 
 test('a stream is a <pre> with its name as a class', () => {
@@ -114,7 +113,12 @@ test('10,000 lines in 1,000 chunks: each chunk appends, nothing earlier is redon
 
 test('text/plain outputs are ANSI-aware too', () => {
   const el = renderOutput(
-    { output_type: 'execute_result', execution_count: 1, data: { 'text/plain': '\x1b[35mmagenta\x1b[0m <x>' }, metadata: {} } as nbformat.IOutput,
+    {
+      output_type: 'execute_result',
+      execution_count: 1,
+      data: { 'text/plain': '\x1b[35mmagenta\x1b[0m <x>' },
+      metadata: {},
+    },
     { trusted: false },
   );
   assert.equal(el.textContent, 'magenta <x>');

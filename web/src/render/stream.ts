@@ -58,6 +58,7 @@ export function writeStream(el: HTMLElement, text: string): void {
     }
     return;
   }
+  // eslint-disable-next-line no-control-regex -- the backspace is meant: it steps back, as in a terminal.
   for (const part of text.split(/(\r|\n|\x08)/)) {
     if (part === '\n') {
       s.line.append('\n');
@@ -82,7 +83,7 @@ function write(s: StreamState, frag: DocumentFragment): void {
   const n = frag.textContent?.length ?? 0;
   const from = splitAt(s.line, s.cursor);
   const to = splitAt(s.line, s.cursor + n);
-  for (let c = from; c && c !== to; ) {
+  for (let c = from; c && c !== to;) {
     const next: ChildNode | null = c.nextSibling;
     c.remove();
     c = next;

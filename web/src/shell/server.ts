@@ -66,7 +66,6 @@ export function services(): Services {
   return manager;
 }
 
-
 /** api makes a request of the server's REST API (for what the service client has no call for,
  * e.g. /api/clusters), and throws an Error with Jupyter's message on a failure. */
 export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {

@@ -29,9 +29,10 @@ test('a save refused for XSRF is sent once more with the new cookie, the same bo
   let refreshed = 0;
   const f = retryingXSRF(
     s.fetch,
-    async () => {
+    () => {
       refreshed++;
       cookie = 'fresh';
+      return Promise.resolve();
     },
     () => cookie,
   );
@@ -54,7 +55,11 @@ test('a refusal that brought the cookie is retried without asking for one', asyn
     () => new Response('{}', { status: 201 }),
   );
   let refreshed = 0;
-  const r = await retryingXSRF(s.fetch, async () => refreshed++, () => cookie)(save());
+  const r = await retryingXSRF(
+    s.fetch,
+    () => Promise.resolve(refreshed++),
+    () => cookie,
+  )(save());
   assert.equal(r.status, 201);
   assert.equal(refreshed, 0);
   assert.equal(s.sent[1].xsrf, 'set-by-the-refusal');
@@ -62,7 +67,11 @@ test('a refusal that brought the cookie is retried without asking for one', asyn
 
 test('a save refused twice is the second refusal, for the page to show; only once retried', async () => {
   const s = server(refusal, refusal);
-  const r = await retryingXSRF(s.fetch, async () => undefined, () => 'stale')(save());
+  const r = await retryingXSRF(
+    s.fetch,
+    () => Promise.resolve(),
+    () => 'stale',
+  )(save());
   assert.equal(r.status, 403);
   assert.equal(s.sent.length, 2);
   assert.match(((await r.json()) as { message: string }).message, /_xsrf/);
@@ -77,14 +86,22 @@ test('reads, other refusals and other failures are not sent again', async () => 
     [save(), () => new Response('not json', { status: 403 })],
   ] as [Request, () => Response][]) {
     const s = server(answer);
-    const r = await retryingXSRF(s.fetch, async () => undefined, () => 'x')(req);
+    const r = await retryingXSRF(
+      s.fetch,
+      () => Promise.resolve(),
+      () => 'x',
+    )(req);
     assert.equal(s.sent.length, 1, `${req.method} ${r.status}`);
   }
 });
 
 test('without a cookie to be had, the refusal stands', async () => {
   const s = server(refusal);
-  const r = await retryingXSRF(s.fetch, async () => undefined, () => undefined)(save());
+  const r = await retryingXSRF(
+    s.fetch,
+    () => Promise.resolve(),
+    () => undefined,
+  )(save());
   assert.equal(r.status, 403);
   assert.equal(s.sent.length, 1);
 });

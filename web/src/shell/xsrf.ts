@@ -8,7 +8,7 @@
 /** cookie is the value of the page's cookie name, as JupyterLab's client reads it (the last
  * one when several paths set it). */
 export function cookie(name: string): string | undefined {
-  let all = '';
+  let all: string;
   try {
     all = document.cookie;
   } catch {
@@ -45,7 +45,11 @@ type Fetch = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>
  * when the refusal brought no cookie (a server that sets it only on pages). Anything else,
  * and the second answer whatever it is, goes back to the caller as it came: a save refused
  * twice is an error the page shows, its notebook still unsaved. */
-export function retryingXSRF(fetch: Fetch, refresh: () => Promise<unknown>, xsrf: () => string | undefined = () => cookie('_xsrf')): Fetch {
+export function retryingXSRF(
+  fetch: Fetch,
+  refresh: () => Promise<unknown>,
+  xsrf: () => string | undefined = () => cookie('_xsrf'),
+): Fetch {
   return async (input, init) => {
     const request = new Request(input, init);
     if (['GET', 'HEAD', 'OPTIONS'].includes(request.method)) {

@@ -10,10 +10,22 @@ export function installDOM(): void {
   const g = globalThis as Record<string, unknown>;
   g.window = dom.window;
   g.document = dom.window.document;
-  for (const name of ['Node', 'Element', 'HTMLElement', 'DocumentFragment', 'Text', 'DOMParser', 'NodeFilter', 'getComputedStyle', 'requestAnimationFrame']) {
+  // WebSocket too: once window exists, @jupyterlab/services takes the browser's WebSocket.
+  for (const name of [
+    'Node',
+    'Element',
+    'HTMLElement',
+    'DocumentFragment',
+    'Text',
+    'DOMParser',
+    'NodeFilter',
+    'getComputedStyle',
+    'requestAnimationFrame',
+    'WebSocket',
+  ]) {
     if (!(name in g) && name in dom.window) {
       const v = (dom.window as unknown as Record<string, unknown>)[name];
-      g[name] = typeof v === 'function' && name[0] === name[0].toLowerCase() ? (v as Function).bind(dom.window) : v;
+      g[name] = typeof v === 'function' && name[0] === name[0].toLowerCase() ? v.bind(dom.window) : v;
     }
   }
 }
