@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/securecookie"
 	"k8s.io/utils/clock"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 )
 
@@ -39,7 +40,7 @@ const (
 
 // errIdentityUnavailable answers a request whose credential no provider could check: the
 // client may retry, and its credential may well be good.
-var errIdentityUnavailable = &apiError{status: http.StatusServiceUnavailable, message: "the identity provider is unavailable"}
+var errIdentityUnavailable = domainerr.Unavailable("the identity provider is unavailable")
 
 // authHeader matches "token <t>" and "bearer <t>", as Jupyter Server accepts them.
 var authHeader = regexp.MustCompile(`(?i)^(?:token|bearer)\s+(.+)$`)
@@ -135,25 +136,36 @@ func hostPart(r *http.Request) string {
 	}, r.Host)
 }
 
-// identify returns the request's user, what proved it, whether a token (rather than a cookie)
-// proved it, and whether the token came in the URL. A token no provider knows leaves the
-// cookie to decide; an error is a provider that could not answer.
-func (a *authenticator) identify(r *http.Request) (*User, *proof, bool, bool, error) {
+// requester is who a request comes from, and how it showed it.
+type requester struct {
+	// user is nil when the request proved no one.
+	user *User
+	// proof is what proved the user: the token, or the login cookie's contents.
+	proof *proof
+	// byToken tells that a token, rather than a login cookie, proved the user; inURL that
+	// the token came in the URL (?token=).
+	byToken, inURL bool
+}
+
+// identify tells who the request comes from. A token no provider knows leaves the cookie to
+// decide; an error is a provider that could not answer.
+func (a *authenticator) identify(r *http.Request) (requester, error) {
 	if t, inURL := requestToken(r); t != "" {
 		u, err := a.users.AuthenticateToken(r.Context(), t)
 		if err != nil {
-			return nil, nil, false, false, err
+			return requester{}, err
 		}
 		if u != nil {
-			return u, &proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: t}, true, inURL, nil
+			return requester{user: u, proof: &proof{Name: u.Name, Provider: u.Provider, Credential: u.Credential, Token: t},
+				byToken: true, inURL: inURL}, nil
 		}
 	}
 	p := a.loginOf(r)
 	if p == nil {
-		return nil, nil, false, false, nil
+		return requester{}, nil
 	}
 	u, err := a.current(r.Context(), p)
-	return u, p, false, false, err
+	return requester{user: u, proof: p}, err
 }
 
 // loginOf is the request's login cookie; nil when it has none or it is not one of ours.
@@ -268,21 +280,22 @@ func sameOrigin(r *http.Request) bool {
 // authenticate is the middleware of every authenticated route.
 func (s *Server) authenticate(c *gin.Context) {
 	if opaqueOrigin(c.Request) {
-		s.abortErr(c, forbidden("Blocking a request from an opaque origin (a sandboxed page or a local file)"))
+		s.abortErr(c, domainerr.Forbidden("Blocking a request from an opaque origin (a sandboxed page or a local file)"))
 		return
 	}
-	u, p, byToken, inURL, err := s.auth.identify(c.Request)
+	id, err := s.auth.identify(c.Request)
 	if err != nil {
 		s.abortErr(c, s.identityError(c, err))
 		return
 	}
+	u := id.user
 	if u == nil {
-		s.abortErr(c, forbidden("Forbidden"))
+		s.abortErr(c, domainerr.Forbidden("Forbidden"))
 		return
 	}
-	if !byToken {
+	if !id.byToken {
 		if !sameOrigin(c.Request) {
-			s.abortErr(c, forbidden("Blocking Cross Origin API request"))
+			s.abortErr(c, domainerr.Forbidden("Blocking Cross Origin API request"))
 			return
 		}
 		// The XSRF cookie is a session cookie and the login lasts 30 days: after a browser
@@ -294,12 +307,12 @@ func (s *Server) authenticate(c *gin.Context) {
 			return
 		}
 		if !xsrfOK(c.Request) {
-			s.abortErr(c, forbidden("'_xsrf' argument missing from "+c.Request.Method))
+			s.abortErr(c, domainerr.Forbidden("'_xsrf' argument missing from %s", c.Request.Method))
 			return
 		}
 	}
-	if inURL {
-		if err := s.auth.login(c, *p); err != nil {
+	if id.inURL {
+		if err := s.auth.login(c, *id.proof); err != nil {
 			s.abortErr(c, err)
 			return
 		}
@@ -313,8 +326,8 @@ func (s *Server) authenticate(c *gin.Context) {
 		}
 	}
 	c.Set(userKey, u)
-	c.Set(proofKey, p)
-	c.Set(tokenAuthKey, byToken)
+	c.Set(proofKey, id.proof)
+	c.Set(tokenAuthKey, id.byToken)
 	c.Next()
 }
 

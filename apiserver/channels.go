@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/wsbatch"
 )
 
@@ -36,7 +37,7 @@ func (s *Server) kernelChannels(c *gin.Context) error {
 // single-channel connection (the older interface's /kernels/<id>/shell and so on).
 func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	if !websocket.IsWebSocketUpgrade(c.Request) {
-		return badRequest("a WebSocket upgrade is required")
+		return domainerr.Invalid("a WebSocket upgrade is required")
 	}
 	ep, err := s.opts.Kernels.Endpoint(c.Request.Context(), *userOf(c), c.Param("id"))
 	if err != nil {

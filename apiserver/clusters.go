@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"k8s.io/utils/ptr"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -60,7 +61,7 @@ func (s *Server) clusterAction(c *gin.Context) error {
 	case "stop":
 		m, err = s.opts.Clusters.StopCluster(ctx, u, id)
 	default:
-		return badRequest("Unknown cluster action: %s", action)
+		return domainerr.Invalid("Unknown cluster action: %s", action)
 	}
 	if err != nil {
 		return err
@@ -74,12 +75,12 @@ func engineCount(c *gin.Context) (*int32, error) {
 	if q := c.Query("n"); q != "" {
 		n, err := strconv.ParseInt(q, 10, 32)
 		if err != nil {
-			return nil, badRequest("n must be a number of engines: %q", q)
+			return nil, domainerr.Invalid("n must be a number of engines: %q", q)
 		}
 		return ptr.To(int32(n)), nil
 	}
 	var body jupyter.ClusterStart
-	if err := bindOptionalJSON(c, &body); err != nil {
+	if err := readJSON(c, &body); err != nil {
 		return nil, err
 	}
 	return body.N, nil

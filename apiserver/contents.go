@@ -1,9 +1,6 @@
 package apiserver
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -65,71 +63,6 @@ func (s *Server) contents(c *gin.Context) error {
 	return errMethodNotAllowed
 }
 
-// readJSONRaw reads a JSON body as is, checking only that it is JSON; false when empty.
-func readJSONRaw(c *gin.Context, raw *json.RawMessage) (bool, error) {
-	body, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return false, err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return false, nil
-	}
-	if !json.Valid(body) {
-		return false, badRequest("Invalid JSON in body of request")
-	}
-	*raw = body
-	return true, nil
-}
-
-// readJSON decodes the request body into v. An empty body is not an error: v is left as it
-// is, as Jupyter's get_json_body returns None.
-func readJSON(c *gin.Context, v any) error {
-	body, err := readBody(c)
-	if err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return badRequest("Invalid JSON in body of request")
-	}
-	return nil
-}
-
-// readSaveModel is readJSON of a contents model, whose content stays the body's text (see
-// jupyter.DecodeSaveModel).
-func readSaveModel(c *gin.Context, m *jupyter.SaveModel) (bool, error) {
-	body, err := readBody(c)
-	if err != nil {
-		return false, err
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return false, nil
-	}
-	if err := jupyter.DecodeSaveModel(body, m); err != nil {
-		return false, badRequest("Invalid JSON in body of request")
-	}
-	return true, nil
-}
-
-// readBody reads the request body into a buffer of its declared length, when it has one
-// (the body admission bounded it), rather than one grown by doubling: a 5 MB save copied
-// itself about twice over and left the copies to the collector.
-func readBody(c *gin.Context) ([]byte, error) {
-	n := c.Request.ContentLength
-	if n <= 0 || n > 1<<30 {
-		return io.ReadAll(c.Request.Body)
-	}
-	// Not bytes.Buffer.ReadFrom, which keeps 512 bytes free and so doubles a buffer of the
-	// exact size at its last read. net/http ends the body at its declared length.
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(c.Request.Body, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
 func boolQuery(c *gin.Context, name, def string) (bool, error) {
 	v := c.DefaultQuery(name, def)
 	switch v {
@@ -138,7 +71,7 @@ func boolQuery(c *gin.Context, name, def string) (bool, error) {
 	case "1":
 		return true, nil
 	}
-	return false, badRequest("%s %s is invalid", strings.ToUpper(name[:1])+name[1:], quote(v))
+	return false, domainerr.Invalid("%s %s is invalid", strings.ToUpper(name[:1])+name[1:], quote(v))
 }
 
 func (s *Server) getContents(c *gin.Context, p string) error {
@@ -146,13 +79,13 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 	switch typ {
 	case "", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook:
 	default:
-		return badRequest("Type %s is invalid", quote(typ))
+		return domainerr.Invalid("Type %s is invalid", quote(typ))
 	}
 	format := c.Query("format")
 	switch format {
 	case "", jupyter.FormatText, jupyter.FormatBase64:
 	default:
-		return badRequest("Format %s is invalid", quote(format))
+		return domainerr.Invalid("Format %s is invalid", quote(format))
 	}
 	content, err := boolQuery(c, "content", "1")
 	if err != nil {
@@ -163,7 +96,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 		return err
 	}
 	if s.hidden(p) {
-		return notFound("file or directory %s does not exist", quote(requestPath(c)))
+		return domainerr.NotFound("file or directory %s does not exist", quote(requestPath(c)))
 	}
 	m, release, err := s.store(c.Request.Context()).GetStream(c.Request.Context(), p, contents.GetOptions{Type: typ, Format: format, Content: content, Hash: hash})
 	if err != nil {
@@ -180,10 +113,10 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 		return err
 	}
 	if !present {
-		return badRequest("JSON body missing")
+		return domainerr.Invalid("JSON body missing")
 	}
 	if body.Path != "" && (s.hidden(p) || s.hidden(body.Path)) {
-		return badRequest("Cannot rename file or directory %s", quote(requestPath(c)))
+		return domainerr.Invalid("Cannot rename file or directory %s", quote(requestPath(c)))
 	}
 	ctx := c.Request.Context()
 	if body.Path != "" && strings.Trim(body.Path, "/") != p {
@@ -211,7 +144,7 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 			return err
 		}
 		if isFile {
-			return badRequest("Cannot POST to files, use PUT instead.")
+			return domainerr.Invalid("Cannot POST to files, use PUT instead.")
 		}
 	}
 	var body jupyter.SaveModel
@@ -224,7 +157,7 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 	)
 	if body.CopyFrom != "" {
 		if s.hidden(p) || s.hidden(body.CopyFrom) {
-			return badRequest("Cannot copy file or directory %s", quote(requestPath(c)))
+			return domainerr.Invalid("Cannot copy file or directory %s", quote(requestPath(c)))
 		}
 		m, err = s.store(ctx).Copy(ctx, strings.Trim(body.CopyFrom, "/"), p)
 	} else {
@@ -249,7 +182,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 	}
 	if !present {
 		if !pre.IsZero() {
-			return badRequest("A conditional save needs a model to save")
+			return domainerr.Invalid("A conditional save needs a model to save")
 		}
 		m, err := s.store(ctx).NewUntitled(ctx, p, "", "")
 		if err != nil {
@@ -258,10 +191,10 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		return s.writeModel(c, http.StatusCreated, m, true)
 	}
 	if body.CopyFrom != "" {
-		return badRequest("Cannot copy with PUT, only POST")
+		return domainerr.Invalid("Cannot copy with PUT, only POST")
 	}
 	if (body.Path != "" && s.hidden(body.Path)) || s.hidden(p) {
-		return badRequest("Cannot create file or directory %s", quote(requestPath(c)))
+		return domainerr.Invalid("Cannot create file or directory %s", quote(requestPath(c)))
 	}
 	isFile, isDir, err := s.store(ctx).Exists(ctx, p)
 	if err != nil {
@@ -300,14 +233,14 @@ func precondition(h http.Header) (contents.Precondition, error) {
 	if v := h.Values("If-Match"); len(v) > 0 {
 		tags, ok := parseETags(strings.Join(v, ","))
 		if !ok {
-			return pre, badRequest("Invalid If-Match header: %s", quote(strings.Join(v, ", ")))
+			return pre, domainerr.Invalid("Invalid If-Match header: %s", quote(strings.Join(v, ", ")))
 		}
 		pre.IfMatch = tags
 	}
 	if v := h.Get("If-Unmodified-Since"); v != "" {
 		t, err := http.ParseTime(v)
 		if err != nil {
-			return pre, badRequest("Invalid If-Unmodified-Since header: %s", quote(v))
+			return pre, domainerr.Invalid("Invalid If-Unmodified-Since header: %s", quote(v))
 		}
 		pre.IfUnmodifiedSince = t
 	}
@@ -349,7 +282,7 @@ func parseETags(v string) ([]string, bool) {
 
 func (s *Server) deleteContents(c *gin.Context, p string) error {
 	if s.hidden(p) {
-		return badRequest("Cannot delete file or directory %s", quote(requestPath(c)))
+		return domainerr.Invalid("Cannot delete file or directory %s", quote(requestPath(c)))
 	}
 	if err := s.store(c.Request.Context()).Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
@@ -487,7 +420,7 @@ func (s *Server) deleteCheckpoint(c *gin.Context, p, id string) error {
 func (s *Server) getCheckpoint(c *gin.Context, p, id string) error {
 	format := c.Query("format")
 	if format != "" && format != jupyter.FormatText && format != jupyter.FormatBase64 {
-		return badRequest("Format %s is invalid", quote(format))
+		return domainerr.Invalid("Format %s is invalid", quote(format))
 	}
 	content, err := boolQuery(c, "content", "1")
 	if err != nil {
@@ -511,7 +444,7 @@ func (s *Server) trust(c *gin.Context, p string) error {
 		return err
 	}
 	if !isFile {
-		return notFound("No such file: %s", quote(p))
+		return domainerr.NotFound("No such file: %s", quote(p))
 	}
 	c.Status(http.StatusCreated)
 	return nil

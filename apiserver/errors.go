@@ -13,34 +13,14 @@ import (
 	"github.com/nbkube/nbkube/internal/nbconvert"
 )
 
-// apiError is an error a handler answers with as is.
-type apiError struct {
-	status  int
-	message string
-}
-
-func (e *apiError) Error() string { return e.message }
-
-func badRequest(format string, args ...any) error {
-	return &apiError{status: http.StatusBadRequest, message: fmt.Sprintf(format, args...)}
-}
-
-func forbidden(message string) error {
-	return &apiError{status: http.StatusForbidden, message: message}
-}
-
-func notFound(format string, args ...any) error {
-	return &apiError{status: http.StatusNotFound, message: fmt.Sprintf(format, args...)}
-}
-
 // Tornado's answers for a path or method that nothing serves.
 var (
-	errNotFound         = &apiError{status: http.StatusNotFound, message: "Not Found"}
-	errMethodNotAllowed = &apiError{status: http.StatusMethodNotAllowed, message: "Method Not Allowed"}
+	errNotFound         = domainerr.NotFound("Not Found")
+	errMethodNotAllowed = domainerr.New(domainerr.ErrMethodNotAllowed, "Method Not Allowed")
 )
 
-// domainErrors are the kinds of refusal of the contents store and the repositories, with the
-// status each is answered with.
+// domainErrors are the kinds of refusal (of the handlers, the contents store and the
+// repositories), with the status each is answered with.
 var domainErrors = []struct {
 	kind   error
 	status int
@@ -58,6 +38,8 @@ var domainErrors = []struct {
 	// The control plane did not answer: the request was fine and may be sent again
 	// (retryAfter), which a 500 would not say.
 	{domainerr.ErrUnavailable, http.StatusServiceUnavailable},
+	{domainerr.ErrMethodNotAllowed, http.StatusMethodNotAllowed},
+	{domainerr.ErrTimeout, http.StatusRequestTimeout},
 }
 
 // retryAfter is the Retry-After of an answer for domainerr.ErrUnavailable, in seconds: a
@@ -70,13 +52,10 @@ const retryAfter = "5"
 // and the body says no more than "Unhandled error", since the error may name server paths.
 func answerTo(err error) (status int, body jupyter.Error, failed bool) {
 	var (
-		api      *apiError
 		tooLarge *http.MaxBytesError
 		agent    *agentclient.Error
 	)
 	switch {
-	case errors.As(err, &api):
-		return api.status, jupyter.Error{Message: err.Error()}, false
 	case errors.As(err, &tooLarge):
 		return http.StatusRequestEntityTooLarge, jupyter.Error{Message: fmt.Sprintf("request body larger than %d bytes", tooLarge.Limit)}, false
 	case errors.As(err, &agent):

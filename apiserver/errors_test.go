@@ -24,7 +24,7 @@ func TestAnswerTo_MapsEveryKindOfErrorToJupytersAnswer(t *testing.T) {
 	}{
 		{
 			name:   "handler's own",
-			err:    badRequest("Type %s is invalid", "'x'"),
+			err:    domainerr.Invalid("Type %s is invalid", "'x'"),
 			status: http.StatusBadRequest,
 			body:   jupyter.Error{Message: "Type 'x' is invalid"},
 			failed: false,

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // getFile serves a file's raw bytes, as Jupyter's /files/ does: its MIME type from the name,
@@ -16,7 +18,7 @@ import (
 func (s *Server) getFile(c *gin.Context) error {
 	p := apiPath(c)
 	if !sameSite(c) {
-		return forbidden("Blocking Cross Origin request")
+		return domainerr.Forbidden("Blocking Cross Origin request")
 	}
 	if s.hidden(p) {
 		return errNotFound

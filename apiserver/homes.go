@@ -2,11 +2,11 @@ package apiserver
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // contentsKey holds, in a request's context, the contents store its user sees.
@@ -25,7 +25,7 @@ func (s *Server) openContents(c *gin.Context) {
 	}
 	home, err := s.opts.Homes.For(u.Name)
 	if err != nil {
-		s.abortErr(c, &apiError{status: http.StatusForbidden, message: "You have no home on this server: " + err.Error()})
+		s.abortErr(c, domainerr.Forbidden("You have no home on this server: %s", err.Error()))
 		return
 	}
 	view, err := s.opts.Contents.Sub(home)

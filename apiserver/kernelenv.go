@@ -4,6 +4,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
 )
@@ -49,28 +50,28 @@ var kernelEnvPassed = map[string]bool{
 func kernelStart(u User, spec string, body jupyter.StartKernel) (repository.KernelStart, error) {
 	start := repository.KernelStart{Name: spec, Path: body.Path, Parameters: body.Parameters}
 	if len(body.Parameters) > maxKernelParameters {
-		return start, badRequest("parameters has %d values, more than %d", len(body.Parameters), maxKernelParameters)
+		return start, domainerr.Invalid("parameters has %d values, more than %d", len(body.Parameters), maxKernelParameters)
 	}
 	if len(body.Env) == 0 {
 		return start, nil
 	}
 	if len(body.Env) > maxKernelEnvVars {
-		return start, badRequest("env has %d variables, more than %d", len(body.Env), maxKernelEnvVars)
+		return start, domainerr.Invalid("env has %d variables, more than %d", len(body.Env), maxKernelEnvVars)
 	}
 	for name, value := range body.Env {
 		if len(name) == 0 || len(name) > maxKernelEnvName {
-			return start, badRequest("env: a variable name must have 1 to %d bytes", maxKernelEnvName)
+			return start, domainerr.Invalid("env: a variable name must have 1 to %d bytes", maxKernelEnvName)
 		}
 		if len(value) > maxKernelEnvValue {
-			return start, badRequest("env %s: the value is longer than %d bytes", name, maxKernelEnvValue)
+			return start, domainerr.Invalid("env %s: the value is longer than %d bytes", name, maxKernelEnvValue)
 		}
 	}
 	if name := body.Env[envUsername]; name != "" {
 		if !validUserName(name) {
-			return start, badRequest("%s %q is not a user name", envUsername, name)
+			return start, domainerr.Invalid("%s %q is not a user name", envUsername, name)
 		}
 		if name != u.Name && !u.Admin && !u.ActAs {
-			return start, forbidden("user " + u.Name + " may not start kernels for other users")
+			return start, domainerr.Forbidden("user %s may not start kernels for other users", u.Name)
 		}
 		start.Owner = name
 	}

@@ -2,10 +2,7 @@ package apiserver
 
 import (
 	"context"
-	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -54,7 +51,7 @@ func (s *Server) listKernels(c *gin.Context) error {
 // kernel_info.
 func (s *Server) startKernel(c *gin.Context) error {
 	var body jupyter.StartKernel
-	if err := bindOptionalJSON(c, &body); err != nil {
+	if err := readJSON(c, &body); err != nil {
 		return err
 	}
 	spec, err := s.kernelName(c.Request.Context(), *userOf(c), body.Name)
@@ -124,21 +121,6 @@ func (s *Server) kernelAction(c *gin.Context) error {
 		c.JSON(http.StatusOK, k)
 	default:
 		return errNotFound
-	}
-	return nil
-}
-
-// bindOptionalJSON reads a JSON body that may be empty.
-func bindOptionalJSON(c *gin.Context, v any) error {
-	data, err := io.ReadAll(c.Request.Body)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(string(data)) == "" {
-		return nil
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return badRequest("Invalid JSON in body of request: %v", err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -114,7 +115,7 @@ func (s *Server) saveNewNotebook(ctx context.Context, name string, nb *jupyter.S
 // freeNotebookName is name.ipynb, or name1.ipynb, name2.ipynb, ... when that is taken.
 func (s *Server) freeNotebookName(ctx context.Context, name string) (string, error) {
 	if strings.Contains(name, "/") {
-		return "", badRequest("Invalid notebook name: %s", quote(name))
+		return "", domainerr.Invalid("Invalid notebook name: %s", quote(name))
 	}
 	for i := 0; i < 10000; i++ {
 		p := name + notebookExt
@@ -129,7 +130,7 @@ func (s *Server) freeNotebookName(ctx context.Context, name string) (string, err
 			return p, nil
 		}
 	}
-	return "", &apiError{status: http.StatusConflict, message: "No free notebook name for " + quote(name)}
+	return "", domainerr.Conflict("No free notebook name for %s", quote(name))
 }
 
 // legacyPath is the path of the notebook the request's id names.
@@ -168,7 +169,7 @@ func legacyName(c *gin.Context, body json.RawMessage) string {
 
 func legacyFormat(c *gin.Context) error {
 	if f := c.DefaultQuery("format", "json"); f != "json" {
-		return badRequest("Unsupported notebook format %s: only json is served", quote(f))
+		return domainerr.Invalid("Unsupported notebook format %s: only json is served", quote(f))
 	}
 	return nil
 }
@@ -209,7 +210,7 @@ func (s *Server) putLegacyNotebook(c *gin.Context) error {
 		return err
 	}
 	if !present {
-		return badRequest("JSON body missing")
+		return domainerr.Invalid("JSON body missing")
 	}
 	ctx := c.Request.Context()
 	if p, err = s.renameLegacyNotebook(ctx, p, legacyName(c, nb.Content)); err != nil {
@@ -229,7 +230,7 @@ func (s *Server) renameLegacyNotebook(ctx context.Context, p, name string) (stri
 		return p, nil
 	}
 	if strings.Contains(name, "/") {
-		return "", badRequest("Invalid notebook name: %s", quote(name))
+		return "", domainerr.Invalid("Invalid notebook name: %s", quote(name))
 	}
 	m, err := s.store(ctx).Rename(ctx, p, path.Join(path.Dir(p), name+notebookExt))
 	if err != nil {

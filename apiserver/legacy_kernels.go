@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/repository"
 )
@@ -109,7 +110,7 @@ func (s *Server) legacyKernelAction(c *gin.Context) error {
 		return errNotFound
 	}
 	if c.Request.Method == http.MethodGet && !c.GetBool(tokenAuthKey) {
-		return forbidden("kernel actions by GET need the token; use POST")
+		return domainerr.Forbidden("kernel actions by GET need the token; use POST")
 	}
 	ctx, u, id := c.Request.Context(), *userOf(c), c.Param("id")
 	var err error

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 )
 
@@ -160,11 +161,11 @@ func (s *Server) renderLogin(c *gin.Context, status int, next, message, failure 
 // site chose, and what the victim then does lands in the attacker's account.
 func (s *Server) postLogin(c *gin.Context) {
 	if !s.fromOwnPages(c.Request) {
-		s.abortErr(c, forbidden("Blocking a login from another site"))
+		s.abortErr(c, domainerr.Forbidden("Blocking a login from another site"))
 		return
 	}
 	if !xsrfFormOK(c.Request) {
-		s.abortErr(c, forbidden("'_xsrf' argument missing from POST"))
+		s.abortErr(c, domainerr.Forbidden("'_xsrf' argument missing from POST"))
 		return
 	}
 	next := s.safeNext(c.PostForm("next"))
@@ -286,7 +287,7 @@ func xsrfFormOK(r *http.Request) bool {
 // address typed in) may follow it: a link or an image elsewhere must not log the user out.
 func (s *Server) getLogout(c *gin.Context) {
 	if !s.fromOwnPages(c.Request) {
-		s.abortErr(c, forbidden("Blocking a logout from another site"))
+		s.abortErr(c, domainerr.Forbidden("Blocking a logout from another site"))
 		return
 	}
 	s.auth.logout(c)
@@ -298,7 +299,7 @@ func (s *Server) getLogout(c *gin.Context) {
 func (s *Server) startBrowserLogin(c *gin.Context, kind, next string) {
 	bp := browserProvider(s.auth.users.Chain(), kind)
 	if bp == nil {
-		s.abortErr(c, notFound("No login provider %q", kind))
+		s.abortErr(c, domainerr.NotFound("No login provider %q", kind))
 		return
 	}
 	flow := loginFlow{Provider: kind, State: randomToken(), Verifier: randomToken(), Next: next}
@@ -318,7 +319,7 @@ func (s *Server) finishBrowserLogin(c *gin.Context) {
 	var flow loginFlow
 	ck, err := c.Request.Cookie(flowCookieName(c.Request))
 	if err != nil || s.auth.flows.Decode(flowCookieName(c.Request), ck.Value, &flow) != nil {
-		s.abortErr(c, badRequest("No login is under way in this browser (it began over %v ago, or in another browser): log in again", loginFlowMaxAge))
+		s.abortErr(c, domainerr.Invalid("No login is under way in this browser (it began over %v ago, or in another browser): log in again", loginFlowMaxAge))
 		return
 	}
 	http.SetCookie(c.Writer, &http.Cookie{Name: flowCookieName(c.Request), Value: "", Path: s.callbackPath(),
@@ -331,23 +332,23 @@ func (s *Server) finishBrowserLogin(c *gin.Context) {
 		if len(msg) > maxProviderError {
 			msg = msg[:maxProviderError]
 		}
-		s.abortErr(c, forbidden("The identity provider refused the login: "+strings.ToValidUTF8(msg, "")))
+		s.abortErr(c, domainerr.Forbidden("The identity provider refused the login: %s", strings.ToValidUTF8(msg, "")))
 		return
 	}
 	state, code := c.Query("state"), c.Query("code")
 	if state == "" || code == "" || subtle.ConstantTimeCompare([]byte(state), []byte(flow.State)) != 1 {
-		s.abortErr(c, badRequest("The provider's answer does not belong to this browser's login: log in again"))
+		s.abortErr(c, domainerr.Invalid("The provider's answer does not belong to this browser's login: log in again"))
 		return
 	}
 	bp := browserProvider(s.auth.users.Chain(), flow.Provider)
 	if bp == nil {
-		s.abortErr(c, badRequest("No login provider %q", flow.Provider))
+		s.abortErr(c, domainerr.Invalid("No login provider %q", flow.Provider))
 		return
 	}
 	l, err := bp.FinishLogin(c.Request.Context(), s.callbackURL(c.Request), code, flow.Verifier)
 	if err != nil {
 		s.opts.Log.V(1).Info("A browser login failed", "provider", flow.Provider, "error", err.Error())
-		s.abortErr(c, forbidden("The identity provider did not confirm the login"))
+		s.abortErr(c, domainerr.Forbidden("The identity provider did not confirm the login"))
 		return
 	}
 	// The login's user must not have a name another provider's user has, as every request
@@ -362,7 +363,7 @@ func (s *Server) finishBrowserLogin(c *gin.Context) {
 		p.Expires = l.Expiry.Unix()
 	}
 	if err := s.auth.login(c, p); err != nil {
-		s.abortErr(c, forbidden("The identity provider's login has expired"))
+		s.abortErr(c, domainerr.Forbidden("The identity provider's login has expired"))
 		return
 	}
 	c.Header("Cache-Control", "no-store")

@@ -11,6 +11,8 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Registry is where the server registers its metrics and what /metrics serves: a Prometheus
@@ -174,7 +176,7 @@ func (s *Server) serveMetrics() gin.HandlerFunc {
 	h := promhttp.HandlerFor(s.opts.Metrics, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 	return func(c *gin.Context) {
 		if u := userOf(c); u == nil || !u.Admin {
-			s.abortErr(c, forbidden("Only admins may read the metrics"))
+			s.abortErr(c, domainerr.Forbidden("Only admins may read the metrics"))
 			return
 		}
 		h.ServeHTTP(c.Writer, c.Request)

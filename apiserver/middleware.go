@@ -16,6 +16,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // securityHeaders are Jupyter Server's: no sniffing, no framing by other sites, and nothing
@@ -120,7 +122,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		if b.idleDeadline {
 			msg = fmt.Sprintf("the request body stalled: nothing of it arrived for %s", b.idle)
 		}
-		err = &apiError{status: http.StatusRequestTimeout, message: msg}
+		err = domainerr.New(domainerr.ErrTimeout, "%s", msg)
 	}
 	return n, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -121,7 +122,7 @@ func badPermissions(got string) error {
 	if strings.Contains(got, "'") && !strings.Contains(got, `"`) {
 		quoted = `"` + got + `"`
 	}
-	return badRequest(`permissions should be a JSON dict of {"resource": ["action",]}, got %s`, quoted)
+	return domainerr.Invalid(`permissions should be a JSON dict of {"resource": ["action",]}, got %s`, quoted)
 }
 
 func initials(name string) string {

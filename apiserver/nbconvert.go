@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/nbconvert"
 )
@@ -50,13 +51,13 @@ func (s *Server) exportFile(c *gin.Context) error {
 	// Jupyter takes a same-site Referer in place of the XSRF token for GET: the export is
 	// read with the user's cookie.
 	if !sameSite(c) {
-		return forbidden("Blocking Cross Origin request")
+		return domainerr.Forbidden("Blocking Cross Origin request")
 	}
 	if !slices.Contains(nbconvert.Formats(), format) {
-		return notFound("No exporter for format: %s", format)
+		return domainerr.NotFound("No exporter for format: %s", format)
 	}
 	if s.hidden(p) {
-		return notFound("file or directory %s does not exist", quote(p))
+		return domainerr.NotFound("file or directory %s does not exist", quote(p))
 	}
 	ctx := c.Request.Context()
 	m, err := s.store(ctx).Get(ctx, p, contents.GetOptions{})
@@ -93,7 +94,7 @@ func (s *Server) exportFile(c *gin.Context) error {
 func (s *Server) exportModel(c *gin.Context) error {
 	format := c.Param("format")
 	if !slices.Contains(nbconvert.Formats(), format) {
-		return notFound("No exporter for format: %s", format)
+		return domainerr.NotFound("No exporter for format: %s", format)
 	}
 	var model struct {
 		Name    *string         `json:"name"`
@@ -103,7 +104,7 @@ func (s *Server) exportModel(c *gin.Context) error {
 		return err
 	}
 	if len(model.Content) == 0 || string(model.Content) == "null" {
-		return badRequest("No notebook content in body of request")
+		return domainerr.Invalid("No notebook content in body of request")
 	}
 	name := "notebook.ipynb"
 	if model.Name != nil {

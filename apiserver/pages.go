@@ -109,8 +109,8 @@ func (s *Server) loginFirst(c *gin.Context) {
 	if !wantsPage(c.Request) {
 		return
 	}
-	u, _, _, _, err := s.auth.identify(c.Request)
-	if err == nil && u == nil {
+	id, err := s.auth.identify(c.Request)
+	if err == nil && id.user == nil {
 		c.Header("Cache-Control", "no-store")
 		c.Redirect(http.StatusFound, s.opts.BaseURL+"login?next="+url.QueryEscape(c.Request.URL.RequestURI()))
 		c.Abort()
@@ -140,20 +140,19 @@ func (s *Server) getRoot(c *gin.Context) {
 
 // getTree is GET /tree/<path>: the dashboard of a directory, a notebook's page (by its id), or
 // the file itself.
-func (s *Server) getTree(c *gin.Context) {
+func (s *Server) getTree(c *gin.Context) error {
 	p := strings.Trim(c.Param("path"), "/")
 	ctx := c.Request.Context()
 	isFile, isDir, err := s.store(ctx).Exists(ctx, p)
 	switch {
 	case err != nil:
-		s.pageError(c, err)
+		return err
 	case isDir:
 		s.renderApp(c, "dashboard", p, "")
 	case isFile && strings.HasSuffix(p, notebookExt):
 		id, err := s.store(ctx).NotebookID(ctx, p)
 		if err != nil {
-			s.pageError(c, err)
-			return
+			return err
 		}
 		c.Redirect(http.StatusFound, s.opts.BaseURL+id)
 	case isFile:
@@ -161,83 +160,78 @@ func (s *Server) getTree(c *gin.Context) {
 	default:
 		s.renderMessage(c, http.StatusNotFound, "Not found", "There is no file or directory "+p+".", "")
 	}
+	return nil
 }
 
 // getNotebookPage is GET /<notebook_id>: the notebook's page.
-func (s *Server) getNotebookPage(c *gin.Context) {
-	id := c.Param("id")
-	p, err := s.store(c.Request.Context()).NotebookPath(c.Request.Context(), id)
-	if err != nil {
-		s.pageError(c, err)
-		return
-	}
-	s.renderApp(c, "notebook", p, id)
+func (s *Server) getNotebookPage(c *gin.Context) error {
+	return s.renderByID(c, "notebook")
 }
 
 // getPrintPage is GET /<notebook_id>/print: the notebook's print view.
-func (s *Server) getPrintPage(c *gin.Context) {
+func (s *Server) getPrintPage(c *gin.Context) error {
+	return s.renderByID(c, "print")
+}
+
+// renderByID renders app for the notebook whose id the path names.
+func (s *Server) renderByID(c *gin.Context, app string) error {
 	id := c.Param("id")
 	p, err := s.store(c.Request.Context()).NotebookPath(c.Request.Context(), id)
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
-	s.renderApp(c, "print", p, id)
+	s.renderApp(c, app, p, id)
+	return nil
 }
 
 // getCopyPage is GET /<notebook_id>/copy: it copies the notebook beside it, as the contents
 // API copies (name-Copy1.ipynb), and opens the copy's page.
-func (s *Server) getCopyPage(c *gin.Context) {
+func (s *Server) getCopyPage(c *gin.Context) error {
 	ctx := c.Request.Context()
 	st := s.store(ctx)
 	p, err := st.NotebookPath(ctx, c.Param("id"))
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
 	dir, _ := path.Split(p)
 	copied, err := st.Copy(ctx, p, strings.TrimSuffix(dir, "/"))
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
-	s.openNotebook(c, copied.Path)
+	return s.openNotebook(c, copied.Path)
 }
 
 // getNew is GET /new: a new notebook (Untitled.ipynb, ...) in ?dir= (the root by default)
 // for ?kernel= (the user's default kernel spec when absent), opened on its page.
-func (s *Server) getNew(c *gin.Context) {
+func (s *Server) getNew(c *gin.Context) error {
 	ctx := c.Request.Context()
 	spec, err := s.newNotebookSpec(c, c.Query("kernel"))
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
 	dir := strings.Trim(c.Query("dir"), "/")
 	st := s.store(ctx)
 	m, err := st.NewUntitled(ctx, dir, jupyter.TypeNotebook, notebookExt)
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
 	if spec != nil {
 		if err := saveKernelSpec(ctx, st, m.Path, spec); err != nil {
-			s.pageError(c, err)
-			return
+			return err
 		}
 	}
-	s.openNotebook(c, m.Path)
+	return s.openNotebook(c, m.Path)
 }
 
 // openNotebook redirects to the page of the notebook at p.
-func (s *Server) openNotebook(c *gin.Context, p string) {
+func (s *Server) openNotebook(c *gin.Context, p string) error {
 	id, err := s.store(c.Request.Context()).NotebookID(c.Request.Context(), p)
 	if err != nil {
-		s.pageError(c, err)
-		return
+		return err
 	}
 	c.Header("Cache-Control", "no-store")
 	c.Redirect(http.StatusFound, s.opts.BaseURL+id)
+	return nil
 }
 
 // newNotebookSpec is the kernel spec a new notebook is for: the one asked for, which must be
@@ -257,7 +251,7 @@ func (s *Server) newNotebookSpec(c *gin.Context, asked string) (*jupyter.KernelS
 		}
 	}
 	if asked != "" {
-		return nil, notFound("No such kernel spec %s", asked)
+		return nil, domainerr.NotFound("No such kernel spec %s", asked)
 	}
 	return nil, nil
 }
@@ -312,6 +306,16 @@ func (s *Server) renderApp(c *gin.Context, page, p, id string) {
 	}
 	pageHeaders(c)
 	c.Data(http.StatusOK, "text/html; charset=utf-8", buf.Bytes())
+}
+
+// page adapts a page handler that returns its error to Gin, as handle does for the API:
+// pageError answers the error.
+func (s *Server) page(h func(*gin.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if err := h(c); err != nil {
+			s.pageError(c, err)
+		}
+	}
 }
 
 // pageError answers a page route's error with a page that says what went wrong, with the

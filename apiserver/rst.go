@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/agentapi"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
@@ -34,13 +34,13 @@ func (s *Server) renderRST(c *gin.Context) error {
 		return err
 	}
 	if len(src) > agentapi.MaxRSTBytes {
-		return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("reST larger than %d bytes", agentapi.MaxRSTBytes)}
+		return domainerr.TooLarge("reST larger than %d bytes", agentapi.MaxRSTBytes)
 	}
 	ctx, cancel := context.WithTimeout(c.Request.Context(), rstDeadline)
 	defer cancel()
 	html, err := s.opts.RST.RenderRST(ctx, src)
 	if errors.Is(err, repository.ErrRSTUnavailable) {
-		return &apiError{status: http.StatusServiceUnavailable, message: err.Error()}
+		return domainerr.Unavailable("%s", err.Error())
 	}
 	if err != nil {
 		return err

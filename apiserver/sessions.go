@@ -73,7 +73,7 @@ func (s *Server) deleteSession(c *gin.Context) error {
 // if the id names no kernel), and the default name when the body names none.
 func (s *Server) sessionChange(c *gin.Context, create bool) (repository.SessionChange, error) {
 	var req jupyter.SessionRequest
-	if err := bindOptionalJSON(c, &req); err != nil {
+	if err := readJSON(c, &req); err != nil {
 		return repository.SessionChange{}, err
 	}
 	ch := repository.SessionChange{Path: req.Path, Name: req.Name, Type: req.Type, Cluster: req.Cluster}

@@ -38,6 +38,10 @@ var (
 	// time, or refused the connection (503, Service Unavailable). Nothing is wrong with the
 	// request: the same one succeeds once the control plane is back.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrMethodNotAllowed: the path exists, but not for this method (405).
+	ErrMethodNotAllowed = errors.New("method not allowed")
+	// ErrTimeout: the client did not send its request in time (408).
+	ErrTimeout = errors.New("request timeout")
 )
 
 // Error is a refusal: Kind is one of the kinds above, Message is what Jupyter would tell the
@@ -63,3 +67,23 @@ func (e *Error) Unwrap() error { return e.Err }
 func New(kind error, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
+
+// The refusals of each kind, with a formatted message: the one family every layer uses.
+
+// NotFound is a refusal of kind ErrNotFound.
+func NotFound(format string, args ...any) *Error { return New(ErrNotFound, format, args...) }
+
+// Conflict is a refusal of kind ErrConflict.
+func Conflict(format string, args ...any) *Error { return New(ErrConflict, format, args...) }
+
+// Invalid is a refusal of kind ErrInvalid.
+func Invalid(format string, args ...any) *Error { return New(ErrInvalid, format, args...) }
+
+// Forbidden is a refusal of kind ErrForbidden.
+func Forbidden(format string, args ...any) *Error { return New(ErrForbidden, format, args...) }
+
+// TooLarge is a refusal of kind ErrTooLarge.
+func TooLarge(format string, args ...any) *Error { return New(ErrTooLarge, format, args...) }
+
+// Unavailable is a refusal of kind ErrUnavailable.
+func Unavailable(format string, args ...any) *Error { return New(ErrUnavailable, format, args...) }

@@ -70,12 +70,12 @@ func (r *Clusters) GetCluster(ctx context.Context, u identity.User, id string) (
 // conflict, as IPython answered.
 func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string, n *int32) (jupyter.Cluster, error) {
 	if n != nil && (*n < 0 || *n > MaxClusterEngines) {
-		return jupyter.Cluster{}, invalid(fmt.Sprintf("n must be between 0 and %d", MaxClusterEngines))
+		return jupyter.Cluster{}, domainerr.Invalid("n must be between 0 and %d", MaxClusterEngines)
 	}
 	var owner string
 	m, err := r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State != nbv1.ClusterStopped {
-			return conflict("Cluster already running with profile: " + id)
+			return domainerr.Conflict("Cluster already running with profile: %s", id)
 		}
 		c.Spec.State = nbv1.ClusterRunning
 		if n != nil {
@@ -113,7 +113,7 @@ func (r *Clusters) release(ctx context.Context, owner, id string) {
 func (r *Clusters) StopCluster(ctx context.Context, u identity.User, id string) (jupyter.Cluster, error) {
 	m, err := r.change(ctx, u, id, func(c *nbv1.Cluster) error {
 		if c.Spec.State == nbv1.ClusterStopped {
-			return conflict("Cluster not running with profile: " + id)
+			return domainerr.Conflict("Cluster not running with profile: %s", id)
 		}
 		c.Spec.State = nbv1.ClusterStopped
 		return nil
@@ -141,7 +141,7 @@ func (r *Clusters) change(ctx context.Context, u identity.User, id string, mutat
 	})
 	switch {
 	case apierrors.IsInvalid(err):
-		return jupyter.Cluster{}, invalid(err.Error())
+		return jupyter.Cluster{}, domainerr.Invalid("%s", err.Error())
 	case errors.Is(err, domainerr.ErrNotFound), errors.Is(err, domainerr.ErrConflict), errors.Is(err, domainerr.ErrForbidden),
 		errors.Is(err, domainerr.ErrUnavailable):
 		return jupyter.Cluster{}, err
@@ -159,7 +159,7 @@ func (r *Clusters) get(ctx context.Context, u identity.User, id string) (*nbv1.C
 // checkCluster tells whether the user may attach a kernel to the cluster named id.
 func checkCluster(ctx context.Context, reader client.Reader, namespace string, u identity.User, id string) error {
 	if _, err := ownedClusters.get(ctx, reader, namespace, u, id); errors.Is(err, domainerr.ErrNotFound) {
-		return invalid("No such cluster: " + id)
+		return domainerr.Invalid("No such cluster: %s", id)
 	} else if err != nil {
 		return err
 	}

@@ -185,7 +185,7 @@ func (k *Kernels) homeOf(u identity.User, owner string) (string, error) {
 	}
 	h, err := k.Homes.For(owner)
 	if err != nil {
-		return "", forbidden(fmt.Sprintf("user %s has no home: %v", owner, err))
+		return "", domainerr.Forbidden("user %s has no home: %v", owner, err)
 	}
 	if k.MakeHome != nil {
 		if err := k.MakeHome(h); err != nil {
@@ -289,7 +289,7 @@ func (k *Kernels) endpoint(_ context.Context, kn *nbv1.Kernel) (agentclient.Endp
 		if c := meta.FindStatusCondition(kn.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 			return agentclient.Endpoint{}, startFailed(c.Reason, "the kernel is not running: "+c.Message)
 		}
-		return agentclient.Endpoint{}, conflict("The kernel has not started yet: try again once it has")
+		return agentclient.Endpoint{}, domainerr.Conflict("The kernel has not started yet: try again once it has")
 	}
 	token := agenttoken.Kernel(k.AgentTokenKey, kn.Namespace, kn.Name, string(kn.UID))
 	return agentclient.Endpoint{Host: kn.Status.PodIP, Port: agentapi.Port, Token: token}, nil
@@ -385,7 +385,7 @@ func (k *Kernels) RestartKernel(ctx context.Context, u identity.User, id string)
 		return jupyter.Kernel{}, err
 	}
 	failed := meta.IsStatusConditionTrue(kn.Status.Conditions, nbv1.ConditionFailed)
-	starting := conflict("The kernel is still starting: restart it once it has started")
+	starting := domainerr.Conflict("The kernel is still starting: restart it once it has started")
 	switch {
 	case !failed && kn.Status.PodIP != "":
 		// The agent restarts its kernel; the Ready condition may lag behind a start that the

@@ -97,7 +97,7 @@ func (k *KernelSpecs) GetKernelSpecResource(ctx context.Context, name, file stri
 		return KernelSpecResource{}, err
 	}
 	// Tornado's message for a file that is not there.
-	missing := notFound("Not Found")
+	missing := domainerr.NotFound("Not Found")
 	if logo := ks.Spec.Logo; logo != nil && file == logo.FileName {
 		return KernelSpecResource{FileName: logo.FileName, Data: logo.Data}, nil
 	}
@@ -212,11 +212,11 @@ func (k *KernelSpecs) find(ctx context.Context, r client.Reader, name string) (*
 }
 
 func kernelSpecMissing(name string) error {
-	return notFound(fmt.Sprintf("Kernel spec %s not found", name))
+	return domainerr.NotFound("Kernel spec %s not found", name)
 }
 
 func noSuchKernel(name string) error {
-	return notFound("No such kernel named " + name)
+	return domainerr.NotFound("No such kernel named %s", name)
 }
 
 // configMap is the ConfigMap of the spec's files; nil when it names none or the ConfigMap

@@ -61,12 +61,12 @@ func (k *Kernels) StartKernel(ctx context.Context, u identity.User, start Kernel
 		}
 	}
 	if path != "" && !validPath(path) {
-		return jupyter.Kernel{}, invalid(fmt.Sprintf("path %q must stay inside the contents root", asked))
+		return jupyter.Kernel{}, domainerr.Invalid("path %q must stay inside the contents root", asked)
 	}
 	owner, startedBy := u.Name, ""
 	if start.Owner != "" && start.Owner != u.Name {
 		if !u.Admin && !u.ActAs {
-			return jupyter.Kernel{}, forbidden(fmt.Sprintf("user %s may not start kernels for other users", u.Name))
+			return jupyter.Kernel{}, domainerr.Forbidden("user %s may not start kernels for other users", u.Name)
 		}
 		owner, startedBy = start.Owner, u.Name
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -13,7 +14,7 @@ import (
 // an id, so that the API server never asks whether it has them.
 type None struct{}
 
-var errNoKernels = notFound("this server runs no kernels")
+var errNoKernels = domainerr.NotFound("this server runs no kernels")
 
 // CountKernels is none.
 func (None) CountKernels(context.Context, identity.User) (int, int, error) { return 0, 0, nil }

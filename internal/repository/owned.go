@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/identity"
 )
 
@@ -96,7 +97,7 @@ var (
 		owner:       func(k *nbv1.Kernel) nbv1.Owner { return k.Spec.Owner },
 		startedBy:   func(k *nbv1.Kernel) string { return k.Annotations[nbv1.AnnotationStartedBy] },
 		oldestFirst: true,
-		missing:     func(id string) error { return notFound("Kernel does not exist: " + id) },
+		missing:     func(id string) error { return domainerr.NotFound("Kernel does not exist: %s", id) },
 		hidden:      (*nbv1.Kernel).Warm,
 	}
 	ownedSessions = &owned[nbv1.Session, *nbv1.Session, nbv1.SessionList, *nbv1.SessionList]{
@@ -104,13 +105,13 @@ var (
 		items:       func(l *nbv1.SessionList) []nbv1.Session { return l.Items },
 		owner:       func(s *nbv1.Session) nbv1.Owner { return s.Spec.Owner },
 		oldestFirst: true,
-		missing:     func(id string) error { return notFound("Session not found: " + id) },
+		missing:     func(id string) error { return domainerr.NotFound("Session not found: %s", id) },
 	}
 	ownedClusters = &owned[nbv1.Cluster, *nbv1.Cluster, nbv1.ClusterList, *nbv1.ClusterList]{
 		noun:    "cluster",
 		items:   func(l *nbv1.ClusterList) []nbv1.Cluster { return l.Items },
 		owner:   func(c *nbv1.Cluster) nbv1.Owner { return c.Spec.Owner },
-		missing: func(id string) error { return notFound("profile not found: " + id) },
+		missing: func(id string) error { return domainerr.NotFound("profile not found: %s", id) },
 	}
 )
 

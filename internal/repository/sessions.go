@@ -149,7 +149,7 @@ func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (
 // existing session for that path, as Jupyter does; created tells which.
 func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch SessionChange) (jupyter.Session, bool, error) {
 	if ch.Path == nil || *ch.Path == "" {
-		return jupyter.Session{}, false, invalid("Missing field in JSON data: path")
+		return jupyter.Session{}, false, domainerr.Invalid("Missing field in JSON data: path")
 	}
 	p, err := sessionPath(*ch.Path)
 	if err != nil {
@@ -192,7 +192,7 @@ func (r *Sessions) CreateSession(ctx context.Context, u identity.User, ch Sessio
 		}
 		r.Kernels.release(ctx, string(s.Spec.Owner), sessionKernel(s))
 		if apierrors.IsInvalid(err) {
-			return jupyter.Session{}, false, invalid(err.Error())
+			return jupyter.Session{}, false, domainerr.Invalid("%s", err.Error())
 		}
 		return jupyter.Session{}, false, fmt.Errorf("create session: %w", err)
 	}
@@ -221,14 +221,14 @@ func (r *Sessions) setKernel(ctx context.Context, u identity.User, s *nbv1.Sessi
 		case !errors.Is(err, domainerr.ErrNotFound):
 			return "", err
 		case !create:
-			return "", invalid("No such kernel: " + *ch.KernelID)
+			return "", domainerr.Invalid("No such kernel: %s", *ch.KernelID)
 		case ch.KernelSpec == nil:
 			return "", err
 		}
 	}
 	if ch.KernelSpec == nil {
 		if create {
-			return "", invalid("Missing field in JSON data: kernel")
+			return "", domainerr.Invalid("Missing field in JSON data: kernel")
 		}
 		return "", nil
 	}
@@ -306,7 +306,7 @@ func (r *Sessions) waitKernel(ctx context.Context, s *nbv1.Session) (jupyter.Ses
 func sessionPath(p string) (string, error) {
 	rel := strings.TrimPrefix(p, "/")
 	if rel == "" || !validPath(rel) {
-		return "", invalid("Invalid session path: " + p)
+		return "", domainerr.Invalid("Invalid session path: %s", p)
 	}
 	return rel, nil
 }
@@ -378,7 +378,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		return r.Kernels.bounded(ctx, "change the session", nil, func(ctx context.Context) error { return r.Writer.Update(ctx, s) })
 	})
 	if apierrors.IsInvalid(err) {
-		return jupyter.Session{}, invalid(err.Error())
+		return jupyter.Session{}, domainerr.Invalid("%s", err.Error())
 	}
 	if err != nil {
 		if errors.Is(err, domainerr.ErrNotFound) || errors.Is(err, domainerr.ErrInvalid) || errors.Is(err, domainerr.ErrUnavailable) {
