@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"syscall"
@@ -19,6 +20,22 @@ import (
 type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("kernel exited with code %d", e.Code) }
+
+// ExitCode is the status a program (the agent, nbkube) ends with after its run returned err:
+// 0 without one, the kernel's own code for an ExitError, 2 for a usage error (flag.ErrHelp,
+// whose text the flag package printed) and 1 for any other error, which report says to print.
+func ExitCode(err error) (code int, report bool) {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.As(err, &exit):
+		return exit.Code, false
+	case errors.Is(err, flag.ErrHelp):
+		return 2, false
+	}
+	return 1, true
+}
 
 // launchAttempts is how many kernel processes a launch starts before it gives up on a kernel
 // that exits while starting.

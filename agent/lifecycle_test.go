@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -275,5 +276,22 @@ func TestRun_KernelWhoseHeartbeatPortWasTakenIsStartedAgain(t *testing.T) {
 	}
 	if r := ra.connect(t, "s", false).execute("print(6*7)"); r.reply["status"] != "ok" || r.streams() != "42\n" {
 		t.Errorf("print(6*7): %v, streams %q", r.reply, r.streams())
+	}
+}
+
+func TestExitCode_OfWhatARunReturned(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		code   int
+		report bool
+	}{
+		{nil, 0, false},
+		{fmt.Errorf("run: %w", &ExitError{Code: 3}), 3, false},
+		{fmt.Errorf("parse: %w", flag.ErrHelp), 2, false},
+		{errors.New("no kernel"), 1, true},
+	} {
+		if code, report := ExitCode(tc.err); code != tc.code || report != tc.report {
+			t.Errorf("ExitCode(%v) = %d, %v; want %d, %v", tc.err, code, report, tc.code, tc.report)
+		}
 	}
 }

@@ -9,8 +9,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -59,15 +57,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	err := agent.Main(ctx, agentapi.BinaryName, os.Args[1:], os.Getenv, os.Stderr)
 	stop()
-	var exit *agent.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		os.Exit(exit.Code)
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	default:
+	code, report := agent.ExitCode(err)
+	if report {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", agentapi.BinaryName, err)
-		os.Exit(1)
 	}
+	os.Exit(code)
 }

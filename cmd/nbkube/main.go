@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -75,17 +74,11 @@ func main() {
 		applyMemoryLimit(os.Getenv)
 	}
 	err := run(ctx, args)
-	var exit *agent.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		os.Exit(exit.Code)
-	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	default:
+	code, report := agent.ExitCode(err)
+	if report {
 		fmt.Fprintf(os.Stderr, "nbkube %s: %v\n", cmd, err)
-		os.Exit(1)
 	}
+	os.Exit(code)
 }
 
 // newFlagSet makes a command's flag set with the logging flags every command shares. Logs are
