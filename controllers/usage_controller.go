@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -70,20 +68,12 @@ func (r *UsageReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			log.FromContext(ctx).Info("Released a reservation whose resource is gone", "kind", res.Kind, "name", res.Name, "user", u.Spec.User)
 		}
 	}
-	policies, err := r.Ledger.In(u.Namespace).Policies(ctx)
-	if err != nil {
+	lost, err := r.Ledger.In(u.Namespace).Settle(ctx, u, keep)
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	changed := u.DeepCopy()
-	changed.Spec.Reservations = keep
-	changed.Status = quota.Summary(quota.Effective(policies, string(u.Spec.User), u.Spec.Groups), quota.Sum(keep))
-	if !equality.Semantic.DeepEqual(changed.Spec, u.Spec) || changed.Status != u.Status {
-		if err := r.Update(ctx, changed); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, fmt.Errorf("update usage: %w", err)
-		}
+	case lost:
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

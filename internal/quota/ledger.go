@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,15 +98,6 @@ func (l *Ledger) Usage(ctx context.Context, owner string, groups []string) (Amou
 	return Sum(u.Spec.Reservations), lim, on, nil
 }
 
-// Sum is what reservations count together.
-func Sum(rs []nbv1.Reservation) Amounts {
-	var a Amounts
-	for i := range rs {
-		a.Add(Of(&rs[i]))
-	}
-	return a
-}
-
 func (l *Ledger) get(ctx context.Context, r client.Reader, owner string) (*nbv1.UserUsage, error) {
 	u := &nbv1.UserUsage{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: nbv1.UsageName(nbv1.Owner(owner))}, u)
@@ -115,21 +106,45 @@ func (l *Ledger) get(ctx context.Context, r client.Reader, owner string) (*nbv1.
 
 // Reserve makes room for req's resource in its owner's ledger, or refuses with *Exceeded or
 // *SpecNotAllowed. A reservation of the same kind and name that is already there is kept, and
-// updated (and checked again) where the request differs: a cluster's engines. It returns the limits that govern the owner; on is false, and nothing
-// is written, when quotas are off.
+// updated (and checked again) where the request differs: a cluster's engines. It returns the
+// limits that govern the owner; on is false, and nothing is written, when quotas are off.
 func (l *Ledger) Reserve(ctx context.Context, req Request) (lim Limits, on bool, err error) {
 	policies, err := l.Policies(ctx)
 	if err != nil || len(policies) == 0 {
 		return Limits{}, false, err
 	}
+	lim, err = l.reserve(ctx, policies, req, func(Limits) nbv1.Reservation { return req.Reservation })
+	return lim, true, err
+}
+
+// ReserveKernel makes room for a new kernel named name of spec, owned by owner (of groups,
+// or nil for the recorded ones), and returns the resources of its kernel container: the
+// spec's, with the owner's default resources filled in. A refusal is a *Exceeded or a
+// *SpecNotAllowed.
+func (l *Ledger) ReserveKernel(ctx context.Context, owner string, groups []string, name string, spec *nbv1.KernelSpec) (corev1.ResourceRequirements, error) {
+	policies, err := l.Policies(ctx)
+	if err != nil || len(policies) == 0 {
+		return spec.Spec.Resources, err
+	}
+	var res corev1.ResourceRequirements
+	_, err = l.reserve(ctx, policies, Request{Owner: owner, Groups: groups}, func(lim Limits) nbv1.Reservation {
+		res = KernelResources(spec.Spec.Resources, lim.DefaultResources)
+		return KernelRoom(name, spec.Name, res)
+	})
+	return res, err
+}
+
+// reserve is one reservation under policies, read once: the room, which may depend on the
+// limits that govern the owner, is made again on each try against concurrent writers.
+func (l *Ledger) reserve(ctx context.Context, policies []nbv1.UserPolicy, req Request, room func(Limits) nbv1.Reservation) (Limits, error) {
 	reader := l.Reader
 	for attempt := 0; ; attempt++ {
-		lim, err = l.reserveOnce(ctx, reader, policies, req)
+		lim, err := l.reserveOnce(ctx, reader, policies, req, room)
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			return lim, true, err
+			return lim, err
 		}
 		if attempt+1 == maxAttempts {
-			return lim, true, fmt.Errorf("reserve for %s: too many concurrent changes: %w", req.Owner, err)
+			return lim, fmt.Errorf("reserve for %s: too many concurrent changes: %w", req.Owner, err)
 		}
 		// Another writer won: read the ledger as it is now, after a short random pause so
 		// that the losers do not all come back at once.
@@ -137,13 +152,14 @@ func (l *Ledger) Reserve(ctx context.Context, req Request) (lim Limits, on bool,
 		pause := time.Duration(1+rand.IntN(5<<min(attempt, 4))) * time.Millisecond
 		select {
 		case <-ctx.Done():
-			return lim, true, ctx.Err()
+			return lim, ctx.Err()
 		case <-time.After(pause):
 		}
 	}
 }
 
-func (l *Ledger) reserveOnce(ctx context.Context, reader client.Reader, policies []nbv1.UserPolicy, req Request) (Limits, error) {
+// reserveOnce is one try of reserve: read the ledger, check, write.
+func (l *Ledger) reserveOnce(ctx context.Context, reader client.Reader, policies []nbv1.UserPolicy, req Request, room func(Limits) nbv1.Reservation) (Limits, error) {
 	u, err := l.get(ctx, reader, req.Owner)
 	create := apierrors.IsNotFound(err)
 	if err != nil && !create {
@@ -162,7 +178,7 @@ func (l *Ledger) reserveOnce(ctx context.Context, reader client.Reader, policies
 		u.Spec.Groups = slices.Clone(req.Groups)
 	}
 	lim := Effective(policies, req.Owner, u.Spec.Groups)
-	r := req.Reservation
+	r := room(lim)
 	if r.Kind == nbv1.ReservationKernel && !req.Record && !lim.AllowsSpec(r.KernelSpec) {
 		return lim, &SpecNotAllowed{User: req.Owner, Spec: r.KernelSpec, Allowed: lim.KernelSpecs}
 	}
@@ -196,48 +212,15 @@ func (l *Ledger) reserveOnce(ctx context.Context, reader client.Reader, policies
 	u.Spec.Reservations = append(others, r)
 	slices.SortFunc(u.Spec.Reservations, func(a, b nbv1.Reservation) int {
 		if a.Kind != b.Kind {
-			return compare(string(a.Kind), string(b.Kind))
+			return cmp.Compare(a.Kind, b.Kind)
 		}
-		return compare(a.Name, b.Name)
+		return cmp.Compare(a.Name, b.Name)
 	})
 	u.Status = Summary(lim, Sum(u.Spec.Reservations))
 	if create {
 		return lim, l.Client.Create(ctx, u)
 	}
 	return lim, l.Client.Update(ctx, u)
-}
-
-func compare(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// sameRoom says whether two reservations hold the same room.
-func sameRoom(a, b *nbv1.Reservation) bool {
-	return a.KernelSpec == b.KernelSpec && a.Engines == b.Engines &&
-		equality.Semantic.DeepEqual(a.CPU, b.CPU) && equality.Semantic.DeepEqual(a.Memory, b.Memory) && equality.Semantic.DeepEqual(a.GPU, b.GPU)
-}
-
-// minus is what a has beyond b, dimension by dimension, never below zero.
-func minus(a, b Amounts) Amounts {
-	out := Amounts{Kernels: max(a.Kernels-b.Kernels, 0), Engines: max(a.Engines-b.Engines, 0)}
-	out.CPU, out.Memory, out.GPU = sub(a.CPU, b.CPU), sub(a.Memory, b.Memory), sub(a.GPU, b.GPU)
-	return out
-}
-
-// sub is a-b, or zero when b is as large.
-func sub(a, b resource.Quantity) resource.Quantity {
-	if a.Cmp(b) <= 0 {
-		return resource.Quantity{}
-	}
-	out := a.DeepCopy()
-	out.Sub(b)
-	return out
 }
 
 // Release removes the reservation of kind and name from owner's ledger. A missing ledger or
@@ -272,6 +255,27 @@ func (l *Ledger) Release(ctx context.Context, owner string, kind nbv1.Reservatio
 	return errors.New("release: too many concurrent changes")
 }
 
+// Settle keeps in u's ledger only the reservations keep (those whose resources still take
+// room) and brings its summary in line with the policies. A write lost to a newer version of
+// the ledger is no error: lost says so, for the caller to come back to it.
+func (l *Ledger) Settle(ctx context.Context, u *nbv1.UserUsage, keep []nbv1.Reservation) (lost bool, err error) {
+	changed := u.DeepCopy()
+	changed.Spec.Reservations = keep
+	if err := l.writeSummary(ctx, changed); err != nil {
+		return false, err
+	}
+	if equality.Semantic.DeepEqual(changed.Spec, u.Spec) && changed.Status == u.Status {
+		return false, nil
+	}
+	if err := l.Client.Update(ctx, changed); err != nil {
+		if apierrors.IsConflict(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("update usage of %s: %w", u.Spec.User, err)
+	}
+	return false, nil
+}
+
 // writeSummary sets u's status from its reservations and the policies.
 func (l *Ledger) writeSummary(ctx context.Context, u *nbv1.UserUsage) error {
 	policies, err := l.Policies(ctx)
@@ -280,54 +284,6 @@ func (l *Ledger) writeSummary(ctx context.Context, u *nbv1.UserUsage) error {
 	}
 	u.Status = Summary(Effective(policies, string(u.Spec.User), u.Spec.Groups), Sum(u.Spec.Reservations))
 	return nil
-}
-
-// KernelRoom is the reservation of a kernel named name whose container has res.
-func KernelRoom(name, spec string, res corev1.ResourceRequirements) nbv1.Reservation {
-	cpu, memory, gpu := Requested(res, 1)
-	return nbv1.Reservation{Kind: nbv1.ReservationKernel, Name: name, KernelSpec: spec,
-		CPU: nonZero(cpu), Memory: nonZero(memory), GPU: nonZero(gpu)}
-}
-
-// ClusterRoom is the reservation of a running cluster of engines engines with res each.
-func ClusterRoom(name string, engines int32, res corev1.ResourceRequirements) nbv1.Reservation {
-	cpu, memory, gpu := Requested(res, int64(engines))
-	return nbv1.Reservation{Kind: nbv1.ReservationCluster, Name: name, Engines: engines,
-		CPU: nonZero(cpu), Memory: nonZero(memory), GPU: nonZero(gpu)}
-}
-
-func nonZero(q resource.Quantity) *resource.Quantity {
-	if q.IsZero() {
-		return nil
-	}
-	return &q
-}
-
-// ReserveKernel makes room for a new kernel named name of spec, owned by owner (of groups,
-// or nil for the recorded ones), and returns the resources of its kernel container: the
-// spec's, with the owner's default resources filled in. A refusal is a *Exceeded or a
-// *SpecNotAllowed.
-func (l *Ledger) ReserveKernel(ctx context.Context, owner string, groups []string, name string, spec *nbv1.KernelSpec) (corev1.ResourceRequirements, error) {
-	lim, on, err := l.Limits(ctx, owner, groups)
-	if err != nil || !on {
-		return spec.Spec.Resources, err
-	}
-	res := KernelResources(spec.Spec.Resources, lim.DefaultResources)
-	_, _, err = l.Reserve(ctx, Request{Owner: owner, Groups: groups, Reservation: KernelRoom(name, spec.Name, res)})
-	return res, err
-}
-
-// Refusal is err as the API tells it when it is a refusal of the ledger's (403), else err.
-func Refusal(err error) error {
-	var ex *Exceeded
-	var na *SpecNotAllowed
-	switch {
-	case errors.As(err, &ex):
-		return ex.DomainError()
-	case errors.As(err, &na):
-		return na.DomainError()
-	}
-	return err
 }
 
 // In is the ledger of namespace ns, with l's clients.

@@ -1,11 +1,12 @@
 // Package quota holds users to the limits of their UserPolicies: which policies govern a
-// user, what a kernel or a running cluster counts, and the ledger of reservations (the
-// user's UserUsage) that API servers and controllers update with optimistic concurrency, so
-// that starts through several API server replicas and by kubectl cannot together go past a
-// limit.
+// user and what a kernel or a running cluster counts (quota.go, pure), and the ledger of
+// reservations (the user's UserUsage, ledger.go), which API servers and controllers change
+// only through a Ledger, with optimistic concurrency, so that starts through several API
+// server replicas and by kubectl cannot together go past a limit.
 package quota
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -358,4 +360,70 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n-3] + "..."
+}
+
+// Sum is what reservations count together.
+func Sum(rs []nbv1.Reservation) Amounts {
+	var a Amounts
+	for i := range rs {
+		a.Add(Of(&rs[i]))
+	}
+	return a
+}
+
+// sameRoom says whether two reservations hold the same room.
+func sameRoom(a, b *nbv1.Reservation) bool {
+	return a.KernelSpec == b.KernelSpec && a.Engines == b.Engines &&
+		equality.Semantic.DeepEqual(a.CPU, b.CPU) && equality.Semantic.DeepEqual(a.Memory, b.Memory) && equality.Semantic.DeepEqual(a.GPU, b.GPU)
+}
+
+// minus is what a has beyond b, dimension by dimension, never below zero.
+func minus(a, b Amounts) Amounts {
+	out := Amounts{Kernels: max(a.Kernels-b.Kernels, 0), Engines: max(a.Engines-b.Engines, 0)}
+	out.CPU, out.Memory, out.GPU = sub(a.CPU, b.CPU), sub(a.Memory, b.Memory), sub(a.GPU, b.GPU)
+	return out
+}
+
+// sub is a-b, or zero when b is as large.
+func sub(a, b resource.Quantity) resource.Quantity {
+	if a.Cmp(b) <= 0 {
+		return resource.Quantity{}
+	}
+	out := a.DeepCopy()
+	out.Sub(b)
+	return out
+}
+
+// KernelRoom is the reservation of a kernel named name whose container has res.
+func KernelRoom(name, spec string, res corev1.ResourceRequirements) nbv1.Reservation {
+	cpu, memory, gpu := Requested(res, 1)
+	return nbv1.Reservation{Kind: nbv1.ReservationKernel, Name: name, KernelSpec: spec,
+		CPU: nonZero(cpu), Memory: nonZero(memory), GPU: nonZero(gpu)}
+}
+
+// ClusterRoom is the reservation of a running cluster of engines engines with res each.
+func ClusterRoom(name string, engines int32, res corev1.ResourceRequirements) nbv1.Reservation {
+	cpu, memory, gpu := Requested(res, int64(engines))
+	return nbv1.Reservation{Kind: nbv1.ReservationCluster, Name: name, Engines: engines,
+		CPU: nonZero(cpu), Memory: nonZero(memory), GPU: nonZero(gpu)}
+}
+
+func nonZero(q resource.Quantity) *resource.Quantity {
+	if q.IsZero() {
+		return nil
+	}
+	return &q
+}
+
+// Refusal is err as the API tells it when it is a refusal of the ledger's (403), else err.
+func Refusal(err error) error {
+	var ex *Exceeded
+	var na *SpecNotAllowed
+	switch {
+	case errors.As(err, &ex):
+		return ex.DomainError()
+	case errors.As(err, &na):
+		return na.DomainError()
+	}
+	return err
 }
