@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
 )
 
@@ -208,5 +209,39 @@ func TestKernelSpec_SchemaRefusesANegativeIdleTimeout(t *testing.T) {
 	spec.Spec.Culling.IdleTimeout.Duration = 0
 	if err := k8sClient.Create(context.Background(), spec); err != nil {
 		t.Errorf("0s (culling off for the spec) refused: %v", err)
+	}
+}
+
+// The culler sets its Culled condition by a server-side apply of that condition alone: the
+// conditions the Kernel controller wrote after the culler read the kernel stay.
+func TestCuller_CulledConditionLeavesTheOtherConditions(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, kernelSpec(ns, "python3"), k)
+	runningKernel(t, k, "10.20.0.60")
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	read := k.DeepCopy() // the kernel as the culler read it
+	live := k.DeepCopy()
+	meta.SetStatusCondition(&live.Status.Conditions, metav1.Condition{Type: nbv1.ConditionRestarted, Status: metav1.ConditionTrue,
+		Reason: string(nbv1.ReasonKernelDied), Message: "the kernel died meanwhile"})
+	if err := k8sClient.Status().Update(context.Background(), live); err != nil {
+		t.Fatal(err)
+	}
+	c := &controllers.Culler{Client: k8sClient}
+	if err := c.ApplyCulledForTest(context.Background(), read, nbv1.ReasonIdleTimeout, "idle for a while", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{nbv1.ConditionReady, nbv1.ConditionRestarted, nbv1.ConditionCulled} {
+		if meta.FindStatusCondition(k.Status.Conditions, typ) == nil {
+			t.Errorf("no %s condition after the cull: %+v", typ, k.Status.Conditions)
+		}
+	}
+	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionCulled); c != nil && (c.Reason != string(nbv1.ReasonIdleTimeout) || c.Message != "idle for a while") {
+		t.Errorf("Culled condition %+v", c)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -220,6 +222,31 @@ func cullVerdict(o CullingOptions, k *nbv1.Kernel, st *agentapi.Status, now time
 		idle.Round(time.Second), o.IdleTimeout, last.UTC().Format(time.RFC3339), state, st.Connections)}, true
 }
 
+// cullerFieldOwner is the field manager of the culler's status writes.
+const cullerFieldOwner = "nbkube-culler"
+
+// applyCulled sets the kernel's Culled condition by a server-side apply of that condition
+// alone, as its own field manager: the conditions are a map by type, so the apply changes no
+// other condition and loses none to the Kernel controller's status write of the same moment
+// (a merge patch would replace the whole list with the culler's copy of it), and it needs no
+// resource version, since the culler is not the Kernel's reconciler and has nothing to retry.
+func (c *Culler) applyCulled(ctx context.Context, k *nbv1.Kernel, v verdict, now time.Time) error {
+	var conds []metav1.Condition
+	setCondition(&conds, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
+	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[0])
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(nbv1.GroupVersion.WithKind("Kernel"))
+	u.SetNamespace(k.Namespace)
+	u.SetName(k.Name)
+	if err := unstructured.SetNestedSlice(u.Object, []any{cond}, "status", "conditions"); err != nil {
+		return err
+	}
+	return c.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cullerFieldOwner), client.ForceOwnership)
+}
+
 // unusedVerdict culls a kernel that no client has connected to within UnusedTimeout of its
 // agent's start (or of its claim, for a kernel of a warm pool; claimed is zero for others),
 // unless it is busy (someone's code runs).
@@ -244,12 +271,7 @@ func unusedVerdict(o CullingOptions, st *agentapi.Status, claimed, now time.Time
 // Session controller.
 func (c *Culler) cull(ctx context.Context, k *nbv1.Kernel, v verdict, now time.Time) {
 	logger := log.FromContext(ctx).WithValues("kernel", klog.KObj(k))
-	culled := k.DeepCopy()
-	setCondition(&culled.Status.Conditions, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
-	// A patch without a resource version rather than writeStatus: the culler is not the
-	// Kernel's reconciler and has nothing to retry, so the condition must not be lost to the
-	// Kernel controller's status write of the same moment.
-	if err := c.Client.Status().Patch(ctx, culled, client.MergeFrom(k)); err != nil {
+	if err := c.applyCulled(ctx, k, v, now); err != nil {
 		if apierrors.IsNotFound(err) {
 			return
 		}

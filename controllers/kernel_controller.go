@@ -68,11 +68,31 @@ type KernelReconciler struct {
 	// one worker made the pods of twenty kernels started together one after the other.
 	Workers int
 
-	starts  kernelStarts
-	replay  replayHeld
-	held    heldWrites
-	own     ownWrites
+	kernelMemory
+}
+
+// kernelMemory is what the Kernel controller keeps of each kernel between reconciles, beside
+// the Kernel itself; forget drops all of it once the kernel is gone.
+type kernelMemory struct {
+	// starts times starts for the metrics (kernel_starts.go).
+	starts kernelStarts
+	// replay is what each agent holds for replay, for the metrics (metrics.go).
+	replay replayHeld
+	// held are status writes held back during a start (kernel_hold.go).
+	held heldWrites
+	// own are the controller's own last status writes (kernel_ownwrites.go).
+	own ownWrites
+	// running are the kernels whose agents are polled (statuspoll.go).
 	running runningKernels
+}
+
+// forget drops what is kept of a kernel that is gone or going.
+func (m *kernelMemory) forget(key types.NamespacedName) {
+	m.starts.forget(key)
+	m.replay.forget(key)
+	m.held.forget(key)
+	m.own.forget(key)
+	m.running.mark(key, false)
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -102,20 +122,12 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	began := r.Clock.Now()
 	kernel := &nbv1.Kernel{}
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
-		r.starts.forget(req.NamespacedName)
-		r.replay.forget(req.NamespacedName)
-		r.held.forget(req.NamespacedName)
-		r.own.forget(req.NamespacedName)
-		r.running.mark(req.NamespacedName, false)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
-		r.starts.forget(req.NamespacedName)
-		r.replay.forget(req.NamespacedName)
-		r.held.forget(req.NamespacedName)
-		r.own.forget(req.NamespacedName)
-		r.running.mark(req.NamespacedName, false)
+		r.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	r.own.catchUp(req.NamespacedName, kernel)

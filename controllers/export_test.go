@@ -1,0 +1,13 @@
+package controllers
+
+import (
+	"context"
+	"time"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+)
+
+// ApplyCulledForTest sets k's Culled condition as a cull does, without deleting it.
+func (c *Culler) ApplyCulledForTest(ctx context.Context, k *nbv1.Kernel, reason nbv1.ConditionReason, message string, now time.Time) error {
+	return c.applyCulled(ctx, k, verdict{reason, message}, now)
+}
