@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nbkube/nbkube/internal/jsonspan"
-	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
 // Notebooks of nbformat 1 and 2 are saved as Jupyter saves them (nbformat.write with
@@ -140,7 +139,7 @@ func appendOrdered(b []byte, d *jsonspan.Doc, v jsonspan.Span, depth int) []byte
 		return append(indentV1(b, depth), ']')
 	}
 	if s, ok := d.StringValue(v); ok {
-		return jupyter.AppendString(b, s)
+		return jsonspan.AppendString(b, s)
 	}
 	// A number (kept as written), true, false or null.
 	return append(b, d.Text(v)...)
@@ -166,7 +165,7 @@ func appendOrderedObject(b []byte, d *jsonspan.Doc, members []jsonspan.Member, d
 			b = append(b, ',')
 		}
 		b = indentV1(b, depth+1)
-		b = jupyter.AppendString(b, k)
+		b = jsonspan.AppendString(b, k)
 		b = append(b, ": "...)
 		b = appendOrdered(b, d, last[k], depth+1)
 	}
