@@ -15,6 +15,7 @@ import (
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/nbformat"
 )
 
 // maxUntitled bounds the search for a free "Untitled<n>" or "-Copy<n>" name.
@@ -120,7 +121,7 @@ func writeBytes(data []byte) func(*os.File) error {
 // a checkpoint: the first save makes one.
 func (s *Store) saveNotebook(p string, content json.RawMessage, pre Precondition) (*jupyter.ContentsModel, error) {
 	s.cpu <- struct{}{}
-	data, validate, err := prepareNotebook(content)
+	data, validate, err := nbformat.Write(content)
 	if err != nil {
 		<-s.cpu
 		return nil, err
@@ -184,7 +185,7 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 		}
 		return s.modelOf(p)
 	case jupyter.TypeNotebook:
-		data, err := newNotebookJSON()
+		data, err := nbformat.New()
 		if err != nil {
 			return nil, err
 		}
