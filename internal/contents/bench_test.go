@@ -159,14 +159,14 @@ func BenchmarkCreateCheckpoint(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				s.share.waitUnshared()
+				s.checkpoints.share.waitUnshared()
 			})
 			b.Run("with-unshare", func(b *testing.B) {
 				for b.Loop() {
 					if _, err := s.CreateCheckpoint(ctx, "n.ipynb"); err != nil {
 						b.Fatal(err)
 					}
-					s.share.waitUnshared()
+					s.checkpoints.share.waitUnshared()
 				}
 			})
 		})

@@ -152,7 +152,7 @@ func (s *Store) saveNotebook(p string, content json.RawMessage, pre Precondition
 // result for the next read, and returns its model with the validation message; st is the
 // stat of the version written.
 func (s *Store) afterNotebookWrite(p string, st statInfo, msg string) (*jupyter.ContentsModel, error) {
-	if err := s.ensureCheckpoint(p); err != nil {
+	if err := s.checkpoints.ensure(p); err != nil {
 		return nil, err
 	}
 	m, err := s.modelFrom(p, st)
@@ -380,7 +380,7 @@ func (s *Store) copyFile(src, dst string) (*jupyter.ContentsModel, error) {
 		return nil, err
 	}
 	if typ, _ := modelType(src, statInfo{}, ""); typ == jupyter.TypeNotebook {
-		if err := s.ensureCheckpoint(dst); err != nil {
+		if err := s.checkpoints.ensure(dst); err != nil {
 			return nil, err
 		}
 	}
@@ -416,7 +416,7 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 		return nil, err
 	}
 	if !ofi.IsDir() {
-		if err := s.renameCheckpoints(old, p); err != nil {
+		if err := s.checkpoints.rename(old, p); err != nil {
 			return nil, err
 		}
 	}
@@ -499,7 +499,7 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 				return fsError(p, err)
 			}
 		}
-		if err := s.deleteCheckpoints(p); err != nil {
+		if err := s.checkpoints.removeAll(p); err != nil {
 			return err
 		}
 		return s.forgetIDs(p)

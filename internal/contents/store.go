@@ -83,15 +83,12 @@ type GetOptions struct {
 // ForUploader copies a Store: what views share must be held by pointer, never a lock by value
 // (go vet's copylocks check catches one).
 type Store struct {
-	root *os.Root
-	// borrowed says root is the store's this view was copied from, which closes it.
+	*tree
+	// borrowed says the tree is the store's this view was copied from, which closes it.
 	borrowed bool
-	// real is where the system resolves root to, for refusing links into .nbkube directories
-	// by what they resolve to (see refuseMetaTarget).
-	real    string
-	opts    Options
-	clock   clock.PassiveClock
-	results *validationCache
+	opts     Options
+	clock    clock.PassiveClock
+	results  *validationCache
 	// notebooks are notebooks' contents ready to serve, shared with sub stores as results is.
 	notebooks *notebookCache
 	// cpu admits notebook encodings and validations, the CPU-heavy part of a save, as many at a
@@ -103,8 +100,8 @@ type Store struct {
 	// their uploads in progress may hold (see ForUploader).
 	uploader  string
 	allowance int64
-	// share is how checkpoints are made without copies (see checkpointshare.go).
-	share *sharing
+	// checkpoints keep the checkpoints of the tree's files (checkpoints.go).
+	checkpoints *checkpoints
 	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
 	// the tests lower it to stream small files too).
 	streamFrom int64
@@ -116,7 +113,7 @@ func New(root string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open contents root: %w", err)
 	}
-	real, err := realPathOf(r)
+	t, err := openTree(r)
 	if err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("open contents root: %w", err)
@@ -140,9 +137,9 @@ func New(root string, opts Options) (*Store, error) {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
-		notebooks: newNotebookCache(opts.NotebookCacheBytes),
-		cpu:       make(chan struct{}, runtime.GOMAXPROCS(0)), share: newSharing(), streamFrom: streamFromSize}, nil
+	return &Store{tree: t, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
+		notebooks: newNotebookCache(opts.NotebookCacheBytes), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		checkpoints: newCheckpoints(t, opts.MaxCheckpoints, c), streamFrom: streamFromSize}, nil
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
@@ -151,7 +148,7 @@ func (s *Store) Close() error {
 	if s.borrowed {
 		return nil
 	}
-	s.share.close()
+	s.checkpoints.share.close()
 	return s.root.Close()
 }
 
@@ -338,12 +335,12 @@ func (s *Store) read(p string) ([]byte, statInfo, error) {
 // openRegular opens the regular file at p for reading, following links inside the root. It
 // opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
 // regular file.
-func (s *Store) openRegular(p string) (*os.File, statInfo, error) {
-	f, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+func (t *tree) openRegular(p string) (*os.File, statInfo, error) {
+	f, err := t.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, statInfo{}, fsError(p, err)
 	}
-	if err := s.refuseMetaFile(p, f); err != nil {
+	if err := t.refuseMetaFile(p, f); err != nil {
 		f.Close()
 		return nil, statInfo{}, err
 	}
