@@ -100,8 +100,10 @@ type Store struct {
 	// their uploads in progress may hold (see ForUploader).
 	uploader  string
 	allowance int64
-	// checkpoints keep the checkpoints of the tree's files (checkpoints.go).
+	// checkpoints keep the checkpoints of the tree's files (checkpoints.go), and trash the
+	// users' trash in it (trash.go).
 	checkpoints *checkpoints
+	trash       *trash
 	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
 	// the tests lower it to stream small files too).
 	streamFrom int64
@@ -139,7 +141,8 @@ func New(root string, opts Options) (*Store, error) {
 	}
 	return &Store{tree: t, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
 		notebooks: newNotebookCache(opts.NotebookCacheBytes), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		checkpoints: newCheckpoints(t, opts.MaxCheckpoints, c), streamFrom: streamFromSize}, nil
+		checkpoints: newCheckpoints(t, opts.MaxCheckpoints, c), trash: &trash{tree: t, clock: c, maxAge: opts.TrashMaxAge},
+		streamFrom: streamFromSize}, nil
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
