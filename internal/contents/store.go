@@ -96,14 +96,11 @@ type Store struct {
 	// first in, first out). Without it, 64 concurrent saves share two cores at random and the
 	// unlucky ones wait many times the average; with it, waiting is a fair queue.
 	cpu chan struct{}
-	// uploader and allowance are whose chunked uploads this view receives and how many bytes
-	// their uploads in progress may hold (see ForUploader).
-	uploader  string
-	allowance int64
-	// checkpoints keep the checkpoints of the tree's files (checkpoints.go), and trash the
-	// users' trash in it (trash.go).
+	// checkpoints keep the checkpoints of the tree's files (checkpoints.go), trash the users'
+	// trash in it (trash.go) and uploads its chunked uploads in progress (upload.go).
 	checkpoints *checkpoints
 	trash       *trash
+	uploads     *uploads
 	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
 	// the tests lower it to stream small files too).
 	streamFrom int64
@@ -139,10 +136,20 @@ func New(root string, opts Options) (*Store, error) {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{tree: t, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
+	shared := &Store{opts: opts, clock: c, results: newValidationCache(validationCacheSize),
 		notebooks: newNotebookCache(opts.NotebookCacheBytes), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		checkpoints: newCheckpoints(t, opts.MaxCheckpoints, c), trash: &trash{tree: t, clock: c, maxAge: opts.TrashMaxAge},
-		streamFrom: streamFromSize}, nil
+		streamFrom: streamFromSize}
+	return shared.on(t), nil
+}
+
+// on is a store serving the tree t with s's options, caches and CPU queue, and checkpoints,
+// trash and uploads of its own in t.
+func (s *Store) on(t *tree) *Store {
+	return &Store{tree: t, opts: s.opts, clock: s.clock, results: s.results, notebooks: s.notebooks, cpu: s.cpu,
+		checkpoints: newCheckpoints(t, s.opts.MaxCheckpoints, s.clock),
+		trash:       &trash{tree: t, clock: s.clock, maxAge: s.opts.TrashMaxAge},
+		uploads:     &uploads{tree: t, clock: s.clock, maxSize: s.opts.MaxUploadSize, ttl: s.opts.UploadTTL},
+		streamFrom:  s.streamFrom}
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see

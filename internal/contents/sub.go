@@ -38,10 +38,8 @@ func (s *Store) Sub(dir string) (*Store, error) {
 		_ = r.Close()
 		return nil, fsError(p, err)
 	}
-	// Its own checkpoints: their unsharing resolves paths in its root, and ends with it.
-	return &Store{tree: t, opts: s.opts, clock: s.clock, results: s.results, notebooks: s.notebooks, cpu: s.cpu,
-		checkpoints: newCheckpoints(t, s.opts.MaxCheckpoints, s.clock), trash: &trash{tree: t, clock: s.clock, maxAge: s.opts.TrashMaxAge},
-		streamFrom: s.streamFrom}, nil
+	// Its own checkpoints too: their unsharing resolves paths in its root, and ends with it.
+	return s.on(t), nil
 }
 
 // realPathOf is where the system resolved r's directory to, from /proc, which names an open
