@@ -116,6 +116,25 @@ func (t *tree) listDir(dir string, fn func(dfd int, names []string)) error {
 	})
 }
 
+// withDirs opens the directories from and to (clean API paths) and runs fn with their
+// descriptors, for what moves an entry from one to the other passing the system single
+// names only. fromErr words an error opening from; one opening to is parentError's.
+func (t *tree) withDirs(from string, fromErr func(error) error, to string, fn func(fromFD, toFD int) error) error {
+	f, err := t.openDir(from)
+	if err != nil {
+		return fromErr(err)
+	}
+	defer f.Close()
+	d, err := t.openDir(to)
+	if err != nil {
+		return parentError(to, err)
+	}
+	defer d.Close()
+	return withFD(f, func(ffd int) error {
+		return withFD(d, func(dfd int) error { return fn(ffd, dfd) })
+	})
+}
+
 // writable reports whether the process may write the file at the clean API path p.
 func (t *tree) writable(p string) bool {
 	dir, name := splitPath(p)

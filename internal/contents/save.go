@@ -431,35 +431,23 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 func (s *Store) renameEntry(old, p string) error {
 	odir, oname := splitPath(old)
 	ndir, nname := splitPath(p)
-	od, err := s.openDir(odir)
-	if err != nil {
-		return fsError(old, err)
-	}
-	defer od.Close()
-	nd, err := s.openDir(ndir)
-	if err != nil {
-		return parentError(ndir, err)
-	}
-	defer nd.Close()
-	return withFD(od, func(ofd int) error {
-		return withFD(nd, func(nfd int) error {
-			err := renameNoReplace(ofd, oname, nfd, nname)
-			if errors.Is(err, unix.EEXIST) && sameFile(ofd, oname, nfd, nname) {
-				err = unix.Renameat(ofd, oname, nfd, nname)
-			}
-			switch {
-			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
-			case errors.Is(err, unix.EINVAL):
-				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
-			case err != nil:
-				return fsError(old, err)
-			}
-			if err := unix.Fsync(nfd); err != nil {
-				return fsError(p, err)
-			}
-			return fsError(old, unix.Fsync(ofd))
-		})
+	return s.withDirs(odir, func(err error) error { return fsError(old, err) }, ndir, func(ofd, nfd int) error {
+		err := renameNoReplace(ofd, oname, nfd, nname)
+		if errors.Is(err, unix.EEXIST) && sameFile(ofd, oname, nfd, nname) {
+			err = unix.Renameat(ofd, oname, nfd, nname)
+		}
+		switch {
+		case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+			return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
+		case errors.Is(err, unix.EINVAL):
+			return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
+		case err != nil:
+			return fsError(old, err)
+		}
+		if err := unix.Fsync(nfd); err != nil {
+			return fsError(p, err)
+		}
+		return fsError(old, unix.Fsync(ofd))
 	})
 }
 

@@ -261,34 +261,22 @@ func (tr *trash) restore(user, id, p string) error {
 
 // moveOut renames files/<id> of t to name in dir (the API path p) without replacing.
 func (tr *trash) moveOut(t trashPaths, id, p, dir, name string) error {
-	files, err := tr.openDir(t.files)
-	if err != nil {
-		return noTrashEntry(id, err)
-	}
-	defer files.Close()
-	d, err := tr.openDir(dir)
-	if err != nil {
-		return parentError(dir, err)
-	}
-	defer d.Close()
-	return withFD(files, func(ffd int) error {
-		return withFD(d, func(dfd int) error {
-			err := renameNoReplace(ffd, id, dfd, name)
-			switch {
-			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
-			case errors.Is(err, unix.ENOENT):
-				return noTrashEntry(id, err)
-			case errors.Is(err, unix.EXDEV):
-				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot restore to " + p + ": another file system than the trash", Err: err}
-			case err != nil:
-				return fsError(p, err)
-			}
-			if err := unix.Fsync(dfd); err != nil {
-				return fsError(p, err)
-			}
-			return fsError(p, unix.Fsync(ffd))
-		})
+	return tr.withDirs(t.files, func(err error) error { return noTrashEntry(id, err) }, dir, func(ffd, dfd int) error {
+		err := renameNoReplace(ffd, id, dfd, name)
+		switch {
+		case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+			return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
+		case errors.Is(err, unix.ENOENT):
+			return noTrashEntry(id, err)
+		case errors.Is(err, unix.EXDEV):
+			return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot restore to " + p + ": another file system than the trash", Err: err}
+		case err != nil:
+			return fsError(p, err)
+		}
+		if err := unix.Fsync(dfd); err != nil {
+			return fsError(p, err)
+		}
+		return fsError(p, unix.Fsync(ffd))
 	})
 }
 

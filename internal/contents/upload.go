@@ -221,35 +221,23 @@ func (u *uploads) publish(p, key string) error {
 	}
 	dir, name := splitPath(target)
 	part := key + ".part"
-	ud, err := u.openDir(uploadsDir)
-	if err != nil {
-		return fsError(p, err)
-	}
-	defer ud.Close()
-	td, err := u.openDir(dir)
-	if err != nil {
-		return parentError(dir, err)
-	}
-	defer td.Close()
-	err = withFD(ud, func(ufd int) error {
-		return withFD(td, func(tfd int) error {
-			if old, err := fstatat(tfd, name); err == nil {
-				if old.isDir() {
-					return invalid("%s is a directory", p)
-				}
-				if err := unix.Fchmodat(ufd, part, old.perm(), 0); err != nil {
-					return fsError(p, err)
-				}
-				// As in writeTemp: only a privileged server can keep the owner.
-				_ = unix.Fchownat(ufd, part, int(old.uid), int(old.gid), unix.AT_SYMLINK_NOFOLLOW)
+	err = u.withDirs(uploadsDir, func(err error) error { return fsError(p, err) }, dir, func(ufd, tfd int) error {
+		if old, err := fstatat(tfd, name); err == nil {
+			if old.isDir() {
+				return invalid("%s is a directory", p)
 			}
-			// Under the save lock, as a save's rename: a conditional save must not check the
-			// target and then replace this upload instead.
-			if err := u.withSaveLock(false, func() error { return unix.Renameat(ufd, part, tfd, name) }); err != nil {
-				return err
+			if err := unix.Fchmodat(ufd, part, old.perm(), 0); err != nil {
+				return fsError(p, err)
 			}
-			return fsError(p, unix.Fsync(tfd))
-		})
+			// As in writeTemp: only a privileged server can keep the owner.
+			_ = unix.Fchownat(ufd, part, int(old.uid), int(old.gid), unix.AT_SYMLINK_NOFOLLOW)
+		}
+		// Under the save lock, as a save's rename: a conditional save must not check the
+		// target and then replace this upload instead.
+		if err := u.withSaveLock(false, func() error { return unix.Renameat(ufd, part, tfd, name) }); err != nil {
+			return err
+		}
+		return fsError(p, unix.Fsync(tfd))
 	})
 	if !errors.Is(err, unix.EXDEV) {
 		return fsError(p, err)
