@@ -4,6 +4,13 @@
 // domainerr.Error (not found, conflict, invalid, forbidden, too large, no space) carrying
 // Jupyter's messages.
 //
+// Parts. A Store answers the API from a tree: the root it opened and the file operations on
+// it (tree.go, fsutil.go). Beside the store, in the same tree, stand the checkpoints of its
+// files (checkpoints.go, checkpointshare.go), the users' trash (trash.go, trashsweep.go) and
+// the chunked uploads in progress (upload.go), as Jupyter Server's Checkpoints stand beside
+// its ContentsManager: each holds what only it uses, and the store checks a request's path
+// and hands the request over. The notebook format is package nbformat's.
+//
 // Paths. API paths are cleaned as Jupyter cleans them (slashes and "." dropped); ".." and
 // NUL bytes are refused. Every file system access goes through an os.Root, which resolves
 // each component with openat and refuses symbolic links that leave the root, so a link
