@@ -97,6 +97,31 @@ func (t *tree) openDir(p string) (*os.File, error) {
 	return d, nil
 }
 
+// openRegular opens the regular file at p for reading, following links inside the root. It
+// opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
+// regular file.
+func (t *tree) openRegular(p string) (*os.File, statInfo, error) {
+	f, err := t.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, statInfo{}, fsError(p, err)
+	}
+	if err := t.refuseMetaFile(p, f); err != nil {
+		f.Close()
+		return nil, statInfo{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, statInfo{}, fsError(p, err)
+	}
+	st := infoOf(fi)
+	if !st.isRegular() {
+		f.Close()
+		return nil, st, invalid("Cannot read non-file %s", p)
+	}
+	return f, st, nil
+}
+
 // listDir opens the directory at the clean API path dir and calls fn with its descriptor and
 // the names in it, so that fn stats entries by single names through the open directory: that
 // resolves no path again and cannot leave the directory.

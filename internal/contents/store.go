@@ -342,31 +342,6 @@ func (s *Store) read(p string) ([]byte, statInfo, error) {
 	return data, st, err
 }
 
-// openRegular opens the regular file at p for reading, following links inside the root. It
-// opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
-// regular file.
-func (t *tree) openRegular(p string) (*os.File, statInfo, error) {
-	f, err := t.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, statInfo{}, fsError(p, err)
-	}
-	if err := t.refuseMetaFile(p, f); err != nil {
-		f.Close()
-		return nil, statInfo{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, statInfo{}, fsError(p, err)
-	}
-	st := infoOf(fi)
-	if !st.isRegular() {
-		f.Close()
-		return nil, st, invalid("Cannot read non-file %s", p)
-	}
-	return f, st, nil
-}
-
 // contentModel is the model of the file or notebook p whose bytes are data.
 func (s *Store) contentModel(p string, st statInfo, typ string, data []byte, o GetOptions, writable bool) (*jupyter.ContentsModel, error) {
 	m := s.model(p, st, typ, writable)
