@@ -14,6 +14,7 @@ import (
 	"github.com/nbkube/nbkube/internal/contents"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/nbformat"
 )
 
 // The IPython notebook's first web service: notebooks of one flat directory (the contents
@@ -187,7 +188,7 @@ func (s *Server) getLegacyNotebook(c *gin.Context) error {
 	}
 	content, _ := m.Content.(json.RawMessage)
 	name := strings.TrimSuffix(path.Base(p), notebookExt)
-	v3, err := contents.NotebookV3(content, name)
+	v3, err := nbformat.DowngradeV3(content, name)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,6 @@
 package contents
 
-import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"sync"
-
-	"github.com/nbkube/nbkube/internal/domainerr"
-)
+import "sync"
 
 // validationCacheSize bounds the validation results kept: an entry is a few dozen bytes.
 const validationCacheSize = 4096
@@ -60,29 +53,4 @@ func (c *validationCache) put(k versionKey, msg string) {
 		}
 	}
 	c.entries[k] = msg
-}
-
-// readNotebook returns the content of the notebook file p (st, data) as Jupyter's get
-// returns it, and its validation message.
-func (s *Store) readNotebook(p string, st statInfo, data []byte) (json.RawMessage, string, error) {
-	content, minor, newIDs, err := transformNotebookIDs(data)
-	if errors.Is(err, errOlderFormat) {
-		return s.readUpgraded(p, data)
-	}
-	if err != nil {
-		return nil, "", &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
-	}
-	key := keyOf(st)
-	msg, ok := s.results.get(key)
-	if !ok {
-		if msg, err = validateStored(data, minor); err != nil {
-			return nil, "", err
-		}
-		s.results.put(key, msg)
-	}
-	if !newIDs {
-		// The same file always reads the same: the next read can skip all this.
-		s.notebooks.put(cachedNotebook{key: key, content: content, msg: msg})
-	}
-	return content, msg, nil
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -26,7 +28,24 @@ import (
 // last_checkpoint and JupyterLab's restore without an id take the last element).
 var checkpointIDPattern = regexp.MustCompile(`^(checkpoint|[0-9]{8}T[0-9]{12}Z-[0-9a-f]{8})$`)
 
-func (s *Store) newCheckpointID(t time.Time) string {
+// checkpoints keep the checkpoints of a tree's files beside the store, as Jupyter Server's
+// Checkpoints stand beside its ContentsManager: the store hands them the checkpoint requests
+// of the API once it has checked the path (see the Store methods at the end of this file),
+// and calls them where a file gets its first checkpoint, moves or goes. They hold what only
+// checkpoints use: how many to keep, and the copies that give shared ones files of their own.
+type checkpoints struct {
+	*tree
+	max   int
+	clock clock.PassiveClock
+	// share is how checkpoints are made without copies (see checkpointshare.go).
+	share *sharing
+}
+
+func newCheckpoints(t *tree, maxPerFile int, c clock.PassiveClock) *checkpoints {
+	return &checkpoints{tree: t, max: maxPerFile, clock: c, share: newSharing()}
+}
+
+func newCheckpointID(t time.Time) string {
 	return fmt.Sprintf("%s%06dZ-%s", t.UTC().Format(checkpointTimeLayout), t.Nanosecond()/1000, randomHex(4))
 }
 
@@ -61,13 +80,13 @@ type checkpointFile struct {
 	made     time.Time
 }
 
-// checkpoints lists the checkpoints of p, oldest first.
-func (s *Store) checkpoints(p string) ([]checkpointFile, error) {
+// list lists the checkpoints of p, oldest first.
+func (c *checkpoints) list(p string) ([]checkpointFile, error) {
 	dir, name := splitPath(p)
 	base, ext := splitExt(name)
 	cdir := joinPath(dir, checkpointDir)
 	var list []checkpointFile
-	err := s.listDir(cdir, func(dfd int, names []string) {
+	err := c.listDir(cdir, func(dfd int, names []string) {
 		for _, n := range names {
 			if len(n) < len(base)+1+len(ext) || !strings.HasPrefix(n, base+"-") || !strings.HasSuffix(n, ext) {
 				continue
@@ -88,43 +107,31 @@ func (s *Store) checkpoints(p string) ([]checkpointFile, error) {
 		return nil, fsError(p, err)
 	}
 	slices.SortFunc(list, func(a, b checkpointFile) int {
-		if c := a.made.Compare(b.made); c != 0 {
-			return c
+		if byAge := a.made.Compare(b.made); byAge != 0 {
+			return byAge
 		}
 		return strings.Compare(a.id, b.id)
 	})
 	return list, nil
 }
 
-// ListCheckpoints is GET /api/contents/<path>/checkpoints, oldest first.
-func (s *Store) ListCheckpoints(_ context.Context, path string) ([]jupyter.Checkpoint, error) {
-	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
-	if err != nil {
-		return nil, err
-	}
-	list, err := s.checkpoints(p)
+// models are the checkpoints of p as the API lists them, oldest first.
+func (c *checkpoints) models(p string) ([]jupyter.Checkpoint, error) {
+	list, err := c.list(p)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]jupyter.Checkpoint, 0, len(list))
-	for _, c := range list {
-		out = append(out, jupyter.Checkpoint{ID: c.id, LastModified: jupyter.Time{Time: c.made}})
+	for _, cp := range list {
+		out = append(out, jupyter.Checkpoint{ID: cp.id, LastModified: jupyter.Time{Time: cp.made}})
 	}
 	return out, nil
 }
 
-// CreateCheckpoint is POST /api/contents/<path>/checkpoints: it keeps the file's version
-// (a reflink, a link or a copy: see checkpointshare.go), dated by the clock, and drops the oldest checkpoints beyond MaxCheckpoints.
-func (s *Store) CreateCheckpoint(_ context.Context, path string) (*jupyter.Checkpoint, error) {
-	p, err := s.check(path, "Cannot create a checkpoint of hidden file '%s'")
-	if err != nil {
-		return nil, err
-	}
-	return s.createCheckpoint(p)
-}
-
-func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
-	in, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+// create keeps the version of the file p (a reflink, a link or a copy: see
+// checkpointshare.go), dated by the clock, and drops the oldest checkpoints beyond max.
+func (c *checkpoints) create(p string) (*jupyter.Checkpoint, error) {
+	in, err := c.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, fsError(p, err)
 	}
@@ -134,20 +141,20 @@ func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
 		return nil, invalid("Cannot create a checkpoint of %s: not a file", p)
 	}
 	dir, _ := splitPath(p)
-	if err := s.root.Mkdir(joinPath(dir, checkpointDir), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := c.root.Mkdir(joinPath(dir, checkpointDir), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, fsError(p, err)
 	}
-	now := s.clock.Now().UTC().Truncate(time.Microsecond)
-	id := s.newCheckpointID(now)
+	now := c.clock.Now().UTC().Truncate(time.Microsecond)
+	id := newCheckpointID(now)
 	cp := checkpointPath(p, id)
-	linked, err := s.linkCheckpoint(in, infoOf(fi), cp)
+	linked, err := c.link(in, infoOf(fi), cp)
 	if err != nil {
 		return nil, fsError(p, err)
 	}
 	if linked {
-		s.unshareLater(p)
+		c.unshareLater(p)
 	} else {
-		err = s.writeFile(cp, true, func(w *os.File) error {
+		err = c.writeFile(cp, true, func(w *os.File) error {
 			_, err := io.Copy(w, in)
 			return err
 		})
@@ -155,42 +162,42 @@ func (s *Store) createCheckpoint(p string) (*jupyter.Checkpoint, error) {
 			return nil, err
 		}
 	}
-	if err := s.pruneCheckpoints(p); err != nil {
+	if err := c.prune(p); err != nil {
 		return nil, err
 	}
 	return &jupyter.Checkpoint{ID: id, LastModified: jupyter.Time{Time: now}}, nil
 }
 
-// pruneCheckpoints drops the oldest checkpoints of p beyond MaxCheckpoints. Replicas pruning
-// at once may remove the same file twice; that is harmless.
-func (s *Store) pruneCheckpoints(p string) error {
-	list, err := s.checkpoints(p)
+// prune drops the oldest checkpoints of p beyond max. Replicas pruning at once may remove
+// the same file twice; that is harmless.
+func (c *checkpoints) prune(p string) error {
+	list, err := c.list(p)
 	if err != nil {
 		return err
 	}
-	for _, c := range list[:max(0, len(list)-s.opts.MaxCheckpoints)] {
-		if err := s.root.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, cp := range list[:max(0, len(list)-c.max)] {
+		if err := c.root.Remove(cp.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fsError(p, err)
 		}
 	}
 	return nil
 }
 
-// ensureCheckpoint gives p a checkpoint if it has none, as Jupyter does on saving notebooks.
-func (s *Store) ensureCheckpoint(p string) error {
-	list, err := s.checkpoints(p)
+// ensure gives p a checkpoint if it has none, as Jupyter does on saving notebooks.
+func (c *checkpoints) ensure(p string) error {
+	list, err := c.list(p)
 	if err != nil || len(list) > 0 {
 		return err
 	}
-	_, err = s.createCheckpoint(p)
+	_, err = c.create(p)
 	return err
 }
 
-// linkCheckpoint makes cp (a new checkpoint's path) the open file in without copying it,
-// where the file system allows.
-func (s *Store) linkCheckpoint(in *os.File, st statInfo, cp string) (bool, error) {
+// link makes cp (a new checkpoint's path) the open file in without copying it, where the
+// file system allows.
+func (c *checkpoints) link(in *os.File, st statInfo, cp string) (bool, error) {
 	cdir, name := splitPath(cp)
-	d, err := s.openDir(cdir)
+	d, err := c.openDir(cdir)
 	if err != nil {
 		return false, err
 	}
@@ -198,23 +205,19 @@ func (s *Store) linkCheckpoint(in *os.File, st statInfo, cp string) (bool, error
 	var linked bool
 	err = withFD(d, func(cdfd int) error {
 		var err error
-		linked, err = s.shareCheckpoint(in, st, cdfd, name)
+		linked, err = c.shareFile(in, st, cdfd, name)
 		return err
 	})
 	return linked, err
 }
 
-// checkpointFileOf validates a checkpoint id (it becomes part of a file name) and returns the
+// file validates a checkpoint id of p (it becomes part of a file name) and returns the
 // checkpoint's path.
-func (s *Store) checkpointFileOf(path, id, refusal string) (string, string, error) {
-	p, err := s.check(path, refusal)
-	if err != nil {
-		return "", "", err
-	}
+func (c *checkpoints) file(p, id string) (string, error) {
 	if !checkpointIDPattern.MatchString(id) {
-		return "", "", notFound("Checkpoint does not exist: %s@%s", p, id)
+		return "", notFound("Checkpoint does not exist: %s@%s", p, id)
 	}
-	return p, checkpointPath(p, id), nil
+	return checkpointPath(p, id), nil
 }
 
 func noCheckpoint(p, id string, err error) error {
@@ -224,37 +227,119 @@ func noCheckpoint(p, id string, err error) error {
 	return fsError(p, err)
 }
 
-// RestoreCheckpoint is POST /api/contents/<path>/checkpoints/<id>: the file gets the
-// checkpoint's content, atomically, keeping its permissions.
-func (s *Store) RestoreCheckpoint(_ context.Context, path, id string) error {
-	p, cp, err := s.checkpointFileOf(path, id, "Cannot restore hidden file '%s'")
+// restore gives the file p the content of its checkpoint id, atomically, keeping its
+// permissions.
+func (c *checkpoints) restore(p, id string) error {
+	cp, err := c.file(p, id)
 	if err != nil {
 		return err
 	}
-	in, err := s.root.Open(cp)
+	in, err := c.root.Open(cp)
 	if err != nil {
 		return noCheckpoint(p, id, err)
 	}
 	defer in.Close()
-	return s.writeFile(p, false, func(w *os.File) error {
+	return c.writeFile(p, false, func(w *os.File) error {
 		_, err := io.Copy(w, in)
 		return err
 	})
 }
 
-// DeleteCheckpoint is DELETE /api/contents/<path>/checkpoints/<id>.
-func (s *Store) DeleteCheckpoint(_ context.Context, path, id string) error {
-	p, cp, err := s.checkpointFileOf(path, id, "Cannot delete a checkpoint of hidden file '%s'")
+// remove deletes checkpoint id of p.
+func (c *checkpoints) remove(p, id string) error {
+	cp, err := c.file(p, id)
 	if err != nil {
 		return err
 	}
-	return noCheckpoint(p, id, s.root.Remove(cp))
+	return noCheckpoint(p, id, c.root.Remove(cp))
+}
+
+// rename moves the checkpoints of old to p, replacing any left behind by a file that was at
+// p before.
+func (c *checkpoints) rename(old, p string) error {
+	list, err := c.list(old)
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	if err := c.removeAll(p); err != nil {
+		return err
+	}
+	dir, _ := splitPath(p)
+	if err := c.root.Mkdir(joinPath(dir, checkpointDir), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fsError(p, err)
+	}
+	for _, cp := range list {
+		if err := c.root.Rename(cp.path, checkpointPath(p, cp.id)); err != nil {
+			return fsError(p, err)
+		}
+	}
+	// The file keeps its inode through a rename: checkpoints still linked to it follow it.
+	c.unshareLater(p)
+	return nil
+}
+
+// removeAll removes all checkpoints of p.
+func (c *checkpoints) removeAll(p string) error {
+	list, err := c.list(p)
+	if err != nil {
+		return err
+	}
+	for _, cp := range list {
+		if err := c.root.Remove(cp.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fsError(p, err)
+		}
+	}
+	return nil
+}
+
+// The store's checkpoint requests: the path checked, then the checkpoints.
+
+// ListCheckpoints is GET /api/contents/<path>/checkpoints, oldest first.
+func (s *Store) ListCheckpoints(_ context.Context, path string) ([]jupyter.Checkpoint, error) {
+	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	return s.checkpoints.models(p)
+}
+
+// CreateCheckpoint is POST /api/contents/<path>/checkpoints: it keeps the file's version,
+// dated by the clock, and drops the oldest checkpoints beyond MaxCheckpoints.
+func (s *Store) CreateCheckpoint(_ context.Context, path string) (*jupyter.Checkpoint, error) {
+	p, err := s.check(path, "Cannot create a checkpoint of hidden file '%s'")
+	if err != nil {
+		return nil, err
+	}
+	return s.checkpoints.create(p)
+}
+
+// RestoreCheckpoint is POST /api/contents/<path>/checkpoints/<id>: the file gets the
+// checkpoint's content, atomically, keeping its permissions.
+func (s *Store) RestoreCheckpoint(_ context.Context, path, id string) error {
+	p, err := s.check(path, "Cannot restore hidden file '%s'")
+	if err != nil {
+		return err
+	}
+	return s.checkpoints.restore(p, id)
+}
+
+// DeleteCheckpoint is DELETE /api/contents/<path>/checkpoints/<id>.
+func (s *Store) DeleteCheckpoint(_ context.Context, path, id string) error {
+	p, err := s.check(path, "Cannot delete a checkpoint of hidden file '%s'")
+	if err != nil {
+		return err
+	}
+	return s.checkpoints.remove(p, id)
 }
 
 // GetCheckpoint reads a checkpoint without restoring it: the model is that of the file p as
 // it was (name and path are p's, times the checkpoint's), read-only.
 func (s *Store) GetCheckpoint(_ context.Context, path, id string, o GetOptions) (*jupyter.ContentsModel, error) {
-	p, cp, err := s.checkpointFileOf(path, id, "Refusing to serve hidden file or directory '%s'")
+	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := s.checkpoints.file(p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -272,42 +357,4 @@ func (s *Store) GetCheckpoint(_ context.Context, path, id string, o GetOptions) 
 	}
 	m.LastModified = jupyter.Time{Time: checkpointTime(id, st.mtime)}
 	return m, nil
-}
-
-// renameCheckpoints moves the checkpoints of old to p, replacing any left behind by a file
-// that was at p before.
-func (s *Store) renameCheckpoints(old, p string) error {
-	list, err := s.checkpoints(old)
-	if err != nil || len(list) == 0 {
-		return err
-	}
-	if err := s.deleteCheckpoints(p); err != nil {
-		return err
-	}
-	dir, _ := splitPath(p)
-	if err := s.root.Mkdir(joinPath(dir, checkpointDir), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fsError(p, err)
-	}
-	for _, c := range list {
-		if err := s.root.Rename(c.path, checkpointPath(p, c.id)); err != nil {
-			return fsError(p, err)
-		}
-	}
-	// The file keeps its inode through a rename: checkpoints still linked to it follow it.
-	s.unshareLater(p)
-	return nil
-}
-
-// deleteCheckpoints removes all checkpoints of p.
-func (s *Store) deleteCheckpoints(p string) error {
-	list, err := s.checkpoints(p)
-	if err != nil {
-		return err
-	}
-	for _, c := range list {
-		if err := s.root.Remove(c.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fsError(p, err)
-		}
-	}
-	return nil
 }

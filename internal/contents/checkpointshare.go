@@ -33,29 +33,29 @@ import (
 // fdatasync is unix.Fdatasync; tests count its calls.
 var fdatasync = unix.Fdatasync
 
-// shareCheckpoint makes name in the directory cdfd the content of the open regular file in,
+// shareFile makes name in the directory cdfd the content of the open regular file in,
 // whose stat is st, durably, without copying its bytes. It reports false, and leaves nothing
 // behind, where the file system can do neither a reflink nor a link; the caller copies then.
-func (s *Store) shareCheckpoint(in *os.File, st statInfo, cdfd int, name string) (linked bool, err error) {
+func (c *checkpoints) shareFile(in *os.File, st statInfo, cdfd int, name string) (linked bool, err error) {
 	err = withFD(in, func(infd int) error {
-		if !s.share.noReflink.Load() {
+		if !c.share.noReflink.Load() {
 			cloned, err := reflinkInto(infd, cdfd, name)
 			if err != nil || cloned {
 				linked = cloned
 				return err
 			}
 			// One refusal says it of the file system: no clone is tried again.
-			s.share.noReflink.Store(true)
+			c.share.noReflink.Store(true)
 		}
 		// The version linked must be on disk before its new name is: a file written by a
 		// kernel may not have been synced; one the store wrote and synced, or synced for an
 		// earlier checkpoint, need not be again. (st was taken before this sync: a write
 		// after it leaves a newer version than the one noted.)
-		if !s.share.synced.holds(st) {
+		if !c.synced.holds(st) {
 			if err := fdatasync(infd); err != nil {
 				return err
 			}
-			s.share.synced.note(st)
+			c.synced.note(st)
 		}
 		// Through /proc so that exactly the inode opened (and checked regular) is linked,
 		// not whatever the name holds by now; linkat's AT_EMPTY_PATH would need a capability.
@@ -117,11 +117,9 @@ func linkUnsupported(err error) bool {
 	return false
 }
 
-// sharing is the state of a store's checkpoint sharing, shared by its views (ForUploader).
+// sharing is the state of a tree's checkpoint sharing.
 type sharing struct {
 	noReflink atomic.Bool
-	// synced are the versions of files the store synced itself (see synced.go).
-	synced syncedFiles
 
 	mu sync.Mutex
 	// pending are the API paths of files whose checkpoints may share the file's inode, with
@@ -163,8 +161,8 @@ func newSharing() *sharing {
 }
 
 // unshareLater asks for p's checkpoints that share its inode to get files of their own.
-func (s *Store) unshareLater(p string) {
-	sh := s.share
+func (c *checkpoints) unshareLater(p string) {
+	sh := c.share
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sh.closed {
@@ -179,7 +177,7 @@ func (s *Store) unshareLater(p string) {
 	sh.pending[p] = e
 	if !sh.running {
 		sh.running = true
-		go s.unshareLoop()
+		go c.unshareLoop()
 	}
 }
 
@@ -198,8 +196,8 @@ func minTime(a, b time.Time) time.Time {
 // unshareLoop copies the checkpoints asked for, one file at a time as each falls due, and
 // ends when none are left; a later checkpoint starts another. A file asked for while its copy
 // is made is due again later: the copy may have missed its newest checkpoint.
-func (s *Store) unshareLoop() {
-	sh := s.share
+func (c *checkpoints) unshareLoop() {
+	sh := c.share
 	for {
 		sh.mu.Lock()
 		if len(sh.pending) == 0 || sh.closed {
@@ -236,7 +234,7 @@ func (s *Store) unshareLoop() {
 		sh.mu.Unlock()
 		// A checkpoint that could not be copied stays a link: still the version it was,
 		// unless the file is written in place; the file's next checkpoint asks again.
-		_ = s.unshare(p)
+		_ = c.unshare(p)
 	}
 }
 
@@ -263,26 +261,26 @@ func (sh *sharing) close() {
 
 // unshare gives each checkpoint of p that is still p's own inode a copy of its own: one copy,
 // synced, renamed over each of them (several checkpoints of an unchanged file share it).
-func (s *Store) unshare(p string) error {
-	in, st, err := s.openRegular(p)
+func (c *checkpoints) unshare(p string) error {
+	in, st, err := c.openRegular(p)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	list, err := s.checkpoints(p)
+	list, err := c.list(p)
 	if err != nil || len(list) == 0 {
 		return err
 	}
 	dir, _ := splitPath(p)
-	d, err := s.openDir(joinPath(dir, checkpointDir))
+	d, err := c.openDir(joinPath(dir, checkpointDir))
 	if err != nil {
 		return err
 	}
 	defer d.Close()
 	return withFD(d, func(cdfd int) error {
 		var shared []string
-		for _, c := range list {
-			_, name := splitPath(c.path)
+		for _, cp := range list {
+			_, name := splitPath(cp.path)
 			if cst, err := fstatat(cdfd, name); err == nil && cst.dev == st.dev && cst.ino == st.ino {
 				shared = append(shared, name)
 			}

@@ -35,7 +35,7 @@ func TestCheckpoints_SharedThenUnsharedSurviveWritesInPlace(t *testing.T) {
 		}
 		ids = append(ids, cp.ID)
 	}
-	s.share.waitUnshared()
+	s.checkpoints.share.waitUnshared()
 	fileIno, nlink := inodeOf(t, filepath.Join(dir, "f.txt"))
 	if nlink != 1 {
 		t.Errorf("the file has %d links after its checkpoints were unshared, want 1", nlink)
@@ -85,7 +85,7 @@ func TestCheckpoints_LinkedCheckpointKeepsItsVersionThroughSaves(t *testing.T) {
 	if _, err := s.SaveIf(ctx, "f.txt", textModel("two"), Precondition{IfMatch: []string{m.ETag}}); err != nil {
 		t.Fatalf("a save with the ETag read before a checkpoint: %v", err)
 	}
-	s.share.waitUnshared()
+	s.checkpoints.share.waitUnshared()
 	got, err := s.GetCheckpoint(ctx, "f.txt", cp.ID, GetOptions{Content: true})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestCheckpoints_RenamedFileCheckpointsFollow(t *testing.T) {
 	if _, err := s.Rename(ctx, "a.txt", "b.txt"); err != nil {
 		t.Fatal(err)
 	}
-	s.share.waitUnshared()
+	s.checkpoints.share.waitUnshared()
 	if err := os.WriteFile(filepath.Join(dir, "b.txt"), []byte("changed"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -134,13 +134,13 @@ func TestCheckpoints_AreMadeWithoutCopying(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := checkpointPath("f.txt", "checkpoint")
-	linked, err := s.linkCheckpoint(in, st, cp)
+	linked, err := s.checkpoints.link(in, st, cp)
 	if err != nil || !linked {
-		t.Fatalf("linkCheckpoint = %v, %v; want a link or a clone", linked, err)
+		t.Fatalf("link = %v, %v; want a link or a clone", linked, err)
 	}
 	fileIno, nlink := inodeOf(t, filepath.Join(dir, "f.txt"))
 	cpIno, _ := inodeOf(t, filepath.Join(dir, cp))
-	if s.share.noReflink.Load() {
+	if s.checkpoints.share.noReflink.Load() {
 		if cpIno != fileIno || nlink != 2 {
 			t.Errorf("checkpoint inode %d, file's %d with %d links: want a hard link", cpIno, fileIno, nlink)
 		}
@@ -204,7 +204,7 @@ func TestCheckpoints_AreReflinksWhereTheFileSystemHasThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.share.noReflink.Load() {
+	if s.checkpoints.share.noReflink.Load() {
 		t.Fatal("the store found no reflinks on XFS")
 	}
 	fileIno, nlink := inodeOf(t, filepath.Join(dir, "f.txt"))
@@ -237,7 +237,7 @@ func TestCheckpoints_SyncOnlyWhatTheStoreHasNotSynced(t *testing.T) {
 		if _, err := s.CreateCheckpoint(ctx, "f.txt"); err != nil {
 			t.Fatal(err)
 		}
-		if s.share.noReflink.Load() && syncs != want {
+		if s.checkpoints.share.noReflink.Load() && syncs != want {
 			t.Errorf("%s: %d data syncs at the checkpoint, want %d", what, syncs, want)
 		}
 	}
@@ -271,17 +271,17 @@ func TestCheckpoints_SyncOnlyWhatTheStoreHasNotSynced(t *testing.T) {
 	if _, err := s.CreateCheckpoint(ctx, "g.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if s.share.noReflink.Load() && syncs != 1 {
+	if s.checkpoints.share.noReflink.Load() && syncs != 1 {
 		t.Errorf("a file the store never wrote: %d data syncs at the checkpoint, want 1", syncs)
 	}
 	syncs = 0
 	if _, err := s.CreateCheckpoint(ctx, "g.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if s.share.noReflink.Load() && syncs != 0 {
+	if s.checkpoints.share.noReflink.Load() && syncs != 0 {
 		t.Errorf("that file, unchanged since its checkpoint: %d data syncs at the next, want 0", syncs)
 	}
-	if !s.share.noReflink.Load() {
+	if !s.checkpoints.share.noReflink.Load() {
 		t.Log("the file system clones files: checkpoints are reflinks, which sync themselves")
 	}
 }
@@ -292,9 +292,9 @@ func TestCheckpoints_SyncOnlyWhatTheStoreHasNotSynced(t *testing.T) {
 // meanwhile), nor never while checkpoints go on (a write in place would change them).
 func TestCheckpoints_RepeatedCheckpointsAreCopiedInBatches(t *testing.T) {
 	s, dir := newTestStore(t, Options{MaxCheckpoints: 1000})
-	s.share.quiet, s.share.most = 150*time.Millisecond, 400*time.Millisecond
+	s.checkpoints.share.quiet, s.checkpoints.share.most = 150*time.Millisecond, 400*time.Millisecond
 	// Links, also where the file system could clone: clones are files of their own already.
-	s.share.noReflink.Store(true)
+	s.checkpoints.share.noReflink.Store(true)
 	saveText(t, s, "f.txt", "content")
 	var ids []string
 	start := time.Now()
@@ -307,7 +307,7 @@ func TestCheckpoints_RepeatedCheckpointsAreCopiedInBatches(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
-	s.share.waitUnshared()
+	s.checkpoints.share.waitUnshared()
 	// A copy gives every checkpoint still linked to the file one new inode: each inode is a copy.
 	fileIno, _ := inodeOf(t, filepath.Join(dir, "f.txt"))
 	copies := map[uint64]bool{}

@@ -4,6 +4,13 @@
 // domainerr.Error (not found, conflict, invalid, forbidden, too large, no space) carrying
 // Jupyter's messages.
 //
+// Parts. A Store answers the API from a tree: the root it opened and the file operations on
+// it (tree.go, fsutil.go). Beside the store, in the same tree, stand the checkpoints of its
+// files (checkpoints.go, checkpointshare.go), the users' trash (trash.go, trashsweep.go) and
+// the chunked uploads in progress (upload.go), as Jupyter Server's Checkpoints stand beside
+// its ContentsManager: each holds what only it uses, and the store checks a request's path
+// and hands the request over. The notebook format is package nbformat's.
+//
 // Paths. API paths are cleaned as Jupyter cleans them (slashes and "." dropped); ".." and
 // NUL bytes are refused. Every file system access goes through an os.Root, which resolves
 // each component with openat and refuses symbolic links that leave the root, so a link
@@ -36,18 +43,18 @@
 // State. Everything lives in the tree, so replicas sharing a volume see the same store:
 // checkpoints in .ipynb_checkpoints/ next to each file (Jupyter's layout, several per file;
 // see checkpoints.go), partial uploads, notebook ids and each user's trash under .nbkube/
-// (see upload.go, ids.go and trash.go). The one in-memory state is a cache of notebook validation results, keyed by the
-// identity of the file version validated (device, inode, size, modification and change
-// times), so it cannot tell one replica something another would not compute.
+// (see upload.go, ids.go and trash.go). What a store holds in memory cannot make replicas
+// disagree: caches keyed by the version of the file they were computed from (device, inode,
+// size, modification time: versionKey), that is the notebooks' validation results
+// (cache.go) and their contents ready to serve (modelcache.go); the versions of files it
+// synced itself (synced.go); and its own work in progress: the copies that give shared
+// checkpoints files of their own (checkpointshare.go) and the queue of notebook encodings
+// and upgrades for the processors (Store.cpu).
 //
-// Notebooks are written the way nbformat writes them (sorted keys, one-space indent, lines
-// split), validated against nbformat's schema, and saved even when invalid, with the failure
-// in the model's message. They are read by editing the stored JSON text into what
-// Jupyter's reader returns, without decoding it (see nbread.go and package jsonspan). Reads
-// report validation failures as Jupyter's do, but validate each file version once: schema
-// validation costs far more than the rest of a read, so its result is cached by file
-// identity, and a save fills the cache for the version it wrote. Notebooks of nbformat 1 to
-// 3 are decoded and upgraded on every read, as nbformat.read(f, as_version=4) upgrades them
-// (upgrade.go), and a v1 to v3 notebook is saved in its own version (nbwrite_v3.go,
-// nbwrite_v12.go), as Jupyter saves it.
+// Notebooks are read and written by package nbformat, as Python's nbformat does: saved in
+// its layout, in their own version, and even when invalid, with the failure in the model's
+// message. Reads report validation failures as Jupyter's do, but validate each file version
+// once: schema validation costs far more than the rest of a read, so its result is cached by
+// file version, and a save fills the cache for the version it wrote. Notebooks of nbformat 1
+// to 3 are upgraded on every read, with new cell ids each time, as Jupyter's are.
 package contents

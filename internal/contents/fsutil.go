@@ -85,23 +85,48 @@ func accessible(dfd int, name string, mode uint32) bool {
 // openDir opens the directory at the clean API path p inside the root. Unless p names the
 // store's own directory, it refuses a directory that resolves into a .nbkube directory, so
 // that what is done through the descriptor cannot touch one whatever links were swapped in.
-func (s *Store) openDir(p string) (*os.File, error) {
-	d, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
+func (t *tree) openDir(p string) (*os.File, error) {
+	d, err := t.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 	if err != nil || isMetaPath(p) {
 		return d, err
 	}
-	if err := s.refuseMetaFile(p, d); err != nil {
+	if err := t.refuseMetaFile(p, d); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
+// openRegular opens the regular file at p for reading, following links inside the root. It
+// opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
+// regular file.
+func (t *tree) openRegular(p string) (*os.File, statInfo, error) {
+	f, err := t.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, statInfo{}, fsError(p, err)
+	}
+	if err := t.refuseMetaFile(p, f); err != nil {
+		f.Close()
+		return nil, statInfo{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, statInfo{}, fsError(p, err)
+	}
+	st := infoOf(fi)
+	if !st.isRegular() {
+		f.Close()
+		return nil, st, invalid("Cannot read non-file %s", p)
+	}
+	return f, st, nil
+}
+
 // listDir opens the directory at the clean API path dir and calls fn with its descriptor and
 // the names in it, so that fn stats entries by single names through the open directory: that
 // resolves no path again and cannot leave the directory.
-func (s *Store) listDir(dir string, fn func(dfd int, names []string)) error {
-	d, err := s.openDir(dir)
+func (t *tree) listDir(dir string, fn func(dfd int, names []string)) error {
+	d, err := t.openDir(dir)
 	if err != nil {
 		return err
 	}
@@ -116,13 +141,32 @@ func (s *Store) listDir(dir string, fn func(dfd int, names []string)) error {
 	})
 }
 
+// withDirs opens the directories from and to (clean API paths) and runs fn with their
+// descriptors, for what moves an entry from one to the other passing the system single
+// names only. fromErr words an error opening from; one opening to is parentError's.
+func (t *tree) withDirs(from string, fromErr func(error) error, to string, fn func(fromFD, toFD int) error) error {
+	f, err := t.openDir(from)
+	if err != nil {
+		return fromErr(err)
+	}
+	defer f.Close()
+	d, err := t.openDir(to)
+	if err != nil {
+		return parentError(to, err)
+	}
+	defer d.Close()
+	return withFD(f, func(ffd int) error {
+		return withFD(d, func(dfd int) error { return fn(ffd, dfd) })
+	})
+}
+
 // writable reports whether the process may write the file at the clean API path p.
-func (s *Store) writable(p string) bool {
+func (t *tree) writable(p string) bool {
 	dir, name := splitPath(p)
 	if p == "" {
 		name = "."
 	}
-	d, err := s.openDir(dir)
+	d, err := t.openDir(dir)
 	if err != nil {
 		return false
 	}
@@ -145,9 +189,9 @@ func randomHex(n int) string {
 // realPath follows symbolic links in the last component of p, as Jupyter's atomic_writing
 // does, so that saving through a link changes the file it points at instead of replacing the
 // link. A link that leaves the root, or is absolute, is refused like os.Root refuses it.
-func (s *Store) realPath(p string) (string, error) {
+func (t *tree) realPath(p string) (string, error) {
 	for range 8 {
-		fi, err := s.root.Lstat(osName(p))
+		fi, err := t.root.Lstat(osName(p))
 		if errors.Is(err, fs.ErrNotExist) {
 			return p, nil
 		}
@@ -157,7 +201,7 @@ func (s *Store) realPath(p string) (string, error) {
 		if fi.Mode()&fs.ModeSymlink == 0 {
 			return p, nil
 		}
-		target, err := s.root.Readlink(p)
+		target, err := t.root.Readlink(p)
 		if err != nil {
 			return "", fsError(p, err)
 		}
@@ -182,8 +226,8 @@ func (s *Store) realPath(p string) (string, error) {
 // crash leaves either the old or the new content, never a mix. An existing file keeps its
 // permissions (and owner, where the process may set it). With exclusive, p must not exist
 // (domainerr.ErrConflict) and the rename cannot replace a file created meanwhile by another replica.
-func (s *Store) writeFile(p string, exclusive bool, fill func(w *os.File) error) error {
-	_, err := s.write(p, writeOptions{exclusive: exclusive}, fill)
+func (t *tree) writeFile(p string, exclusive bool, fill func(w *os.File) error) error {
+	_, err := t.write(p, writeOptions{exclusive: exclusive}, fill)
 	return err
 }
 
@@ -197,10 +241,10 @@ type writeOptions struct {
 // write is writeFile with a precondition, returning the stat of the file written, taken from
 // the file itself after the rename, so that it describes this save's version (its ETag)
 // even when another save has replaced it since.
-func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (statInfo, error) {
+func (t *tree) write(p string, o writeOptions, fill func(w *os.File) error) (statInfo, error) {
 	if !o.exclusive {
 		var err error
-		if p, err = s.realPath(p); err != nil {
+		if p, err = t.realPath(p); err != nil {
 			return statInfo{}, err
 		}
 	}
@@ -208,7 +252,7 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 	if name == "" {
 		return statInfo{}, invalid("%s is a directory", p)
 	}
-	d, err := s.openDir(dir)
+	d, err := t.openDir(dir)
 	if err != nil {
 		return statInfo{}, parentError(dir, err)
 	}
@@ -239,7 +283,7 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 		if o.exclusive {
 			err = renameNoReplace(dfd, tmp, dfd, name)
 		} else {
-			err = s.replace(dfd, tmp, name, p, o.pre)
+			err = t.replace(dfd, tmp, name, p, o.pre)
 		}
 		if err != nil {
 			_ = unix.Unlinkat(dfd, tmp, 0)
@@ -249,7 +293,7 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 			return fsError(p, err)
 		}
 		if serr == nil {
-			s.share.synced.note(infoOf(synced))
+			t.synced.note(infoOf(synced))
 		}
 		fi, err := f.Stat()
 		if err != nil {
@@ -266,7 +310,7 @@ func (s *Store) write(p string, o writeOptions, fill func(w *os.File) error) (st
 // file the API serves are made holding the save lock (see withSaveLock), so that no other
 // write through a store of this tree replaces the file in between: of conditional saves
 // from one version, through any number of replicas, exactly one succeeds.
-func (s *Store) replace(dfd int, tmp, name, p string, pre Precondition) error {
+func (t *tree) replace(dfd int, tmp, name, p string, pre Precondition) error {
 	rename := func() error {
 		if !pre.IsZero() {
 			st, err := currentStat(dfd, name)
@@ -283,7 +327,7 @@ func (s *Store) replace(dfd int, tmp, name, p string, pre Precondition) error {
 		// The store's own files are no one's loaded version; their writers need no lock.
 		return rename()
 	}
-	return s.withSaveLock(!pre.IsZero(), rename)
+	return t.withSaveLock(!pre.IsZero(), rename)
 }
 
 // currentStat stats name in dfd as it is now, for a precondition: through a descriptor it
@@ -326,24 +370,24 @@ const saveLock = metaDir + "/save.lock"
 // and a rename a few system calls apart. So does a root where the file cannot be made
 // (read-only, or not writable by the server), where fn runs without the lock, as writes did
 // before there was one.
-func (s *Store) withSaveLock(create bool, fn func() error) error {
-	return s.withLock(saveLock, create, fn)
+func (t *tree) withSaveLock(create bool, fn func() error) error {
+	return t.withLock(saveLock, create, fn)
 }
 
 // withLock runs fn holding an exclusive flock on the file name in metaDir, made when create,
 // as withSaveLock says; without the file (not create, or a root the server cannot write), fn
 // runs unlocked.
-func (s *Store) withLock(name string, create bool, fn func() error) error {
+func (t *tree) withLock(name string, create bool, fn func() error) error {
 	flags := os.O_RDWR | syscall.O_NOFOLLOW
 	if create {
 		flags |= os.O_CREATE
 	}
-	f, err := s.root.OpenFile(name, flags, 0o600)
+	f, err := t.root.OpenFile(name, flags, 0o600)
 	if create && errors.Is(err, fs.ErrNotExist) {
-		if err := s.root.MkdirAll(metaDir, 0o700); err != nil && !unwritable(err) {
+		if err := t.root.MkdirAll(metaDir, 0o700); err != nil && !unwritable(err) {
 			return fmt.Errorf("create %s: %w", metaDir, err)
 		}
-		f, err = s.root.OpenFile(name, flags, 0o600)
+		f, err = t.root.OpenFile(name, flags, 0o600)
 	}
 	if errors.Is(err, fs.ErrNotExist) || unwritable(err) {
 		return fn()
@@ -474,8 +518,8 @@ const stateFileMax = 64 << 10
 // file of at most stateFileMax bytes. A user's kernel mounts the tree and can put anything
 // there: a FIFO, whose plain open would block until a writer comes (forever), a device, or a
 // file of gigabytes read whole into memory at each listing.
-func (s *Store) readStateFile(name string) ([]byte, error) {
-	f, err := s.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+func (t *tree) readStateFile(name string) ([]byte, error) {
+	f, err := t.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/nbformat"
 )
 
 // maxUntitled bounds the search for a free "Untitled<n>" or "-Copy<n>" name.
@@ -120,7 +121,7 @@ func writeBytes(data []byte) func(*os.File) error {
 // a checkpoint: the first save makes one.
 func (s *Store) saveNotebook(p string, content json.RawMessage, pre Precondition) (*jupyter.ContentsModel, error) {
 	s.cpu <- struct{}{}
-	data, validate, err := prepareNotebook(content)
+	data, validate, err := nbformat.Write(content)
 	if err != nil {
 		<-s.cpu
 		return nil, err
@@ -151,7 +152,7 @@ func (s *Store) saveNotebook(p string, content json.RawMessage, pre Precondition
 // result for the next read, and returns its model with the validation message; st is the
 // stat of the version written.
 func (s *Store) afterNotebookWrite(p string, st statInfo, msg string) (*jupyter.ContentsModel, error) {
-	if err := s.ensureCheckpoint(p); err != nil {
+	if err := s.checkpoints.ensure(p); err != nil {
 		return nil, err
 	}
 	m, err := s.modelFrom(p, st)
@@ -184,7 +185,7 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 		}
 		return s.modelOf(p)
 	case jupyter.TypeNotebook:
-		data, err := newNotebookJSON()
+		data, err := nbformat.New()
 		if err != nil {
 			return nil, err
 		}
@@ -379,7 +380,7 @@ func (s *Store) copyFile(src, dst string) (*jupyter.ContentsModel, error) {
 		return nil, err
 	}
 	if typ, _ := modelType(src, statInfo{}, ""); typ == jupyter.TypeNotebook {
-		if err := s.ensureCheckpoint(dst); err != nil {
+		if err := s.checkpoints.ensure(dst); err != nil {
 			return nil, err
 		}
 	}
@@ -415,7 +416,7 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 		return nil, err
 	}
 	if !ofi.IsDir() {
-		if err := s.renameCheckpoints(old, p); err != nil {
+		if err := s.checkpoints.rename(old, p); err != nil {
 			return nil, err
 		}
 	}
@@ -430,35 +431,23 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 func (s *Store) renameEntry(old, p string) error {
 	odir, oname := splitPath(old)
 	ndir, nname := splitPath(p)
-	od, err := s.openDir(odir)
-	if err != nil {
-		return fsError(old, err)
-	}
-	defer od.Close()
-	nd, err := s.openDir(ndir)
-	if err != nil {
-		return parentError(ndir, err)
-	}
-	defer nd.Close()
-	return withFD(od, func(ofd int) error {
-		return withFD(nd, func(nfd int) error {
-			err := renameNoReplace(ofd, oname, nfd, nname)
-			if errors.Is(err, unix.EEXIST) && sameFile(ofd, oname, nfd, nname) {
-				err = unix.Renameat(ofd, oname, nfd, nname)
-			}
-			switch {
-			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
-			case errors.Is(err, unix.EINVAL):
-				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
-			case err != nil:
-				return fsError(old, err)
-			}
-			if err := unix.Fsync(nfd); err != nil {
-				return fsError(p, err)
-			}
-			return fsError(old, unix.Fsync(ofd))
-		})
+	return s.withDirs(odir, func(err error) error { return fsError(old, err) }, ndir, func(ofd, nfd int) error {
+		err := renameNoReplace(ofd, oname, nfd, nname)
+		if errors.Is(err, unix.EEXIST) && sameFile(ofd, oname, nfd, nname) {
+			err = unix.Renameat(ofd, oname, nfd, nname)
+		}
+		switch {
+		case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+			return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
+		case errors.Is(err, unix.EINVAL):
+			return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot move " + old + " to " + p, Err: err}
+		case err != nil:
+			return fsError(old, err)
+		}
+		if err := unix.Fsync(nfd); err != nil {
+			return fsError(p, err)
+		}
+		return fsError(old, unix.Fsync(ofd))
 	})
 }
 
@@ -498,7 +487,7 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 				return fsError(p, err)
 			}
 		}
-		if err := s.deleteCheckpoints(p); err != nil {
+		if err := s.checkpoints.removeAll(p); err != nil {
 			return err
 		}
 		return s.forgetIDs(p)

@@ -60,6 +60,7 @@ func TestSave_RefusesModelsJupyterRefuses(t *testing.T) {
 		{path: "nodir/g.txt", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrNotFound, msg: "No such directory: nodir"},
 		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"cells": [`)}, kind: domainerr.ErrInvalid, msg: ""},
 		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 3, "nbformat_minor": 0}`)}, kind: domainerr.ErrInvalid, msg: ""},
+		{path: "n.ipynb", m: jupyter.SaveModel{Type: "notebook", Content: json.RawMessage(`{"nbformat": 2}`)}, kind: domainerr.ErrInvalid, msg: "Cannot save nbformat 2 notebook: no worksheets"},
 		{path: ".hidden", m: jupyter.SaveModel{Type: "file", Format: "text", Content: json.RawMessage(`"x"`)}, kind: domainerr.ErrForbidden, msg: "Cannot create file or directory '.hidden'"},
 	}
 	for _, tc := range tests {
@@ -68,6 +69,9 @@ func TestSave_RefusesModelsJupyterRefuses(t *testing.T) {
 	}
 	if got := readFile(t, dir, "f.txt"); got != "x" {
 		t.Errorf("f.txt changed to %q", got)
+	}
+	if exists(dir, "n.ipynb") {
+		t.Error("a notebook refused was written")
 	}
 }
 

@@ -83,15 +83,12 @@ type GetOptions struct {
 // ForUploader copies a Store: what views share must be held by pointer, never a lock by value
 // (go vet's copylocks check catches one).
 type Store struct {
-	root *os.Root
-	// borrowed says root is the store's this view was copied from, which closes it.
+	*tree
+	// borrowed says the tree is the store's this view was copied from, which closes it.
 	borrowed bool
-	// real is where the system resolves root to, for refusing links into .nbkube directories
-	// by what they resolve to (see refuseMetaTarget).
-	real    string
-	opts    Options
-	clock   clock.PassiveClock
-	results *validationCache
+	opts     Options
+	clock    clock.PassiveClock
+	results  *validationCache
 	// notebooks are notebooks' contents ready to serve, shared with sub stores as results is.
 	notebooks *notebookCache
 	// cpu admits notebook encodings and validations, the CPU-heavy part of a save, as many at a
@@ -99,12 +96,11 @@ type Store struct {
 	// first in, first out). Without it, 64 concurrent saves share two cores at random and the
 	// unlucky ones wait many times the average; with it, waiting is a fair queue.
 	cpu chan struct{}
-	// uploader and allowance are whose chunked uploads this view receives and how many bytes
-	// their uploads in progress may hold (see ForUploader).
-	uploader  string
-	allowance int64
-	// share is how checkpoints are made without copies (see checkpointshare.go).
-	share *sharing
+	// checkpoints keep the checkpoints of the tree's files (checkpoints.go), trash the users'
+	// trash in it (trash.go) and uploads its chunked uploads in progress (upload.go).
+	checkpoints *checkpoints
+	trash       *trash
+	uploads     *uploads
 	// streamFrom is the size from which GetStream streams a file's content (streamFromSize;
 	// the tests lower it to stream small files too).
 	streamFrom int64
@@ -116,7 +112,7 @@ func New(root string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open contents root: %w", err)
 	}
-	real, err := realPathOf(r)
+	t, err := openTree(r)
 	if err != nil {
 		_ = r.Close()
 		return nil, fmt.Errorf("open contents root: %w", err)
@@ -140,9 +136,20 @@ func New(root string, opts Options) (*Store, error) {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{root: r, real: real, opts: opts, clock: c, results: newValidationCache(validationCacheSize),
-		notebooks: newNotebookCache(opts.NotebookCacheBytes),
-		cpu:       make(chan struct{}, runtime.GOMAXPROCS(0)), share: newSharing(), streamFrom: streamFromSize}, nil
+	shared := &Store{opts: opts, clock: c, results: newValidationCache(validationCacheSize),
+		notebooks: newNotebookCache(opts.NotebookCacheBytes), cpu: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		streamFrom: streamFromSize}
+	return shared.on(t), nil
+}
+
+// on is a store serving the tree t with s's options, caches and CPU queue, and checkpoints,
+// trash and uploads of its own in t.
+func (s *Store) on(t *tree) *Store {
+	return &Store{tree: t, opts: s.opts, clock: s.clock, results: s.results, notebooks: s.notebooks, cpu: s.cpu,
+		checkpoints: newCheckpoints(t, s.opts.MaxCheckpoints, s.clock),
+		trash:       &trash{tree: t, clock: s.clock, maxAge: s.opts.TrashMaxAge},
+		uploads:     &uploads{tree: t, clock: s.clock, maxSize: s.opts.MaxUploadSize, ttl: s.opts.UploadTTL},
+		streamFrom:  s.streamFrom}
 }
 
 // Close releases the root directory, unless the store is a view sharing another's (see
@@ -151,7 +158,7 @@ func (s *Store) Close() error {
 	if s.borrowed {
 		return nil
 	}
-	s.share.close()
+	s.checkpoints.share.close()
 	return s.root.Close()
 }
 
@@ -333,31 +340,6 @@ func (s *Store) read(p string) ([]byte, statInfo, error) {
 	defer f.Close()
 	data, err := readAll(f, p, st.size, s.opts.MaxReadSize)
 	return data, st, err
-}
-
-// openRegular opens the regular file at p for reading, following links inside the root. It
-// opens without blocking so that a FIFO cannot stall the request, and refuses anything but a
-// regular file.
-func (s *Store) openRegular(p string) (*os.File, statInfo, error) {
-	f, err := s.root.OpenFile(osName(p), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
-	if err != nil {
-		return nil, statInfo{}, fsError(p, err)
-	}
-	if err := s.refuseMetaFile(p, f); err != nil {
-		f.Close()
-		return nil, statInfo{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, statInfo{}, fsError(p, err)
-	}
-	st := infoOf(fi)
-	if !st.isRegular() {
-		f.Close()
-		return nil, st, invalid("Cannot read non-file %s", p)
-	}
-	return f, st, nil
 }
 
 // contentModel is the model of the file or notebook p whose bytes are data.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"unicode/utf8"
 
+	"github.com/nbkube/nbkube/internal/jsonspan"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
@@ -223,7 +224,7 @@ func writeText(w io.Writer, r io.Reader) (int64, error) {
 		if !utf8.Valid(chunk) {
 			return errChangedWhileRead
 		}
-		out = jupyter.AppendEscaped(out, chunk)
+		out = jsonspan.AppendEscaped(out, chunk)
 		_, err := w.Write(out)
 		out = out[:0]
 		return err

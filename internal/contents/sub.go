@@ -33,14 +33,13 @@ func (s *Store) Sub(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fsError(p, err)
 	}
-	real, err := realPathOf(r)
+	t, err := openTree(r)
 	if err != nil {
 		_ = r.Close()
 		return nil, fsError(p, err)
 	}
-	// Its own sharing: the unsharing resolves paths in its root, and ends with it.
-	return &Store{root: r, real: real, opts: s.opts, clock: s.clock, results: s.results, notebooks: s.notebooks, cpu: s.cpu,
-		share: newSharing(), streamFrom: s.streamFrom}, nil
+	// Its own checkpoints too: their unsharing resolves paths in its root, and ends with it.
+	return s.on(t), nil
 }
 
 // realPathOf is where the system resolved r's directory to, from /proc, which names an open
@@ -76,18 +75,18 @@ func fdPath(f *os.File) (string, error) {
 // it. Operations through directory descriptors check again what they use (openDir), so this
 // check, made before them, guards what is done by name. A link that leaves the root is not
 // its business: the operation itself refuses it.
-func (s *Store) refuseMetaTarget(p, refusal string) error {
+func (t *tree) refuseMetaTarget(p, refusal string) error {
 	for q := p; ; {
 		// Not O_PATH: os.Root opens the last component with O_NOFOLLOW, which with O_PATH
 		// opens a link itself instead of refusing it, so the link would not be followed.
-		f, err := s.root.OpenFile(osName(q), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+		f, err := t.root.OpenFile(osName(q), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 		if err == nil {
 			real, err := fdPath(f)
 			f.Close()
 			if err != nil {
 				return fsError(p, err)
 			}
-			if !s.isMetaTarget(real) {
+			if !t.isMetaTarget(real) {
 				return nil
 			}
 			return forbidden(refusal, p)
@@ -101,23 +100,23 @@ func (s *Store) refuseMetaTarget(p, refusal string) error {
 
 // isMetaTarget reports whether the resolved path real is a .nbkube directory of the tree, or
 // inside one, or not inside the tree at all (which the root should have refused).
-func (s *Store) isMetaTarget(real string) bool {
-	if real == s.real {
+func (t *tree) isMetaTarget(real string) bool {
+	if real == t.real {
 		return false
 	}
-	rel, ok := strings.CutPrefix(real, strings.TrimSuffix(s.real, "/")+"/")
+	rel, ok := strings.CutPrefix(real, strings.TrimSuffix(t.real, "/")+"/")
 	return !ok || isMetaPath(rel)
 }
 
 // refuseMetaFile refuses the open file f, opened for the API path p, when it resolves into a
 // .nbkube directory. Checking the descriptor about to be used leaves no time for a link to
 // be swapped in after the check.
-func (s *Store) refuseMetaFile(p string, f *os.File) error {
+func (t *tree) refuseMetaFile(p string, f *os.File) error {
 	real, err := fdPath(f)
 	if err != nil {
 		return fsError(p, err)
 	}
-	if s.isMetaTarget(real) {
+	if t.isMetaTarget(real) {
 		return forbidden("Refusing to serve nbkube's own directory: %s", p)
 	}
 	return nil

@@ -7,8 +7,10 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -53,6 +55,15 @@ const trashExpungedExt = ".expunged"
 // system than the trash (a mount inside the root).
 var errOtherDevice = errors.New("on another file system than the trash")
 
+// trash is every user's trash in a tree, beside the store as its checkpoints are: the store
+// hands it the API's trash requests, and the files and directories Delete moves there.
+type trash struct {
+	*tree
+	clock clock.PassiveClock
+	// maxAge is how long an entry stays before the sweep deletes it for good: TrashMaxAge.
+	maxAge time.Duration
+}
+
 func noTrashEntry(id string, err error) error {
 	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: "No such entry in the trash: " + id, Err: err}
 }
@@ -63,33 +74,33 @@ func damagedTrashEntry(id string, err error) error {
 	return &domainerr.Error{Kind: domainerr.ErrNotFound, Message: fmt.Sprintf("No such entry in the trash: %s (its info file is damaged: %v)", id, err), Err: err}
 }
 
-// moveToTrash renames p, whose entry is fi, into user's trash under a fresh id. It returns
+// put renames p, whose entry is fi, into user's trash under a fresh id. It returns
 // errOtherDevice when p cannot be renamed there.
-func (s *Store) moveToTrash(user, p string, fi fs.FileInfo) error {
+func (tr *trash) put(user, p string, fi fs.FileInfo) error {
 	// As Jupyter, which refuses to trash what the server cannot write, though it could delete
 	// it for good. A symbolic link is moved, not what it points at, which may not exist.
-	if fi.Mode()&fs.ModeSymlink == 0 && !s.writable(p) {
+	if fi.Mode()&fs.ModeSymlink == 0 && !tr.writable(p) {
 		return forbidden("Permission denied: %s", p)
 	}
 	t := trashOf(user)
 	for _, d := range []string{t.files, t.info} {
-		if err := s.root.MkdirAll(d, 0o700); err != nil {
+		if err := tr.root.MkdirAll(d, 0o700); err != nil {
 			return fsError(p, err)
 		}
 	}
-	info := trashInfo{path: p, deleted: s.clock.Now()}.marshal()
+	info := trashInfo{path: p, deleted: tr.clock.Now()}.marshal()
 	srcDir, srcName := splitPath(p)
-	src, err := s.openDir(srcDir)
+	src, err := tr.openDir(srcDir)
 	if err != nil {
 		return fsError(p, err)
 	}
 	defer src.Close()
-	files, err := s.openDir(t.files)
+	files, err := tr.openDir(t.files)
 	if err != nil {
 		return fsError(p, err)
 	}
 	defer files.Close()
-	infos, err := s.openDir(t.info)
+	infos, err := tr.openDir(t.info)
 	if err != nil {
 		return fsError(p, err)
 	}
@@ -97,15 +108,15 @@ func (s *Store) moveToTrash(user, p string, fi fs.FileInfo) error {
 	return withFD(src, func(sfd int) error {
 		return withFD(files, func(ffd int) error {
 			return withFD(infos, func(ifd int) error {
-				return s.claimTrashID(t, p, info, sfd, srcName, ffd, ifd)
+				return tr.claim(t, p, info, sfd, srcName, ffd, ifd)
 			})
 		})
 	})
 }
 
-// claimTrashID tries the ids of srcName in turn: a free one gets info, exclusively, and then
+// claim tries the ids of srcName in turn: a free one gets info, exclusively, and then
 // the entry.
-func (s *Store) claimTrashID(t trashPaths, p string, info []byte, sfd int, srcName string, ffd, ifd int) error {
+func (tr *trash) claim(t trashPaths, p string, info []byte, sfd int, srcName string, ffd, ifd int) error {
 	tries := 0
 	for id := range candidateNames(trashName(srcName), "-") {
 		if tries++; tries > maxUntitled {
@@ -117,7 +128,7 @@ func (s *Store) claimTrashID(t trashPaths, p string, info []byte, sfd int, srcNa
 		if _, err := fstatat(ffd, id); err == nil {
 			continue
 		}
-		err := s.writeFile(t.infoFile(id), true, writeBytes(info))
+		err := tr.writeFile(t.infoFile(id), true, writeBytes(info))
 		if errors.Is(err, domainerr.ErrConflict) {
 			continue
 		}
@@ -148,19 +159,19 @@ func (s *Store) claimTrashID(t trashPaths, p string, info []byte, sfd int, srcNa
 		// Emptying the trash meanwhile may have removed the info file just made: an entry
 		// without one would be neither listed nor kept.
 		if _, err := fstatat(ifd, id+trashInfoExt); errors.Is(err, unix.ENOENT) {
-			return s.writeFile(t.infoFile(id), false, writeBytes(info))
+			return tr.writeFile(t.infoFile(id), false, writeBytes(info))
 		}
 		return nil
 	}
 	return domainerr.New(domainerr.ErrConflict, "No free name for %s in the trash", p)
 }
 
-// ListTrash is GET /api/trash: the entries of user's trash, newest first.
-func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry, error) {
+// list is the entries of user's trash, newest first.
+func (tr *trash) list(user string) ([]jupyter.TrashEntry, error) {
 	t := trashOf(user)
 	var out []jupyter.TrashEntry
-	err := s.listDir(t.info, func(_ int, names []string) {
-		files, err := s.openDir(t.files)
+	err := tr.listDir(t.info, func(_ int, names []string) {
+		files, err := tr.openDir(t.files)
 		if err != nil {
 			return
 		}
@@ -171,7 +182,7 @@ func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry,
 				if !ok || !validTrashID(id) {
 					continue
 				}
-				if e, ok := s.trashEntry(t, ffd, id); ok {
+				if e, ok := tr.entry(t, ffd, id); ok {
 					out = append(out, e)
 				}
 			}
@@ -193,10 +204,10 @@ func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry,
 	return out, nil
 }
 
-// trashEntry is the entry id of the trash t, or false when it has no readable info file or
+// entry is the entry id of the trash t, or false when it has no readable info file or
 // no file (an operation in progress, or a crash's leftover).
-func (s *Store) trashEntry(t trashPaths, ffd int, id string) (jupyter.TrashEntry, bool) {
-	data, err := s.readStateFile(t.infoFile(id))
+func (tr *trash) entry(t trashPaths, ffd int, id string) (jupyter.TrashEntry, bool) {
+	data, err := tr.readStateFile(t.infoFile(id))
 	if err != nil {
 		return jupyter.TrashEntry{}, false
 	}
@@ -218,22 +229,148 @@ func (s *Store) trashEntry(t trashPaths, ffd int, id string) (jupyter.TrashEntry
 	return e, true
 }
 
+// info is what the info file of the entry id of user's trash says.
+func (tr *trash) info(user, id string) (trashInfo, error) {
+	if !validTrashID(id) {
+		return trashInfo{}, noTrashEntry(id, nil)
+	}
+	data, err := tr.readStateFile(trashOf(user).infoFile(id))
+	if err != nil {
+		return trashInfo{}, noTrashEntry(id, err)
+	}
+	ti, err := parseTrashInfo(data)
+	if err != nil {
+		return trashInfo{}, damagedTrashEntry(id, err)
+	}
+	return ti, nil
+}
+
+// restore moves the entry id of user's trash to the API path p, whose directory exists,
+// without replacing anything.
+func (tr *trash) restore(user, id, p string) error {
+	t := trashOf(user)
+	dir, name := splitPath(p)
+	if err := tr.moveOut(t, id, p, dir, name); err != nil {
+		return err
+	}
+	// The entry is back: what follows must not report the restore as failed. An info file
+	// left behind (a kernel made it a directory) is a leftover the sweep removes.
+	_ = tr.root.Remove(t.infoFile(id))
+	return nil
+}
+
+// moveOut renames files/<id> of t to name in dir (the API path p) without replacing.
+func (tr *trash) moveOut(t trashPaths, id, p, dir, name string) error {
+	return tr.withDirs(t.files, func(err error) error { return noTrashEntry(id, err) }, dir, func(ffd, dfd int) error {
+		err := renameNoReplace(ffd, id, dfd, name)
+		switch {
+		case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
+			return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
+		case errors.Is(err, unix.ENOENT):
+			return noTrashEntry(id, err)
+		case errors.Is(err, unix.EXDEV):
+			return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot restore to " + p + ": another file system than the trash", Err: err}
+		case err != nil:
+			return fsError(p, err)
+		}
+		if err := unix.Fsync(dfd); err != nil {
+			return fsError(p, err)
+		}
+		return fsError(p, unix.Fsync(ffd))
+	})
+}
+
+// remove deletes the entry id of user's trash for good.
+func (tr *trash) remove(user, id string) error {
+	if !validTrashID(id) {
+		return noTrashEntry(id, nil)
+	}
+	t := trashOf(user)
+	taken, err := tr.takeInfo(t, id)
+	if errors.Is(err, fs.ErrNotExist) {
+		return noTrashEntry(id, err)
+	}
+	if err != nil {
+		return fsError("trash", err)
+	}
+	return tr.expunge(t, id, taken)
+}
+
+// empty deletes every entry of user's trash for good.
+func (tr *trash) empty(ctx context.Context, user string) error {
+	t := trashOf(user)
+	var errs []error
+	err := tr.listDir(t.info, func(_ int, names []string) {
+		for _, n := range names {
+			if ctx.Err() != nil {
+				errs = append(errs, ctx.Err())
+				return
+			}
+			id, ok := strings.CutSuffix(n, trashInfoExt)
+			if !ok || !validTrashID(id) {
+				continue
+			}
+			if err := tr.remove(user, id); err != nil && !errors.Is(err, domainerr.ErrNotFound) {
+				errs = append(errs, err)
+			}
+		}
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fsError("trash", err))
+	}
+	return errors.Join(errs...)
+}
+
+// takeInfo renames the info file of id to a name of its own and returns that name; an
+// error satisfying fs.ErrNotExist means another operation took it first.
+func (tr *trash) takeInfo(t trashPaths, id string) (string, error) {
+	taken := t.info + "/" + tempPrefix + randomHex(8) + trashExpungedExt
+	if err := tr.root.Rename(t.infoFile(id), taken); err != nil {
+		return "", err
+	}
+	return taken, nil
+}
+
+// expunge removes the entry id of t, whose info file was taken to taken.
+func (tr *trash) expunge(t trashPaths, id, taken string) error {
+	if err := tr.root.RemoveAll(t.files + "/" + id); err != nil {
+		return fsError("trash", err)
+	}
+	if err := tr.root.Remove(taken); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fsError("trash", err)
+	}
+	return nil
+}
+
+// The store's trash: the API's requests, and what Delete moves there.
+
+// trashOrDelete moves p, whose entry is fi, to user's trash unless the store deletes for
+// good. It reports whether it did; false means that p is to be deleted for good: the store's
+// setting, or p on another file system than the trash, where Jupyter deletes for good too.
+func (s *Store) trashOrDelete(user, p string, fi fs.FileInfo) (trashed bool, err error) {
+	if s.opts.DeletePermanently {
+		return false, nil
+	}
+	err = s.trash.put(user, p, fi)
+	if errors.Is(err, errOtherDevice) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ListTrash is GET /api/trash: the entries of user's trash, newest first.
+func (s *Store) ListTrash(_ context.Context, user string) ([]jupyter.TrashEntry, error) {
+	return s.trash.list(user)
+}
+
 // RestoreTrash is POST /api/trash/<id>/restore: the entry goes back to the path it was
 // deleted from, whose missing directories are made again, or to the path to, whose
 // directory must exist. Either must not exist (domainerr.ErrConflict). It returns the model
 // of the restored file or directory.
 func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.ContentsModel, error) {
-	if !validTrashID(id) {
-		return nil, noTrashEntry(id, nil)
-	}
-	t := trashOf(user)
-	data, err := s.readStateFile(t.infoFile(id))
+	ti, err := s.trash.info(user, id)
 	if err != nil {
-		return nil, noTrashEntry(id, err)
-	}
-	ti, err := parseTrashInfo(data)
-	if err != nil {
-		return nil, damagedTrashEntry(id, err)
+		return nil, err
 	}
 	dest := ti.path
 	if to != "" {
@@ -246,126 +383,31 @@ func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.C
 	if p == "" {
 		return nil, invalid("Can't restore to root")
 	}
-	dir, name := splitPath(p)
 	if to == "" {
+		dir, _ := splitPath(p)
 		if err := s.root.MkdirAll(osName(dir), 0o777); err != nil {
 			return nil, parentError(dir, err)
 		}
 	}
-	if err := s.moveOutOfTrash(t, id, p, dir, name); err != nil {
+	if err := s.trash.restore(user, id, p); err != nil {
 		return nil, err
 	}
-	// The entry is back: what follows must not report the restore as failed. An info file
-	// left behind (a kernel made it a directory) is a leftover the sweep removes.
-	_ = s.root.Remove(t.infoFile(id))
 	return s.modelOfMoved(p)
-}
-
-// moveOutOfTrash renames files/<id> of t to name in dir (the API path p) without replacing.
-func (s *Store) moveOutOfTrash(t trashPaths, id, p, dir, name string) error {
-	files, err := s.openDir(t.files)
-	if err != nil {
-		return noTrashEntry(id, err)
-	}
-	defer files.Close()
-	d, err := s.openDir(dir)
-	if err != nil {
-		return parentError(dir, err)
-	}
-	defer d.Close()
-	return withFD(files, func(ffd int) error {
-		return withFD(d, func(dfd int) error {
-			err := renameNoReplace(ffd, id, dfd, name)
-			switch {
-			case errors.Is(err, unix.EEXIST), errors.Is(err, unix.ENOTEMPTY):
-				return &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
-			case errors.Is(err, unix.ENOENT):
-				return noTrashEntry(id, err)
-			case errors.Is(err, unix.EXDEV):
-				return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "Cannot restore to " + p + ": another file system than the trash", Err: err}
-			case err != nil:
-				return fsError(p, err)
-			}
-			if err := unix.Fsync(dfd); err != nil {
-				return fsError(p, err)
-			}
-			return fsError(p, unix.Fsync(ffd))
-		})
-	})
 }
 
 // DeleteTrash is DELETE /api/trash/<id>: the entry is deleted for good.
 func (s *Store) DeleteTrash(_ context.Context, user, id string) error {
-	if !validTrashID(id) {
-		return noTrashEntry(id, nil)
-	}
-	t := trashOf(user)
-	taken, err := s.takeTrashInfo(t, id)
-	if errors.Is(err, fs.ErrNotExist) {
-		return noTrashEntry(id, err)
-	}
-	if err != nil {
-		return fsError("trash", err)
-	}
-	return s.expunge(t, id, taken)
+	return s.trash.remove(user, id)
 }
 
 // EmptyTrash is DELETE /api/trash: every entry of user's trash is deleted for good.
 func (s *Store) EmptyTrash(ctx context.Context, user string) error {
-	t := trashOf(user)
-	var errs []error
-	err := s.listDir(t.info, func(_ int, names []string) {
-		for _, n := range names {
-			if ctx.Err() != nil {
-				errs = append(errs, ctx.Err())
-				return
-			}
-			id, ok := strings.CutSuffix(n, trashInfoExt)
-			if !ok || !validTrashID(id) {
-				continue
-			}
-			if err := s.DeleteTrash(ctx, user, id); err != nil && !errors.Is(err, domainerr.ErrNotFound) {
-				errs = append(errs, err)
-			}
-		}
-	})
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, fsError("trash", err))
-	}
-	return errors.Join(errs...)
+	return s.trash.empty(ctx, user)
 }
 
-// takeTrashInfo renames the info file of id to a name of its own and returns that name; an
-// error satisfying fs.ErrNotExist means another operation took it first.
-func (s *Store) takeTrashInfo(t trashPaths, id string) (string, error) {
-	taken := t.info + "/" + tempPrefix + randomHex(8) + trashExpungedExt
-	if err := s.root.Rename(t.infoFile(id), taken); err != nil {
-		return "", err
-	}
-	return taken, nil
-}
-
-// expunge removes the entry id of t, whose info file was taken to taken.
-func (s *Store) expunge(t trashPaths, id, taken string) error {
-	if err := s.root.RemoveAll(t.files + "/" + id); err != nil {
-		return fsError("trash", err)
-	}
-	if err := s.root.Remove(taken); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fsError("trash", err)
-	}
-	return nil
-}
-
-// trashOrDelete moves p, whose entry is fi, to user's trash unless the store deletes for
-// good. It reports whether it did; false means that p is to be deleted for good: the store's
-// setting, or p on another file system than the trash, where Jupyter deletes for good too.
-func (s *Store) trashOrDelete(user, p string, fi fs.FileInfo) (trashed bool, err error) {
-	if s.opts.DeletePermanently {
-		return false, nil
-	}
-	err = s.moveToTrash(user, p, fi)
-	if errors.Is(err, errOtherDevice) {
-		return false, nil
-	}
-	return err == nil, err
+// SweepTrash deletes for good the entries of every user's trash deleted more than
+// TrashMaxAge ago (none when it is zero), and the leftovers of interrupted operations.
+// Replicas may sweep at the same time: each entry is removed once.
+func (s *Store) SweepTrash(ctx context.Context) error {
+	return s.trash.sweep(ctx)
 }

@@ -189,13 +189,13 @@ func TestTrash_FileCheckpointsAreDeletedAsJupyterDoes(t *testing.T) {
 	if err := s.Delete(ctx, "alice", "d/n.ipynb"); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.checkpoints("d/n.ipynb"); len(list) != 0 {
+	if list, _ := s.checkpoints.list("d/n.ipynb"); len(list) != 0 {
 		t.Errorf("checkpoints of a deleted file remain: %v", list)
 	}
 	if _, err := s.RestoreTrash(ctx, "alice", "n.ipynb", ""); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.checkpoints("d/n.ipynb"); len(list) != 0 {
+	if list, _ := s.checkpoints.list("d/n.ipynb"); len(list) != 0 {
 		t.Errorf("a restored file brought checkpoints back: %v", list)
 	}
 	// A directory's checkpoints are part of its tree and come back with it.
@@ -205,7 +205,7 @@ func TestTrash_FileCheckpointsAreDeletedAsJupyterDoes(t *testing.T) {
 	if _, err := s.RestoreTrash(ctx, "alice", "keep", ""); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := s.checkpoints("keep/k.ipynb"); len(list) != 1 {
+	if list, _ := s.checkpoints.list("keep/k.ipynb"); len(list) != 1 {
 		t.Errorf("restored directory's checkpoints: %v", list)
 	}
 }

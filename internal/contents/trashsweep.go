@@ -15,11 +15,11 @@ import (
 // sweep removes it: far longer than any operation takes, so that it never races one.
 const trashGrace = time.Hour
 
-// SweepTrash deletes for good the entries of every user's trash deleted more than
-// TrashMaxAge ago (none when it is zero), and the leftovers of interrupted operations.
-// Replicas may sweep at the same time: each entry is removed once.
-func (s *Store) SweepTrash(ctx context.Context) error {
-	d, err := s.openDir(trashDir)
+// sweep deletes for good the entries of every user's trash older than maxAge (none when it
+// is zero), and the leftovers of interrupted operations. Replicas may sweep at the same
+// time: each entry is removed once.
+func (tr *trash) sweep(ctx context.Context) error {
+	d, err := tr.openDir(trashDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -37,18 +37,18 @@ func (s *Store) SweepTrash(ctx context.Context) error {
 			return ctx.Err()
 		}
 		dir := trashDir + "/" + u
-		if err := s.sweepUserTrash(ctx, trashPaths{files: dir + "/files", info: dir + "/info"}); err != nil {
+		if err := tr.sweepUser(ctx, trashPaths{files: dir + "/files", info: dir + "/info"}); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
-	now := s.clock.Now()
+func (tr *trash) sweepUser(ctx context.Context, t trashPaths) error {
+	now := tr.clock.Now()
 	infoIDs := map[string]bool{}
 	var errs []error
-	err := s.listDir(t.info, func(ifd int, names []string) {
+	err := tr.listDir(t.info, func(ifd int, names []string) {
 		for _, n := range names {
 			if ctx.Err() != nil {
 				return
@@ -62,7 +62,7 @@ func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
 				continue
 			}
 			infoIDs[id] = true
-			if err := s.sweepTrashEntry(t, id, now); err != nil {
+			if err := tr.sweepEntry(t, id, now); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -73,7 +73,7 @@ func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
 	// Entries without an info file: a crash between taking the info file and removing the
 	// entry. An entry gets its info file before it arrives, so one that has none when looked
 	// at again, just before it is removed, is not on its way in.
-	err = s.listDir(t.files, func(ffd int, names []string) {
+	err = tr.listDir(t.files, func(ffd int, names []string) {
 		for _, n := range names {
 			if ctx.Err() != nil || infoIDs[n] {
 				continue
@@ -82,8 +82,8 @@ func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
 			if err != nil || !leftover(st, now) {
 				continue
 			}
-			if _, err := s.root.Lstat(t.infoFile(n)); errors.Is(err, fs.ErrNotExist) {
-				if err := s.root.RemoveAll(t.files + "/" + n); err != nil {
+			if _, err := tr.root.Lstat(t.infoFile(n)); errors.Is(err, fs.ErrNotExist) {
+				if err := tr.root.RemoveAll(t.files + "/" + n); err != nil {
 					errs = append(errs, fsError("trash", err))
 				}
 			}
@@ -95,10 +95,10 @@ func (s *Store) sweepUserTrash(ctx context.Context, t trashPaths) error {
 	return errors.Join(errs...)
 }
 
-// sweepTrashEntry removes the entry id if it has expired, or its info file if its entry is
+// sweepEntry removes the entry id if it has expired, or its info file if its entry is
 // gone (a crash between the two steps of a trash or a restore).
-func (s *Store) sweepTrashEntry(t trashPaths, id string, now time.Time) error {
-	seen, err := s.readStateFile(t.infoFile(id))
+func (tr *trash) sweepEntry(t trashPaths, id string, now time.Time) error {
+	seen, err := tr.readStateFile(t.infoFile(id))
 	if err != nil {
 		return nil // taken meanwhile, or not one of ours
 	}
@@ -106,30 +106,30 @@ func (s *Store) sweepTrashEntry(t trashPaths, id string, now time.Time) error {
 	if err != nil {
 		return nil // not one of ours: an admin's to look at
 	}
-	expired := s.opts.TrashMaxAge > 0 && now.Sub(ti.deleted) > s.opts.TrashMaxAge
+	expired := tr.maxAge > 0 && now.Sub(ti.deleted) > tr.maxAge
 	if !expired {
-		if _, err := s.root.Lstat(t.files + "/" + id); !errors.Is(err, fs.ErrNotExist) || now.Sub(ti.deleted) <= trashGrace {
+		if _, err := tr.root.Lstat(t.files + "/" + id); !errors.Is(err, fs.ErrNotExist) || now.Sub(ti.deleted) <= trashGrace {
 			return nil
 		}
 	}
-	taken, err := s.takeTrashInfo(t, id)
+	taken, err := tr.takeInfo(t, id)
 	if err != nil {
 		return nil // another replica took it
 	}
-	if got, err := s.readStateFile(taken); err != nil || !bytes.Equal(got, seen) {
+	if got, err := tr.readStateFile(taken); err != nil || !bytes.Equal(got, seen) {
 		// The entry judged was removed and its id reused since: this info file is the new
 		// entry's, and goes back.
-		s.putTrashInfoBack(t, id, taken)
+		tr.putInfoBack(t, id, taken)
 		return nil
 	}
-	return s.expunge(t, id, taken)
+	return tr.expunge(t, id, taken)
 }
 
-// putTrashInfoBack renames a taken info file back. The id may be claimed meanwhile by a new
+// putInfoBack renames a taken info file back. The id may be claimed meanwhile by a new
 // entry; that claim fails on the entry still in files/ and is withdrawn at once, so a few
 // tries suffice. Should they not, the entry and its info file are removed as leftovers.
-func (s *Store) putTrashInfoBack(t trashPaths, id, taken string) {
-	infos, err := s.openDir(t.info)
+func (tr *trash) putInfoBack(t trashPaths, id, taken string) {
+	infos, err := tr.openDir(t.info)
 	if err != nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/utils/clock"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -32,7 +33,7 @@ import (
 const uploadsDir = metaDir + "/uploads"
 
 // uploadsLock is the file whose flock makes a check of an allowance and the reservation of
-// room in it one step (see reserveAllowance). Not in uploadsDir, whose sweep removes what it
+// room in it one step (see reserve). Not in uploadsDir, whose sweep removes what it
 // does not know.
 const uploadsLock = metaDir + "/uploads.lock"
 
@@ -52,6 +53,21 @@ type uploadState struct {
 // held is the room of its user's allowance the upload holds: its size, or more while a chunk
 // is being written.
 func (st uploadState) held() int64 { return max(st.Size, st.Reserved) }
+
+// uploads are the chunked uploads in progress in a tree, beside the store as its checkpoints
+// and trash are: the store checks a chunk's model and target and answers the models, the
+// uploads keep the state and the partial file, and move the file into place.
+type uploads struct {
+	*tree
+	clock clock.PassiveClock
+	// maxSize and ttl are MaxUploadSize and UploadTTL.
+	maxSize int64
+	ttl     time.Duration
+	// uploader and allowance are whose chunked uploads this view receives and how many bytes
+	// their uploads in progress may hold (see ForUploader).
+	uploader  string
+	allowance int64
+}
 
 func uploadKey(p string) string {
 	sum := sha256.Sum256([]byte(p))
@@ -74,13 +90,14 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 	if err != nil {
 		return nil, err
 	}
+	u := s.uploads
 	key := uploadKey(p)
-	now := s.clock.Now()
+	now := u.clock.Now()
 	var st uploadState
 	if chunk == 1 {
 		// Best effort: a failed sweep is for the timer's sweep to report.
-		_ = s.SweepUploads(ctx)
-		if err := s.root.MkdirAll(uploadsDir, 0o700); err != nil {
+		_ = u.sweep(ctx)
+		if err := u.root.MkdirAll(uploadsDir, 0o700); err != nil {
 			return nil, fsError(p, err)
 		}
 		if _, isDir, err := s.Exists(ctx, p); err != nil {
@@ -94,7 +111,7 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 		}
 		st = uploadState{Path: p}
 	} else {
-		if st, err = s.uploadState(key, p, now); err != nil {
+		if st, err = u.state(key, p, now); err != nil {
 			return nil, err
 		}
 		if chunk == st.Chunk {
@@ -104,57 +121,67 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 			return nil, invalid("Chunk %d of %s is out of order: expected chunk %d", chunk, p, st.Chunk+1)
 		}
 	}
-	size := st.Size + int64(len(data))
-	if size > s.opts.MaxUploadSize {
-		s.dropUpload(key)
-		return nil, domainerr.New(domainerr.ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, s.opts.MaxUploadSize)
-	}
-	if err := s.reserveAllowance(p, key, st, size, now); err != nil {
-		s.dropUpload(key)
+	if st, err = u.add(p, key, st, chunk, data, now); err != nil {
 		return nil, err
 	}
-	if err := s.appendPart(key, st.Size, chunk == 1, data); err != nil {
-		if s.allowance > 0 {
-			// Best effort: the room reserved goes back; otherwise it is held until the next
-			// chunk or the upload is abandoned.
-			_ = s.writeUploadState(key, st)
-		}
-		return nil, fsError(p, err)
-	}
-	st.Chunk, st.Size, st.Updated, st.User = chunk, size, now, s.uploader
 	if chunk == -1 {
-		if err := s.publishUpload(p, key); err != nil {
+		if err := u.publish(p, key); err != nil {
 			return nil, err
 		}
-		s.dropUpload(key)
+		u.drop(key)
 		return s.modelOf(p)
 	}
-	if err := s.writeUploadState(key, st); err != nil {
+	if err := u.writeState(key, st); err != nil {
 		return nil, err
 	}
 	return s.partModel(p, key)
 }
 
-func (s *Store) writeUploadState(key string, st uploadState) error {
+// add writes data, chunk number chunk of the upload key to p whose state is st, within the
+// size limit and the uploader's allowance (the upload is dropped beyond either), and returns
+// the state after it, which the caller writes.
+func (u *uploads) add(p, key string, st uploadState, chunk int, data []byte, now time.Time) (uploadState, error) {
+	size := st.Size + int64(len(data))
+	if size > u.maxSize {
+		u.drop(key)
+		return st, domainerr.New(domainerr.ErrTooLarge, "Upload of %s exceeds the limit of %d bytes", p, u.maxSize)
+	}
+	if err := u.reserve(p, key, st, size, now); err != nil {
+		u.drop(key)
+		return st, err
+	}
+	if err := u.appendPart(key, st.Size, chunk == 1, data); err != nil {
+		if u.allowance > 0 {
+			// Best effort: the room reserved goes back; otherwise it is held until the next
+			// chunk or the upload is abandoned.
+			_ = u.writeState(key, st)
+		}
+		return st, fsError(p, err)
+	}
+	st.Chunk, st.Size, st.Updated, st.User = chunk, size, now, u.uploader
+	return st, nil
+}
+
+func (u *uploads) writeState(key string, st uploadState) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
-	return s.writeFile(uploadsDir+"/"+key+".json", false, writeBytes(state))
+	return u.writeFile(uploadsDir+"/"+key+".json", false, writeBytes(state))
 }
 
-// uploadState reads the state of the upload to p, which must be in progress and not stale.
-func (s *Store) uploadState(key, p string, now time.Time) (uploadState, error) {
+// state reads the state of the upload to p, which must be in progress and not stale.
+func (u *uploads) state(key, p string, now time.Time) (uploadState, error) {
 	var st uploadState
-	data, err := s.readStateFile(uploadsDir + "/" + key + ".json")
+	data, err := u.readStateFile(uploadsDir + "/" + key + ".json")
 	if err == nil {
 		err = json.Unmarshal(data, &st)
 	}
 	if err != nil || st.Path != p {
 		return st, &domainerr.Error{Kind: domainerr.ErrInvalid, Message: "No upload of " + p + " in progress: chunk 1 starts one", Err: err}
 	}
-	if now.Sub(st.Updated) > s.opts.UploadTTL {
-		s.dropUpload(key)
+	if now.Sub(st.Updated) > u.ttl {
+		u.drop(key)
 		return st, invalid("The upload of %s was abandoned: start again with chunk 1", p)
 	}
 	return st, nil
@@ -162,12 +189,12 @@ func (s *Store) uploadState(key, p string, now time.Time) (uploadState, error) {
 
 // appendPart writes data at offset size of the partial file, cutting off whatever a failed
 // write left after size, and syncs it.
-func (s *Store) appendPart(key string, size int64, first bool, data []byte) error {
+func (u *uploads) appendPart(key string, size int64, first bool, data []byte) error {
 	flags := os.O_WRONLY
 	if first {
 		flags |= os.O_CREATE | os.O_TRUNC
 	}
-	f, err := s.root.OpenFile(uploadsDir+"/"+key+".part", flags, 0o666)
+	f, err := u.root.OpenFile(uploadsDir+"/"+key+".part", flags, 0o666)
 	if err != nil {
 		return err
 	}
@@ -184,55 +211,43 @@ func (s *Store) appendPart(key string, size int64, first bool, data []byte) erro
 	return f.Close()
 }
 
-// publishUpload moves the complete partial file over the target, keeping the target's
+// publish moves the complete partial file over the target, keeping the target's
 // permissions, and syncs the target's directory. A target on another file system than the
 // root gets a copy, written atomically.
-func (s *Store) publishUpload(p, key string) error {
-	target, err := s.realPath(p)
+func (u *uploads) publish(p, key string) error {
+	target, err := u.realPath(p)
 	if err != nil {
 		return err
 	}
 	dir, name := splitPath(target)
 	part := key + ".part"
-	ud, err := s.openDir(uploadsDir)
-	if err != nil {
-		return fsError(p, err)
-	}
-	defer ud.Close()
-	td, err := s.openDir(dir)
-	if err != nil {
-		return parentError(dir, err)
-	}
-	defer td.Close()
-	err = withFD(ud, func(ufd int) error {
-		return withFD(td, func(tfd int) error {
-			if old, err := fstatat(tfd, name); err == nil {
-				if old.isDir() {
-					return invalid("%s is a directory", p)
-				}
-				if err := unix.Fchmodat(ufd, part, old.perm(), 0); err != nil {
-					return fsError(p, err)
-				}
-				// As in writeTemp: only a privileged server can keep the owner.
-				_ = unix.Fchownat(ufd, part, int(old.uid), int(old.gid), unix.AT_SYMLINK_NOFOLLOW)
+	err = u.withDirs(uploadsDir, func(err error) error { return fsError(p, err) }, dir, func(ufd, tfd int) error {
+		if old, err := fstatat(tfd, name); err == nil {
+			if old.isDir() {
+				return invalid("%s is a directory", p)
 			}
-			// Under the save lock, as a save's rename: a conditional save must not check the
-			// target and then replace this upload instead.
-			if err := s.withSaveLock(false, func() error { return unix.Renameat(ufd, part, tfd, name) }); err != nil {
-				return err
+			if err := unix.Fchmodat(ufd, part, old.perm(), 0); err != nil {
+				return fsError(p, err)
 			}
-			return fsError(p, unix.Fsync(tfd))
-		})
+			// As in writeTemp: only a privileged server can keep the owner.
+			_ = unix.Fchownat(ufd, part, int(old.uid), int(old.gid), unix.AT_SYMLINK_NOFOLLOW)
+		}
+		// Under the save lock, as a save's rename: a conditional save must not check the
+		// target and then replace this upload instead.
+		if err := u.withSaveLock(false, func() error { return unix.Renameat(ufd, part, tfd, name) }); err != nil {
+			return err
+		}
+		return fsError(p, unix.Fsync(tfd))
 	})
 	if !errors.Is(err, unix.EXDEV) {
 		return fsError(p, err)
 	}
-	in, err := s.root.Open(uploadsDir + "/" + part)
+	in, err := u.root.Open(uploadsDir + "/" + part)
 	if err != nil {
 		return fsError(p, err)
 	}
 	defer in.Close()
-	return s.writeFile(target, false, func(w *os.File) error {
+	return u.writeFile(target, false, func(w *os.File) error {
 		_, err := io.Copy(w, in)
 		return err
 	})
@@ -248,16 +263,16 @@ func (s *Store) partModel(p, key string) (*jupyter.ContentsModel, error) {
 	return s.model(p, infoOf(fi), jupyter.TypeFile, true), nil
 }
 
-func (s *Store) dropUpload(key string) {
+func (u *uploads) drop(key string) {
 	// Best effort: the sweep removes whatever remains.
-	_ = s.removeUpload(key)
+	_ = u.remove(key)
 }
 
-// removeUpload removes the partial and state files of the upload key; either may be gone.
-func (s *Store) removeUpload(key string) error {
+// remove removes the partial and state files of the upload key; either may be gone.
+func (u *uploads) remove(key string) error {
 	var errs []error
 	for _, ext := range []string{".part", ".json"} {
-		if err := s.root.Remove(uploadsDir + "/" + key + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := u.root.Remove(uploadsDir + "/" + key + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fsError("uploads", err))
 		}
 	}
@@ -277,42 +292,43 @@ func (s *Store) removeUpload(key string) error {
 // The view shares everything with s, its root included: close s (or the Sub view it came
 // from), not the view, whose Close does nothing.
 func (s *Store) ForUploader(user string, allowance int64) *Store {
-	v := *s
-	v.uploader, v.allowance, v.borrowed = user, allowance, true
+	v, u := *s, *s.uploads
+	u.uploader, u.allowance = user, allowance
+	v.uploads, v.borrowed = &u, true
 	return &v
 }
 
-// reserveAllowance reserves size bytes of the uploader's allowance for the upload to p, named
+// reserve reserves size bytes of the uploader's allowance for the upload to p, named
 // key, whose state is st, before its chunk is written; it refuses the upload if with them
 // the uploader's uploads in progress would hold more than their allowance. The check and the
 // reservation (the upload's state recording size) are one step under uploadsLock, as a
 // kernel's quota reservation is one write to the ledger: checked apart, chunks arriving at
 // once each found the others' room free and together held half as much again.
-func (s *Store) reserveAllowance(p, key string, st uploadState, size int64, now time.Time) error {
-	if s.allowance <= 0 {
+func (u *uploads) reserve(p, key string, st uploadState, size int64, now time.Time) error {
+	if u.allowance <= 0 {
 		return nil
 	}
-	if err := s.root.MkdirAll(uploadsDir, 0o700); err != nil {
+	if err := u.root.MkdirAll(uploadsDir, 0o700); err != nil {
 		return fsError(p, err)
 	}
-	return s.withLock(uploadsLock, true, func() error {
-		held, err := s.uploadsHeld(key, now)
+	return u.withLock(uploadsLock, true, func() error {
+		held, err := u.held(key, now)
 		if err != nil {
 			return err
 		}
-		if held+size > s.allowance {
+		if held+size > u.allowance {
 			return domainerr.New(domainerr.ErrTooLarge, "Upload of %s refused: your uploads in progress would hold %d bytes, over your upload allowance of %d bytes",
-				p, held+size, s.allowance)
+				p, held+size, u.allowance)
 		}
-		st.Reserved, st.Updated, st.User = size, now, s.uploader
-		return s.writeUploadState(key, st)
+		st.Reserved, st.Updated, st.User = size, now, u.uploader
+		return u.writeState(key, st)
 	})
 }
 
-// uploadsHeld is the bytes the uploader's uploads in progress in this root hold, but for the
+// held is the bytes the uploader's uploads in progress in this root hold, but for the
 // upload named except and stale ones.
-func (s *Store) uploadsHeld(except string, now time.Time) (int64, error) {
-	d, err := s.openDir(uploadsDir)
+func (u *uploads) held(except string, now time.Time) (int64, error) {
+	d, err := u.openDir(uploadsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -330,19 +346,19 @@ func (s *Store) uploadsHeld(except string, now time.Time) (int64, error) {
 		if !ok || key == except {
 			continue
 		}
-		st, ok := s.readUploadState(key)
-		if ok && st.User == s.uploader && now.Sub(st.Updated) <= s.opts.UploadTTL {
+		st, ok := u.readState(key)
+		if ok && st.User == u.uploader && now.Sub(st.Updated) <= u.ttl {
 			held += st.held()
 		}
 	}
 	return held, nil
 }
 
-// readUploadState reads the state file of the upload key, or false when it is gone or not
+// readState reads the state file of the upload key, or false when it is gone or not
 // one of ours.
-func (s *Store) readUploadState(key string) (uploadState, bool) {
+func (u *uploads) readState(key string) (uploadState, bool) {
 	var st uploadState
-	data, err := s.readStateFile(uploadsDir + "/" + key + ".json")
+	data, err := u.readStateFile(uploadsDir + "/" + key + ".json")
 	return st, err == nil && json.Unmarshal(data, &st) == nil
 }
 
@@ -351,8 +367,13 @@ func (s *Store) readUploadState(key string) (uploadState, bool) {
 // is needed as well so that an abandoned upload does not hold room, and its user's
 // allowance, while nobody starts another. Replicas may sweep at the same time.
 func (s *Store) SweepUploads(ctx context.Context) error {
-	now := s.clock.Now()
-	d, err := s.openDir(uploadsDir)
+	return s.uploads.sweep(ctx)
+}
+
+// sweep is SweepUploads.
+func (u *uploads) sweep(ctx context.Context) error {
+	now := u.clock.Now()
+	d, err := u.openDir(uploadsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -370,18 +391,18 @@ func (s *Store) SweepUploads(ctx context.Context) error {
 			return ctx.Err()
 		}
 		if key, ok := strings.CutSuffix(n, ".json"); ok {
-			if st, ok := s.readUploadState(key); !ok || now.Sub(st.Updated) > s.opts.UploadTTL {
-				if err := s.removeUpload(key); err != nil {
+			if st, ok := u.readState(key); !ok || now.Sub(st.Updated) > u.ttl {
+				if err := u.remove(key); err != nil {
 					errs = append(errs, err)
 				}
 			}
 			continue
 		}
 		// A partial file without state, or a temporary file, is a crash's leftover once old.
-		fi, err := s.root.Lstat(uploadsDir + "/" + n)
-		if err == nil && now.Sub(fi.ModTime()) > s.opts.UploadTTL {
-			if _, err := s.root.Stat(uploadsDir + "/" + strings.TrimSuffix(n, ".part") + ".json"); errors.Is(err, fs.ErrNotExist) {
-				if err := s.root.Remove(uploadsDir + "/" + n); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		fi, err := u.root.Lstat(uploadsDir + "/" + n)
+		if err == nil && now.Sub(fi.ModTime()) > u.ttl {
+			if _, err := u.root.Stat(uploadsDir + "/" + strings.TrimSuffix(n, ".part") + ".json"); errors.Is(err, fs.ErrNotExist) {
+				if err := u.root.Remove(uploadsDir + "/" + n); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					errs = append(errs, fsError("uploads", err))
 				}
 			}

@@ -10,6 +10,10 @@
 // elements of one of its values out afterwards needs no checks: it looks only for the ends of
 // strings, at memchr speed.
 //
+// AppendString and AppendEscaped go the other way: they write a string as JSON text, as
+// encoding/json does but with U+2028 and U+2029 kept as Python's json keeps them, for the
+// encoders of notebooks (package nbformat) and of Jupyter's models (package jupyter).
+//
 // The package uses the standard library only.
 package jsonspan
 
@@ -276,10 +280,10 @@ func plain8(w uint64) bool {
 	return (control|(quote-ones)&^quote|(backslash-ones)&^backslash)&highs == 0
 }
 
-// PlainASCII8 says each of the eight bytes of w (little-endian: w's low byte first) is
+// plainASCII8 says each of the eight bytes of w (little-endian: w's low byte first) is
 // ASCII that a JSON string holds as it is: no quote, backslash, control character or byte
 // of a multi-byte character. Encoders copy such runs of a string without looking closer.
-func PlainASCII8(w uint64) bool {
+func plainASCII8(w uint64) bool {
 	const highs = 0x8080808080808080
 	return w&highs == 0 && plain8(w)
 }

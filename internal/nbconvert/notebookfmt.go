@@ -7,11 +7,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/nbformat"
 )
 
 // exportNotebook is nbconvert's "notebook": the notebook as nbformat writes it (the encoding
-// the contents store writes), after the stream outputs every exporter coalesces.
+// the contents store saves), after the stream outputs every exporter coalesces. Write's
+// validation is not run: the export is the same whatever its verdict.
 func exportNotebook(ctx context.Context, data []byte, limit int) (*Result, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -36,7 +37,7 @@ func exportNotebook(ctx context.Context, data []byte, limit int) (*Result, error
 	if err := enc.Encode(nb); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	body, err := contents.EncodeNotebook(buf.Bytes())
+	body, _, err := nbformat.Write(buf.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}

@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"crypto/sha256"
@@ -8,9 +8,11 @@ import (
 	"sync"
 )
 
-// validateStored validates a stored notebook as nbformat's reader does: after stripping
-// transient fields and repairing cell ids.
-func validateStored(data []byte, minor int) (string, error) {
+// Validate validates a stored notebook (data, which Read found of minor version minor) as
+// nbformat's reader does, after stripping transient fields and repairing cell ids, and
+// returns Jupyter's "Notebook validation failed" message, or "" when it is valid. Its
+// verdict depends on data alone: a caller may keep it for the file version it read.
+func Validate(data []byte, minor int) (string, error) {
 	v, err := decodeJSON(data)
 	if err != nil {
 		return "", fmt.Errorf("decode notebook: %w", err)

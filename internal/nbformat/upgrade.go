@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"bytes"
@@ -11,8 +11,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Notebooks older than nbformat 4 are read as Jupyter reads them: nbformat.read(f,
@@ -33,34 +31,28 @@ import (
 // are bounded (see headingBudget), and the JSON of v3 "json" outputs is parsed no deeper
 // than notebooks may nest.
 //
-// The result is never cached or stored: each read converts again, with new cell ids, as
-// Jupyter's does; a save writes what the client sends (save.go).
+// The result is not to be cached: each read converts again, with new cell ids, as Jupyter's
+// does; a save writes what the client sends (Write).
 
-// errOlderFormat is what transformNotebook returns for a notebook of nbformat 1 to 3, which
-// the text edit of nbread.go cannot present: it must be decoded and upgraded.
-var errOlderFormat = errors.New("notebook is older than nbformat 4")
+// ErrOlderFormat is what Read returns for a notebook of nbformat 1 to 3, which the text edit
+// of read.go cannot present: Upgrade decodes and upgrades it.
+var ErrOlderFormat = errors.New("notebook is older than nbformat 4")
 
-// readUpgraded returns the content of the nbformat 1-3 notebook file p (data) upgraded to
-// nbformat 4 as Jupyter's get returns it, and its validation message. The validation is not
-// cached: the message shows the notebook, whose cell ids each read makes anew. Decoding,
-// converting, validating and encoding again is the work of a save, so it waits its turn
-// with saves.
-func (s *Store) readUpgraded(p string, data []byte) (json.RawMessage, string, error) {
-	s.cpu <- struct{}{}
-	defer func() { <-s.cpu }()
-	unreadable := func(err error) error {
-		return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: fmt.Sprintf("Unreadable Notebook: %s %v", p, err), Err: err}
-	}
+// Upgrade returns the notebook JSON text data of nbformat 1 to 3 upgraded to nbformat 4 as
+// Jupyter's get returns it, and its validation message ("" when it is valid). What
+// nbformat cannot read is refused with domainerr.ErrInvalid. Decoding, converting,
+// validating and encoding again is the work of a save: it costs what a save costs.
+func Upgrade(data []byte) (json.RawMessage, string, error) {
 	nb, err := upgradeText(data)
 	if err != nil {
-		return nil, "", unreadable(err)
+		return nil, "", refusal(err)
 	}
 	msg, err := validateNotebook(nb)
 	if err != nil {
 		return nil, "", err
 	}
 	if err := markUntrusted(nb); err != nil {
-		return nil, "", unreadable(err)
+		return nil, "", refusal(err)
 	}
 	content, err := encodeCompact(nb)
 	if err != nil {
@@ -70,7 +62,7 @@ func (s *Store) readUpgraded(p string, data []byte) (json.RawMessage, string, er
 }
 
 // upgradeText is nbformat.reads(data, as_version=4) of the text of a notebook that
-// transformNotebook found older than nbformat 4 (a JSON object nested no deeper than
+// Read found older than nbformat 4 (a JSON object nested no deeper than
 // notebooks may be), before validation.
 func upgradeText(data []byte) (map[string]any, error) {
 	v, err := decodeJSON(data)

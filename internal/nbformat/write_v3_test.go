@@ -1,14 +1,13 @@
-package contents
+package nbformat
 
 import (
-	"encoding/json"
+	"errors"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
-	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
 // v3SaveBodies are v3 notebooks as clients send them: lines joined, transient fields set.
@@ -28,7 +27,7 @@ var v3SaveBodies = []string{
 	`{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [{"cell_type": "code", "metadata": {"trusted": true}, "outputs": [{"no": "type"}]}]}]}`,
 }
 
-func TestSave_V3NotebookIsStoredAsJupyterStoresIt(t *testing.T) {
+func TestWrite_V3NotebookIsWrittenAsJupyterWritesIt(t *testing.T) {
 	names, files := oldFormatCorpus(t)
 	bodies := append([]string{}, v3SaveBodies...)
 	for _, name := range names {
@@ -41,42 +40,38 @@ func TestSave_V3NotebookIsStoredAsJupyterStoresIt(t *testing.T) {
 		jobs = append(jobs, nbformatJob{Op: "save", Text: b})
 	}
 	answers := runNbformat(t, jobs)
-	s, dir := newTestStore(t, Options{})
 	for i, body := range bodies {
-		m, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(body)})
+		data, msg, err := encodeNotebook([]byte(body))
 		if answers[i].Error != "" {
 			if i < len(v3SaveBodies) {
 				t.Errorf("Jupyter refuses to save %s: %s", body, answers[i].Error)
 			}
-			wantError(t, err, domainerr.ErrInvalid, "")
+			wantRefused(t, body, err)
 			continue
 		}
 		if err != nil {
-			t.Errorf("save of %s: %v", body, err)
+			t.Errorf("write of %s: %v", body, err)
 			continue
 		}
-		if got := readFile(t, dir, "n.ipynb"); got != answers[i].Text {
-			t.Errorf("save of %s wrote\n%s\nJupyter writes\n%s", body, got, answers[i].Text)
+		if string(data) != answers[i].Text {
+			t.Errorf("write of %s wrote\n%s\nJupyter writes\n%s", body, data, answers[i].Text)
 		}
-		if (m.Message != nil) != answers[i].Invalid {
-			t.Errorf("save of %s: message %v, Jupyter finds it invalid: %v", body, m.Message, answers[i].Invalid)
+		if (msg != "") != answers[i].Invalid {
+			t.Errorf("write of %s: message %q, Jupyter finds it invalid: %v", body, msg, answers[i].Invalid)
 		}
 	}
-	// What was saved reads back upgraded.
-	if _, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(v3SaveBodies[1])}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.Get(ctx, "n.ipynb", GetOptions{Content: true})
+	// What was written reads back upgraded.
+	data, _, err := encodeNotebook([]byte(v3SaveBodies[1]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nb := plainJSON(t, m.Content)
+	nb := plainJSON(t, readV4(t, data))
 	if md := nb["metadata"].(map[string]any); nb["nbformat"] != 4.0 || md["orig_nbformat"] != 3.0 || len(nb["cells"].([]any)) != 4 {
 		t.Errorf("saved v3 notebook reads back as %v", nb)
 	}
 }
 
-func TestSave_V3NotebookJupyterFailsToSaveIsRefused(t *testing.T) {
+func TestWrite_V3NotebookJupyterFailsToSaveIsRefused(t *testing.T) {
 	bodies := []string{
 		`{"nbformat": 3, "nbformat_minor": 0, "metadata": {}}`,
 		`{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [7]}`,
@@ -96,16 +91,21 @@ func TestSave_V3NotebookJupyterFailsToSaveIsRefused(t *testing.T) {
 		jobs = append(jobs, nbformatJob{Op: "save", Text: b})
 	}
 	answers := runNbformat(t, jobs)
-	s, dir := newTestStore(t, Options{})
 	for i, body := range bodies {
 		if answers[i].Error == "" {
 			t.Errorf("Jupyter saves %s", body)
 		}
-		_, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(body)})
-		wantError(t, err, domainerr.ErrInvalid, "")
-		if exists(dir, "n.ipynb") {
-			t.Fatalf("refused save of %s wrote the file", body)
-		}
+		_, _, err := Write([]byte(body))
+		wantRefused(t, body, err)
+	}
+}
+
+// wantRefused checks that err refuses the notebook body as a client's error.
+func wantRefused(t *testing.T, body string, err error) {
+	t.Helper()
+	var e *domainerr.Error
+	if !errors.Is(err, domainerr.ErrInvalid) || !errors.As(err, &e) {
+		t.Errorf("write of %s: error %v, want a refusal (domainerr.ErrInvalid)", body, err)
 	}
 }
 
@@ -136,10 +136,10 @@ var v12SaveBodies = []string{
 	`{"nbformat": 2, "worksheets": [{"cells": [{"cell_type": "code", "outputs": "x"}]}]}`,
 }
 
-// TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem: saved byte for byte as Jupyter
+// TestWrite_V1AndV2NotebooksAreWrittenAsJupyterWritesThem: written byte for byte as Jupyter
 // Server saves them, with its validation message, or refused where it fails; each read back
 // as v4.
-func TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem(t *testing.T) {
+func TestWrite_V1AndV2NotebooksAreWrittenAsJupyterWritesThem(t *testing.T) {
 	names, files := oldFormatCorpus(t)
 	bodies := append([]string{}, v12SaveBodies...)
 	for _, name := range names {
@@ -152,37 +152,33 @@ func TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem(t *testing.T) {
 		jobs = append(jobs, nbformatJob{Op: "save", Text: b})
 	}
 	answers := runNbformat(t, jobs)
-	s, dir := newTestStore(t, Options{})
 	saved := 0
 	for i, body := range bodies {
-		m, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(body)})
+		data, msg, err := encodeNotebook([]byte(body))
 		if answers[i].Error != "" {
-			wantError(t, err, domainerr.ErrInvalid, "")
+			wantRefused(t, body, err)
 			continue
 		}
 		if err != nil {
-			t.Errorf("save of %s: %v", body, err)
+			t.Errorf("write of %s: %v", body, err)
 			continue
 		}
 		saved++
-		if got := readFile(t, dir, "n.ipynb"); sameNumbers(got) != sameNumbers(answers[i].Text) {
-			t.Errorf("save of %s wrote\n%s\nJupyter writes\n%s", body, got, answers[i].Text)
+		if got := string(data); sameNumbers(got) != sameNumbers(answers[i].Text) {
+			t.Errorf("write of %s wrote\n%s\nJupyter writes\n%s", body, got, answers[i].Text)
 		}
-		if m.Message == nil || *m.Message != answers[i].Message {
-			t.Errorf("save of %s: message %v, Jupyter's %q", body, m.Message, answers[i].Message)
+		if msg != answers[i].Message {
+			t.Errorf("write of %s: message %q, Jupyter's %q", body, msg, answers[i].Message)
 		}
 	}
 	if saved < 8 {
 		t.Errorf("Jupyter saved only %d of the notebooks", saved)
 	}
-	if _, err := s.Save(ctx, "n.ipynb", &jupyter.SaveModel{Type: jupyter.TypeNotebook, Format: jupyter.FormatJSON, Content: json.RawMessage(v12SaveBodies[2])}); err != nil {
-		t.Fatal(err)
-	}
-	m, err := s.Get(ctx, "n.ipynb", GetOptions{Content: true})
+	data, _, err := encodeNotebook([]byte(v12SaveBodies[2]))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nb := plainJSON(t, m.Content); nb["nbformat"] != 4.0 || len(nb["cells"].([]any)) != 4 {
+	if nb := plainJSON(t, readV4(t, data)); nb["nbformat"] != 4.0 || len(nb["cells"].([]any)) != 4 {
 		t.Errorf("saved v2 notebook reads back as %v", nb)
 	}
 }
@@ -190,7 +186,7 @@ func TestSave_V1AndV2NotebooksAreStoredAsJupyterStoresThem(t *testing.T) {
 // numberText is a JSON number, or digits in a string's text (which both sides escape alike).
 var numberText = regexp.MustCompile(`-?\d+(\.\d+)?([eE][-+]?\d+)?`)
 
-// sameNumbers spells the numbers of a JSON text alike: the store keeps a number as written,
+// sameNumbers spells the numbers of a JSON text alike: Write keeps a number as written,
 // as in every save, where Python's json writes a float its own way (2.5e-7 as 2.5e-07).
 func sameNumbers(text string) string {
 	return numberText.ReplaceAllStringFunc(text, func(n string) string {

@@ -1,11 +1,11 @@
-package contents
+package nbformat
 
 import (
 	"errors"
 	"fmt"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jsonspan"
-	"github.com/nbkube/nbkube/internal/jupyter"
 )
 
 // Notebooks of nbformat 1 and 2 are saved as Jupyter saves them (nbformat.write with
@@ -23,7 +23,7 @@ import (
 // nbkube. Numbers are kept as written, as in v3 and v4 saves. Jupyter fails (500, nothing
 // written) on a v2 notebook its writer cannot walk and on a "v1" notebook without an
 // nbformat member (nbformat's get_version makes it 1, its signature check needs the member):
-// those are refused with 400.
+// those are refused (domainerr.ErrInvalid: 400).
 
 // noSchemaMessage is Jupyter's validation message of a notebook of a version nbformat has
 // no schema for.
@@ -35,10 +35,10 @@ func noSchemaMessage(major int) string {
 func encodeV2ForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	worksheets, ok := nb["worksheets"]
 	if !ok {
-		return nil, nil, invalid("Cannot save nbformat 2 notebook: no worksheets")
+		return nil, nil, domainerr.New(domainerr.ErrInvalid, "Cannot save nbformat 2 notebook: no worksheets")
 	}
 	if err := eachWorksheetCell(worksheets, errors.New("a worksheet has no cells"), checkV2Cell); err != nil {
-		return nil, nil, invalid("Cannot save nbformat 2 notebook: %v", err)
+		return nil, nil, domainerr.New(domainerr.ErrInvalid, "Cannot save nbformat 2 notebook: %v", err)
 	}
 	splitLinesV2(nb)
 	data := asciiEscape(appendNotebook(make([]byte, 0, 64<<10), nb))
@@ -109,7 +109,7 @@ func splitLinesV2(nb map[string]any) {
 func encodeV1ForWrite(content []byte) ([]byte, func() (string, error), error) {
 	d, members, err := jsonspan.ParseObject(content, decodeDepth)
 	if err != nil {
-		return nil, nil, invalid("Unreadable notebook content: %v", err)
+		return nil, nil, domainerr.New(domainerr.ErrInvalid, "Unreadable notebook content: %v", err)
 	}
 	b := appendOrderedObject(make([]byte, 0, len(content)+len(content)/2), &d, members, 0)
 	data := asciiEscape(append(b, '\n'))
@@ -140,7 +140,7 @@ func appendOrdered(b []byte, d *jsonspan.Doc, v jsonspan.Span, depth int) []byte
 		return append(indentV1(b, depth), ']')
 	}
 	if s, ok := d.StringValue(v); ok {
-		return jupyter.AppendString(b, s)
+		return jsonspan.AppendString(b, s)
 	}
 	// A number (kept as written), true, false or null.
 	return append(b, d.Text(v)...)
@@ -166,7 +166,7 @@ func appendOrderedObject(b []byte, d *jsonspan.Doc, members []jsonspan.Member, d
 			b = append(b, ',')
 		}
 		b = indentV1(b, depth+1)
-		b = jupyter.AppendString(b, k)
+		b = jsonspan.AppendString(b, k)
 		b = append(b, ": "...)
 		b = appendOrdered(b, d, last[k], depth+1)
 	}

@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"encoding/json"
@@ -7,12 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // oldFormatCorpus is the hand-written notebooks of nbformat 1 to 3 in testdata/oldformats,
@@ -37,7 +34,7 @@ func oldFormatCorpus(t testing.TB) ([]string, map[string][]byte) {
 }
 
 // upgradeEdgeCases are notebooks at the edges of what nbformat's upgrades accept: each is
-// refused by both nbformat and the store, or read by both alike.
+// refused by both nbformat and this package, or read by both alike.
 var upgradeEdgeCases = []string{
 	// Versions and the top of the notebook.
 	`{}`,
@@ -123,7 +120,7 @@ var upgradeEdgeCases = []string{
 	`{"nbformat": 1, "cells": [{"cell_type": "text", "text": 100.0}, {"cell_type": "text", "text": true}, {"cell_type": "text", "text": -0}]}`,
 }
 
-// upgradeDivergences are notebooks nbformat reads and the store refuses, on purpose (see
+// upgradeDivergences are notebooks nbformat reads and this package refuses, on purpose (see
 // upgrade.go).
 var upgradeDivergences = []string{
 	`{"nbformat": 1, "cells": [{"cell_type": "code", "code": "a"}, {"cell_type": "raw"}]}`,
@@ -169,26 +166,26 @@ func TestUpgrade_RefusesWhatNbformatWouldRepeatOrStringify(t *testing.T) {
 	}
 }
 
-// checkUpgrade compares the store's upgrade of in with nbformat's answer: both refuse it,
+// checkUpgrade compares Upgrade's reading of in with nbformat's answer: both refuse it,
 // or both read it into the same notebook, cell by cell, with the same verdict of
 // validation. Cell ids are random on both sides: they are checked for their shape only.
 func checkUpgrade(t *testing.T, name string, in []byte, want nbformatAnswer) {
 	t.Helper()
-	if _, _, err := transformNotebook(in); !errors.Is(err, errOlderFormat) {
+	if _, _, _, err := Read(in); !errors.Is(err, ErrOlderFormat) {
 		if want.Error == "" {
-			t.Errorf("%s: nbformat reads it as an older notebook, the store does not: %v", name, err)
+			t.Errorf("%s: nbformat reads it as an older notebook, this package does not: %v", name, err)
 		}
 		return
 	}
 	nb, err := upgradeText(in)
 	switch {
 	case want.Error != "" && err == nil:
-		t.Errorf("%s: nbformat refuses it (%s), the store reads it", name, want.Error)
+		t.Errorf("%s: nbformat refuses it (%s), this package reads it", name, want.Error)
 		return
 	case want.Error != "":
 		return
 	case err != nil:
-		t.Errorf("%s: nbformat reads it, the store refuses it: %v", name, err)
+		t.Errorf("%s: nbformat reads it, this package refuses it: %v", name, err)
 		return
 	}
 	msg, err := validateNotebook(nb)
@@ -196,12 +193,12 @@ func checkUpgrade(t *testing.T, name string, in []byte, want nbformatAnswer) {
 		t.Fatal(err)
 	}
 	if (msg != "") != want.Invalid {
-		t.Errorf("%s: store's validation %q, nbformat finds it invalid: %v", name, msg, want.Invalid)
+		t.Errorf("%s: our validation %q, nbformat finds it invalid: %v", name, msg, want.Invalid)
 	}
 	got, wantNB := plainJSON(t, nb), plainJSON(t, want.NB)
 	gotCells, wantCells := checkCellIDs(t, name, got), checkCellIDs(t, name, wantNB)
 	if d := cmp.Diff(wantNB, got); d != "" {
-		t.Errorf("%s: notebook apart from its cells differs from nbformat's (-nbformat +store):\n%s", name, d)
+		t.Errorf("%s: notebook apart from its cells differs from nbformat's (-nbformat +ours):\n%s", name, d)
 	}
 	if len(gotCells) != len(wantCells) {
 		t.Errorf("%s: %d cells, nbformat makes %d", name, len(gotCells), len(wantCells))
@@ -209,7 +206,7 @@ func checkUpgrade(t *testing.T, name string, in []byte, want nbformatAnswer) {
 	}
 	for i := range gotCells {
 		if d := cmp.Diff(wantCells[i], gotCells[i]); d != "" {
-			t.Errorf("%s: cell %d differs from nbformat's (-nbformat +store):\n%s", name, i, d)
+			t.Errorf("%s: cell %d differs from nbformat's (-nbformat +ours):\n%s", name, i, d)
 		}
 	}
 }
@@ -251,79 +248,6 @@ func checkCellIDs(t *testing.T, name string, nb map[string]any) []any {
 	return cells
 }
 
-func TestGet_OlderNotebooksAreUpgradedToV4(t *testing.T) {
-	s, dir := newTestStore(t, Options{})
-	names, files := oldFormatCorpus(t)
-	tree := map[string]string{}
-	for _, name := range names {
-		tree[name] = string(files[name])
-	}
-	writeTree(t, dir, tree)
-	for _, tc := range []struct {
-		name       string
-		orig       float64
-		codeCells  int
-		wantsValid bool
-	}{
-		{name: "v1-cells.ipynb", orig: 2, codeCells: 9, wantsValid: false},
-		{name: "v2-basic.ipynb", orig: 2, codeCells: 3, wantsValid: false},
-		{name: "v3-cells.ipynb", orig: 3, codeCells: 4, wantsValid: true},
-		{name: "v3-outputs.ipynb", orig: 3, codeCells: 1, wantsValid: false},
-		{name: "v3-invalid-as-v4.ipynb", orig: 3, codeCells: 1, wantsValid: false},
-	} {
-		m, err := s.Get(ctx, tc.name, GetOptions{Content: true})
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		nb := plainJSON(t, m.Content)
-		md, _ := nb["metadata"].(map[string]any)
-		if nb["nbformat"] != 4.0 || nb["nbformat_minor"] != 5.0 || md["orig_nbformat"] != tc.orig {
-			t.Errorf("%s: nbformat %v.%v, orig_nbformat %v, want 4.5 from %v", tc.name, nb["nbformat"], nb["nbformat_minor"], md["orig_nbformat"], tc.orig)
-		}
-		code := 0
-		for i, c := range checkCellIDs(t, tc.name, nb) {
-			cell := c.(map[string]any)
-			if cell["cell_type"] == "code" {
-				code++
-				if cell["metadata"].(map[string]any)["trusted"] != false {
-					t.Errorf("%s: code cell %d is not marked untrusted: %v", tc.name, i, cell["metadata"])
-				}
-			}
-		}
-		if code != tc.codeCells {
-			t.Errorf("%s: %d code cells, want %d", tc.name, code, tc.codeCells)
-		}
-		if (m.Message == nil) != tc.wantsValid || *m.Format != "json" || m.Type != "notebook" {
-			t.Errorf("%s: message %v, format %v, type %v", tc.name, m.Message, *m.Format, m.Type)
-		}
-	}
-	// Each read converts again, with new ids, as Jupyter's does.
-	a, _ := s.Get(ctx, "v3-cells.ipynb", GetOptions{Content: true})
-	b, _ := s.Get(ctx, "v3-cells.ipynb", GetOptions{Content: true})
-	if string(a.Content.(json.RawMessage)) == string(b.Content.(json.RawMessage)) {
-		t.Error("two reads gave the same cell ids")
-	}
-}
-
-func TestGet_OlderNotebookNbformatCannotReadIsUnreadable(t *testing.T) {
-	s, dir := newTestStore(t, Options{})
-	writeTree(t, dir, map[string]string{
-		"nominor.ipynb": `{"nbformat": 3, "metadata": {}, "worksheets": []}`,
-		"v1.ipynb":      `{"nbformat": 1, "cells": [{"cell_type": "code", "code": "a", "prompt_number": "x"}]}`,
-		"deep.ipynb":    `{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [{"cell_type": "code", "outputs": [{"output_type": "display_data", "json": "` + strings.Repeat("[", 1100) + strings.Repeat("]", 1100) + `"}]}]}]}`,
-		"huge.ipynb":    `{"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [{"cell_type": "heading", "level": 100000000, "source": "x"}]}]}`,
-	})
-	for name, msg := range map[string]string{
-		"nominor.ipynb": "Unreadable Notebook: nominor.ipynb The notebook does not include the nbformat minor which is needed",
-		"v1.ipynb":      `Unreadable Notebook: v1.ipynb invalid literal for int() with base 10: "x"`,
-		"deep.ipynb":    "Unreadable Notebook: deep.ipynb application/json output: JSON nested too deep",
-		"huge.ipynb":    "Unreadable Notebook: huge.ipynb heading level 100000000 is too large",
-	} {
-		_, err := s.Get(ctx, name, GetOptions{Content: true})
-		wantError(t, err, domainerr.ErrInvalid, msg)
-	}
-}
-
 // FuzzUpgrade feeds notebooks of nbformat 1 to 3 to the upgrade: it must never panic, its
 // result must stay within a bound of the input's size, encode as JSON, downgrade again
 // without panicking and get a verdict from the v4 validator; and a notebook valid under nbformat's v3 schema must come out valid
@@ -341,12 +265,12 @@ func FuzzUpgrade(f *testing.F) {
 		if len(data) > 1<<16 {
 			return
 		}
-		if _, _, err := transformNotebook(data); !errors.Is(err, errOlderFormat) {
+		if _, _, _, err := Read(data); !errors.Is(err, ErrOlderFormat) {
 			return
 		}
 		v, err := decodeJSON(data)
 		if err != nil {
-			t.Fatalf("transformNotebook accepted what encoding/json refuses: %v", err)
+			t.Fatalf("Read accepted what encoding/json refuses: %v", err)
 		}
 		in, _ := v.(map[string]any)
 		validV3 := false
@@ -365,7 +289,7 @@ func FuzzUpgrade(f *testing.F) {
 		if bound := 16*len(data) + 1<<20 + 1024; len(out) > bound {
 			t.Fatalf("upgrade of %d bytes made %d", len(data), len(out))
 		}
-		if v3, err := NotebookV3(out, "n"); err == nil && !json.Valid(v3) {
+		if v3, err := DowngradeV3(out, "n"); err == nil && !json.Valid(v3) {
 			t.Fatalf("downgrade made invalid JSON: %q", v3)
 		}
 		msg, err := validateNotebook(deepCopyJSON(nb).(map[string]any))

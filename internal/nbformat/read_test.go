@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"encoding/json"
@@ -8,115 +8,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
-func TestGet_NotebookIsPresentedLikeJupyter(t *testing.T) {
-	s, dir := newTestStore(t, Options{})
-	stored := `{
- "cells": [
-  {"cell_type": "markdown", "id": "m", "metadata": {"trusted": true}, "source": ["# T\n", "x"],
-   "attachments": {"a.png": {"image/png": "iVBO", "text/plain": ["a\n", "b"]}}},
-  {"cell_type": "code", "execution_count": 1, "id": "c", "metadata": {"trusted": true, "tags": []}, "source": [],
-   "outputs": [
-    {"name": "stdout", "output_type": "stream", "text": ["1\n", "2\n"]},
-    {"data": {"application/json": ["keep", "list"], "text/html": ["<b>", "</b>"], "application/vnd+json": ["k"]},
-     "execution_count": 1, "metadata": {}, "output_type": "execute_result"},
-    {"ename": "E", "evalue": "v", "output_type": "error", "traceback": ["t1", "t2"]}
-   ]}
- ],
- "metadata": {"orig_nbformat": 3, "signature": "sha256:x", "kernelspec": {"name": "python3", "display_name": "Python 3"}},
- "nbformat": 4,
- "nbformat_minor": 5
-}`
-	writeTree(t, dir, map[string]string{"n.ipynb": stored})
-	m, err := s.Get(ctx, "n.ipynb", GetOptions{Content: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got any
-	if err := json.Unmarshal(m.Content.(json.RawMessage), &got); err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{
-		"cells": []any{
-			map[string]any{"cell_type": "markdown", "id": "m", "metadata": map[string]any{}, "source": "# T\nx",
-				"attachments": map[string]any{"a.png": map[string]any{"image/png": "iVBO", "text/plain": "a\nb"}}},
-			map[string]any{"cell_type": "code", "execution_count": 1.0, "id": "c", "metadata": map[string]any{"trusted": false, "tags": []any{}}, "source": "",
-				"outputs": []any{
-					map[string]any{"name": "stdout", "output_type": "stream", "text": "1\n2\n"},
-					map[string]any{"data": map[string]any{"application/json": []any{"keep", "list"}, "text/html": "<b></b>", "application/vnd+json": []any{"k"}},
-						"execution_count": 1.0, "metadata": map[string]any{}, "output_type": "execute_result"},
-					map[string]any{"ename": "E", "evalue": "v", "output_type": "error", "traceback": []any{"t1", "t2"}},
-				}},
-		},
-		"metadata":       map[string]any{"kernelspec": map[string]any{"name": "python3", "display_name": "Python 3"}},
-		"nbformat":       4.0,
-		"nbformat_minor": 5.0,
-	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("content (-want +got):\n%s", d)
-	}
-	if m.Message != nil {
-		t.Errorf("valid notebook has message %q", *m.Message)
-	}
-}
-
-func TestGet_NotebookCellIDsAreRepairedFrom45On(t *testing.T) {
-	s, dir := newTestStore(t, Options{})
-	cells := `[{"cell_type": "raw", "metadata": {}, "source": ""}, {"cell_type": "raw", "id": "x", "metadata": {}, "source": ""}, {"cell_type": "raw", "id": "x", "metadata": {}, "source": ""}]`
-	writeTree(t, dir, map[string]string{
-		"new.ipynb": `{"cells": ` + cells + `, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}`,
-		"old.ipynb": `{"cells": [{"cell_type": "raw", "metadata": {}, "source": ""}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}`,
-	})
-	m, err := s.Get(ctx, "new.ipynb", GetOptions{Content: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nb struct{ Cells []struct{ ID *string } }
-	if err := json.Unmarshal(m.Content.(json.RawMessage), &nb); err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, c := range nb.Cells {
-		if c.ID == nil || seen[*c.ID] {
-			t.Fatalf("cells ids not repaired: %s", m.Content)
-		}
-		seen[*c.ID] = true
-	}
-	if *nb.Cells[1].ID != "x" || m.Message != nil {
-		t.Errorf("first id changed or message %v: %s", m.Message, m.Content)
-	}
-	m, err = s.Get(ctx, "old.ipynb", GetOptions{Content: true})
-	if err != nil || strings.Contains(string(m.Content.(json.RawMessage)), `"id"`) || m.Message != nil {
-		t.Errorf("4.4 notebook: %v %s %v", err, m.Content, m.Message)
-	}
-}
-
-func TestGet_UnreadableNotebookIsInvalid(t *testing.T) {
-	s, dir := newTestStore(t, Options{})
-	for name, content := range map[string]string{
-		"a.ipynb": "{", "b.ipynb": "[]", "c.ipynb": `{"nbformat": 3, "nbformat_minor": 0, "worksheets": []}`, "d.ipynb": "\xff",
-		"e.ipynb": `{"nbformat": 4} x`,
-	} {
-		writeTree(t, dir, map[string]string{name: content})
-		_, err := s.Get(ctx, name, GetOptions{Content: true})
-		wantError(t, err, domainerr.ErrInvalid, "")
-		if !strings.HasPrefix(err.Error(), "Unreadable Notebook: "+name) {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
-
-func TestTransformNotebook_AgreesWithReference(t *testing.T) {
+func TestRead_AgreesWithReference(t *testing.T) {
 	for i, in := range notebookSeeds() {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkRead(t, []byte(in)) })
 	}
 }
 
 // referenceRead is nbformat's reader and Jupyter's mark_trusted_cells on decoded JSON, the
-// slow way the store avoids; the fuzz target checks the store's text edit against it.
+// slow way Read avoids; the fuzz target checks Read's text edit against it.
 func referenceRead(nb map[string]any) {
 	stripTransient(nb)
 	cells, _ := nb["cells"].([]any)
@@ -187,10 +88,10 @@ var (
 	surrogateEscape = regexp.MustCompile(`\\u[dD][89abcdefABCDEF]`)
 )
 
-// checkRead checks transformNotebook's output on in against referenceRead. Ids the store
+// checkRead checks Read's output on in against referenceRead. Ids Read
 // made up are checked to be fresh and unique, then compared as equal.
 func checkRead(t *testing.T, in []byte) {
-	out, minor, err := transformNotebook(in)
+	out, minor, _, err := Read(in)
 	if err != nil {
 		return
 	}
@@ -265,8 +166,8 @@ func FuzzNotebookDecode(f *testing.F) {
 			return
 		}
 		checkRead(t, data)
-		if _, minor, err := transformNotebook(data); err == nil {
-			if _, err := validateStored(data, minor); err != nil {
+		if _, minor, _, err := Read(data); err == nil {
+			if _, err := Validate(data, minor); err != nil {
 				t.Fatalf("validating a readable notebook failed: %v", err)
 			}
 		}

@@ -1,11 +1,11 @@
-package contents
+package nbformat
 
 import (
 	"encoding/json"
 	"slices"
 	"strconv"
 
-	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/jsonspan"
 )
 
 // appendNotebook writes a decoded notebook (map[string]any, []any, string, json.Number, bool,
@@ -35,7 +35,7 @@ func appendValue(b []byte, v any, depth int, e *elided) []byte {
 		if span, ok := e.span(t); ok {
 			return append(b, span...)
 		}
-		return jupyter.AppendString(b, t)
+		return jsonspan.AppendString(b, t)
 	case map[string]any:
 		if len(t) == 0 {
 			return append(b, "{}"...)
@@ -51,7 +51,7 @@ func appendValue(b []byte, v any, depth int, e *elided) []byte {
 				b = append(b, ',')
 			}
 			b = newline(b, depth+1)
-			b = jupyter.AppendString(b, k)
+			b = jsonspan.AppendString(b, k)
 			b = append(b, ": "...)
 			b = appendValue(b, t[k], depth+1, e)
 		}

@@ -1,7 +1,8 @@
-package contents
+package nbformat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ var downgradeCases = []string{
 	`{"nbformat": 4, "nbformat_minor": 4, "metadata": {"name": "kept", "orig_nbformat": 3}, "cells": []}`,
 }
 
-func TestNotebookV3_AgreesWithNbformatDowngrade(t *testing.T) {
+func TestDowngradeV3_AgreesWithNbformatDowngrade(t *testing.T) {
 	names, files := oldFormatCorpus(t)
 	inputs := map[string]string{}
 	for _, name := range names {
@@ -45,8 +46,6 @@ func TestNotebookV3_AgreesWithNbformatDowngrade(t *testing.T) {
 	for i, c := range downgradeCases {
 		inputs[fmt.Sprintf("v4-%d.ipynb", i)] = c
 	}
-	s, dir := newTestStore(t, Options{})
-	writeTree(t, dir, inputs)
 	var order []string
 	var jobs []nbformatJob
 	for name, text := range inputs {
@@ -55,14 +54,10 @@ func TestNotebookV3_AgreesWithNbformatDowngrade(t *testing.T) {
 	}
 	answers := runNbformat(t, jobs)
 	for i, name := range order {
-		m, err := s.Get(ctx, name, GetOptions{Content: true})
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		v3, err := NotebookV3(m.Content.(json.RawMessage), strings.TrimSuffix(name, ".ipynb"))
+		v3, err := DowngradeV3(readV4(t, []byte(inputs[name])), strings.TrimSuffix(name, ".ipynb"))
 		if answers[i].Error != "" {
 			if err == nil {
-				t.Errorf("%s: nbformat cannot downgrade it (%s), the store does", name, answers[i].Error)
+				t.Errorf("%s: nbformat cannot downgrade it (%s), DowngradeV3 does", name, answers[i].Error)
 			}
 			continue
 		}
@@ -72,9 +67,23 @@ func TestNotebookV3_AgreesWithNbformatDowngrade(t *testing.T) {
 		}
 		got, want := comparableV3(t, v3), comparableV3(t, answers[i].NB)
 		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("%s: downgrade differs from nbformat's (-nbformat +store):\n%s", name, d)
+			t.Errorf("%s: downgrade differs from nbformat's (-nbformat +DowngradeV3):\n%s", name, d)
 		}
 	}
+}
+
+// readV4 is the content Jupyter's get serves of the notebook file data: Read's, or
+// Upgrade's for a notebook older than nbformat 4.
+func readV4(t *testing.T, data []byte) json.RawMessage {
+	t.Helper()
+	content, _, _, err := Read(data)
+	if errors.Is(err, ErrOlderFormat) {
+		content, _, err = Upgrade(data)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return content
 }
 
 // comparableV3 decodes a v3 notebook for comparison: numbers by value, and the JSON text of

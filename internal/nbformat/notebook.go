@@ -1,13 +1,16 @@
-package contents
+package nbformat
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jsonspan"
 	"github.com/nbkube/nbkube/internal/pytext"
 )
@@ -65,6 +68,19 @@ func version(nb map[string]any) (major, minor int) {
 
 // newCellID is nbformat's random cell id: eight hex digits of a random UUID.
 func newCellID() string { return randomHex(4) }
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+).
+	return hex.EncodeToString(b)
+}
+
+// refusal is err, a reason nbformat cannot read a notebook, as the refusal of the notebook:
+// domainerr.ErrInvalid, the reason as its message.
+func refusal(err error) error {
+	return &domainerr.Error{Kind: domainerr.ErrInvalid, Message: err.Error(), Err: err}
+}
 
 // normalizeIDs is the repair nbformat's validate makes to 4.5+ notebooks before validating:
 // a cell without an id gets one, and a cell whose id repeats an earlier one gets a new one.
@@ -164,23 +180,17 @@ func linesOf(s string) []any {
 	return lines
 }
 
-// encodeNotebook turns the notebook JSON a client saves into the bytes nbformat.write would
-// store: ids repaired, transient fields stripped, lines split, keys sorted, indented by one
-// space, non-ASCII kept, and a final newline. It returns the validation message ("" when the
-// notebook is valid): an invalid notebook is saved all the same, as Jupyter saves it.
-func encodeNotebook(content []byte) ([]byte, string, error) {
-	data, validate, err := prepareNotebook(content)
-	if err != nil {
-		return nil, "", err
-	}
-	msg, err := validate()
-	return data, msg, err
-}
-
-// prepareNotebook encodes a notebook for writing and returns the validation separately, so
-// that a save can validate while the bytes go to disk: an invalid notebook is saved all the
-// same, so nothing about the write waits for the verdict.
-func prepareNotebook(content []byte) ([]byte, func() (string, error), error) {
+// Write turns the notebook JSON a client saves (as stored or as Read returns it) into the
+// bytes nbformat.write would store: in its own nbformat, ids repaired, transient fields
+// stripped, lines split, keys sorted, indented by one space, non-ASCII kept (v4), and a
+// final newline. What nbformat cannot write is refused with domainerr.ErrInvalid.
+//
+// The validation comes apart, as a function that returns Jupyter's "Notebook validation
+// failed" message ("" when the notebook is valid), so that a save can validate while the
+// bytes go to disk: an invalid notebook is saved all the same, as Jupyter saves it, so
+// nothing about the write waits for the verdict. An export that does not validate never
+// calls it.
+func Write(content []byte) ([]byte, func() (string, error), error) {
 	small, e := elideLargeStrings(content)
 	nb, err := decodeNotebook(small)
 	if err != nil {
@@ -205,11 +215,11 @@ func prepareNotebook(content []byte) ([]byte, func() (string, error), error) {
 func decodeNotebook(content []byte) (map[string]any, error) {
 	v, err := decodeJSON(content)
 	if err != nil {
-		return nil, invalid("Unreadable notebook content: %v", err)
+		return nil, domainerr.New(domainerr.ErrInvalid, "Unreadable notebook content: %v", err)
 	}
 	nb, ok := v.(map[string]any)
 	if !ok {
-		return nil, invalid("Unreadable notebook content: not a JSON object")
+		return nil, domainerr.New(domainerr.ErrInvalid, "Unreadable notebook content: not a JSON object")
 	}
 	return nb, nil
 }
@@ -224,8 +234,8 @@ func writeNotebook(nb map[string]any) ([]byte, string, error) {
 }
 
 // encodeForWrite normalizes nb and encodes it as nbformat.write does, in its own format (v3
-// notebooks as nbwrite_v3.go writes them, v2 as nbwrite_v12.go). The returned validation works on a copy, so it
-// may run concurrently with the write.
+// notebooks as write_v3.go writes them, v2 as write_v12.go). The returned validation works
+// on a copy, so it may run concurrently with the write.
 func encodeForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	return encodeForWriteElided(nb, nil, 0)
 }
@@ -241,8 +251,8 @@ func encodeForWriteElided(nb map[string]any, e *elided, size int) ([]byte, func(
 		return encodeV2ForWrite(nb)
 	case nbformatMajor:
 	default:
-		// nbformat 1 needs the text (prepareNotebook); anything else Jupyter fails to save.
-		return nil, nil, invalid("Unsupported nbformat version %v: nbformat 1 to 4 notebooks are stored, with their nbformat", nb["nbformat"])
+		// nbformat 1 needs the text (Write); anything else Jupyter fails to save.
+		return nil, nil, domainerr.New(domainerr.ErrInvalid, "Unsupported nbformat version %v: nbformat 1 to 4 notebooks are stored, with their nbformat", nb["nbformat"])
 	}
 	if minor >= 5 {
 		normalizeIDs(nb)
@@ -285,8 +295,18 @@ func deepCopyJSON(v any) any {
 	}
 }
 
-// newNotebookJSON is an empty notebook as nbformat.v4.new_notebook writes it.
-func newNotebookJSON() ([]byte, error) {
+// encodeNotebook is Write with its validation run: the bytes and the message.
+func encodeNotebook(content []byte) ([]byte, string, error) {
+	data, validate, err := Write(content)
+	if err != nil {
+		return nil, "", err
+	}
+	msg, err := validate()
+	return data, msg, err
+}
+
+// New is an empty notebook as nbformat.v4.new_notebook writes it.
+func New() ([]byte, error) {
 	data, _, err := writeNotebook(map[string]any{
 		"cells":          []any{},
 		"metadata":       map[string]any{},

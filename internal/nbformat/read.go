@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"errors"
@@ -35,16 +35,21 @@ type notebookReader struct {
 	newIDs int
 }
 
-// transformNotebook returns the notebook JSON text b as nbformat's reader and Jupyter's
-// get present it, and the notebook's minor format version. A notebook of nbformat 1 to 3
-// is errOlderFormat; anything else but a JSON object of nbformat 4 is an error.
-func transformNotebook(b []byte) ([]byte, int, error) {
-	out, minor, _, err := transformNotebookIDs(b)
-	return out, minor, err
+// Read returns the notebook JSON text b as nbformat's reader and Jupyter's get present it,
+// the notebook's minor format version, and whether cell ids were made up (missing or
+// repeated), which makes each read differ. A notebook of nbformat 1 to 3 is ErrOlderFormat
+// (Upgrade reads it); anything else but a JSON object of nbformat 4 is refused with
+// domainerr.ErrInvalid. Read does not validate: Validate does, separately, so that its
+// verdict can be kept.
+func Read(b []byte) (_ []byte, minor int, newIDs bool, _ error) {
+	out, minor, newIDs, err := read(b)
+	if err != nil && !errors.Is(err, ErrOlderFormat) {
+		return nil, 0, false, refusal(err)
+	}
+	return out, minor, newIDs, err
 }
 
-// transformNotebookIDs is transformNotebook, also saying whether ids were made up.
-func transformNotebookIDs(b []byte) (_ []byte, minor int, newIDs bool, _ error) {
+func read(b []byte) (_ []byte, minor int, newIDs bool, _ error) {
 	doc, top, err := jsonspan.ParseObject(b, maxJSONDepth)
 	switch {
 	case errors.Is(err, jsonspan.ErrNotUTF8):
@@ -63,7 +68,7 @@ func transformNotebookIDs(b []byte) (_ []byte, minor int, newIDs bool, _ error) 
 		minor = r.integer(s)
 	}
 	if major >= 1 && major < nbformatMajor {
-		return nil, 0, false, errOlderFormat
+		return nil, 0, false, ErrOlderFormat
 	}
 	if major != nbformatMajor {
 		return nil, 0, false, fmt.Errorf("Unsupported nbformat version %s", r.versionText(top)) //nolint:staticcheck // nbformat's message

@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/nbkube/nbkube/internal/domainerr"
+
 	_ "embed"
 )
 
@@ -17,7 +19,7 @@ import (
 // nbkube, writing what nbformat's v3 writer writes: the transient fields stripped (after
 // validation, which sees them), lines split keeping their ends, keys sorted, one-space
 // indent, and (unlike v4) everything outside printable ASCII escaped. Older versions are
-// written as nbwrite_v12.go says.
+// written as write_v12.go says.
 
 // encodeV3ForWrite is encodeForWrite for a v3 notebook, which nbformat saves only when
 // nbformat_minor is an integer no greater than 0 (it has no schema of a later v3 and fails
@@ -25,11 +27,11 @@ import (
 func encodeV3ForWrite(nb map[string]any) ([]byte, func() (string, error), error) {
 	if v, ok := nb["nbformat_minor"]; ok {
 		if minor, ok := pyIntValue(v); !ok || minor.Sign() > 0 {
-			return nil, nil, invalid("Unsupported nbformat version 3.%v: nbformat 3 notebooks are stored as 3.0", v)
+			return nil, nil, domainerr.New(domainerr.ErrInvalid, "Unsupported nbformat version 3.%v: nbformat 3 notebooks are stored as 3.0", v)
 		}
 	}
 	if err := checkV3Structure(nb); err != nil {
-		return nil, nil, invalid("Cannot save nbformat 3 notebook: %v", err)
+		return nil, nil, domainerr.New(domainerr.ErrInvalid, "Cannot save nbformat 3 notebook: %v", err)
 	}
 	orig := deepCopyJSON(nb).(map[string]any)
 	stripTransientV3(nb)

@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"bytes"
@@ -39,9 +39,9 @@ func largeStringsNotebook(invalid bool) string {
  ]}`, id, png, long, long, long, long, long, extra, png)
 }
 
-// A save of a notebook with large strings writes, byte for byte, what Jupyter Server's save
+// Write of a notebook with large strings writes, byte for byte, what Jupyter Server's save
 // writes, and validates it the same way, though its large strings were never decoded.
-func TestSave_LargeStringsAreWrittenAsJupyterWritesThem(t *testing.T) {
+func TestWrite_LargeStringsAreWrittenAsJupyterWritesThem(t *testing.T) {
 	var jobs []nbformatJob
 	for _, invalid := range []bool{false, true} {
 		jobs = append(jobs, nbformatJob{Op: "save", Text: largeStringsNotebook(invalid)})

@@ -1,4 +1,4 @@
-package contents
+package nbformat
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
-// NotebookV3 returns a notebook's content as Get returns it (nbformat 4) in nbformat 3, the
+// DowngradeV3 returns a notebook's content as Read returns it (nbformat 4) in nbformat 3, the
 // format of IPython 1.x's clients, named name: what nbformat's v4 → v3 downgrade makes of
 // it, then what nbformat's v3 writer keeps of that (no orig_nbformat, no trusted flags),
 // with lines joined as IPython sent them, and the name in the metadata as IPython's notebook
@@ -18,7 +18,7 @@ import (
 // outputs of MIME types v3 has no name for, and a markdown cell of a single line starting
 // with "#" becomes a heading cell. The text of application/json outputs has its object keys
 // sorted (nbformat keeps the order they were read in).
-func NotebookV3(content json.RawMessage, name string) (json.RawMessage, error) {
+func DowngradeV3(content json.RawMessage, name string) (json.RawMessage, error) {
 	v, err := decodeJSON(content)
 	if err != nil {
 		return nil, err
