@@ -138,7 +138,7 @@ func (c *checkpoints) create(p string) (*jupyter.Checkpoint, error) {
 	defer in.Close()
 	fi, err := in.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
-		return nil, invalid("Cannot create a checkpoint of %s: not a file", p)
+		return nil, domainerr.Invalid("Cannot create a checkpoint of %s: not a file", p)
 	}
 	dir, _ := splitPath(p)
 	if err := c.root.Mkdir(joinPath(dir, checkpointDir), 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -215,7 +215,7 @@ func (c *checkpoints) link(in *os.File, st statInfo, cp string) (bool, error) {
 // checkpoint's path.
 func (c *checkpoints) file(p, id string) (string, error) {
 	if !checkpointIDPattern.MatchString(id) {
-		return "", notFound("Checkpoint does not exist: %s@%s", p, id)
+		return "", domainerr.NotFound("Checkpoint does not exist: %s@%s", p, id)
 	}
 	return checkpointPath(p, id), nil
 }

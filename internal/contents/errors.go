@@ -10,20 +10,8 @@ import (
 	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
-// The store refuses requests with domainerr.Error, whose kinds the API server maps to HTTP:
-// these build the refusals it makes most.
-
-func notFound(format string, args ...any) *domainerr.Error {
-	return domainerr.New(domainerr.ErrNotFound, format, args...)
-}
-
-func invalid(format string, args ...any) *domainerr.Error {
-	return domainerr.New(domainerr.ErrInvalid, format, args...)
-}
-
-func forbidden(format string, args ...any) *domainerr.Error {
-	return domainerr.New(domainerr.ErrForbidden, format, args...)
-}
+// The store refuses requests with domainerr.Error (domainerr.NotFound, Invalid, ...), whose
+// kinds the API server maps to HTTP.
 
 // errPathEscapes is the message of os.Root's unexported error for a symbolic link that leaves
 // the root; the os package offers no other way to recognise it.

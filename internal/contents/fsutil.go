@@ -117,7 +117,7 @@ func (t *tree) openRegular(p string) (*os.File, statInfo, error) {
 	st := infoOf(fi)
 	if !st.isRegular() {
 		f.Close()
-		return nil, st, invalid("Cannot read non-file %s", p)
+		return nil, st, domainerr.Invalid("Cannot read non-file %s", p)
 	}
 	return f, st, nil
 }
@@ -208,17 +208,17 @@ func (t *tree) realPath(p string) (string, error) {
 		dir, _ := splitPath(p)
 		next := path.Join(dir, target)
 		if path.IsAbs(target) || next == ".." || strings.HasPrefix(next, "../") || strings.IndexByte(target, 0) >= 0 {
-			return "", forbidden("%s is outside root contents directory", p)
+			return "", domainerr.Forbidden("%s is outside root contents directory", p)
 		}
 		if isMetaPath(next) {
-			return "", forbidden("Refusing to serve nbkube's own directory: %s", p)
+			return "", domainerr.Forbidden("Refusing to serve nbkube's own directory: %s", p)
 		}
 		if next == "." {
 			next = ""
 		}
 		p = next
 	}
-	return "", invalid("Too many levels of symbolic links: %s", p)
+	return "", domainerr.Invalid("Too many levels of symbolic links: %s", p)
 }
 
 // writeFile writes the file at the clean API path p atomically: fill writes a temporary file
@@ -250,7 +250,7 @@ func (t *tree) write(p string, o writeOptions, fill func(w *os.File) error) (sta
 	}
 	dir, name := splitPath(p)
 	if name == "" {
-		return statInfo{}, invalid("%s is a directory", p)
+		return statInfo{}, domainerr.Invalid("%s is a directory", p)
 	}
 	d, err := t.openDir(dir)
 	if err != nil {
@@ -265,7 +265,7 @@ func (t *tree) write(p string, o writeOptions, fill func(w *os.File) error) (sta
 				return domainerr.New(domainerr.ErrConflict, "File already exists: %s", p)
 			}
 			if st.isDir() {
-				return invalid("%s is a directory", p)
+				return domainerr.Invalid("%s is a directory", p)
 			}
 			old = &st
 		} else if !errors.Is(err, unix.ENOENT) {

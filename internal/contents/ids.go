@@ -91,7 +91,7 @@ func (s *Store) NotebookID(_ context.Context, path string) (string, error) {
 // NotebookPath returns the path of the notebook with the given id.
 func (s *Store) NotebookPath(_ context.Context, id string) (string, error) {
 	if !notebookIDPattern.MatchString(id) {
-		return "", notFound("No notebook with id %s", id)
+		return "", domainerr.NotFound("No notebook with id %s", id)
 	}
 	data, err := s.root.ReadFile(idsByID + "/" + id)
 	if err != nil {
@@ -99,13 +99,13 @@ func (s *Store) NotebookPath(_ context.Context, id string) (string, error) {
 	}
 	p := string(data)
 	if got, ok := s.lookupID(p); !ok || got != id {
-		return "", notFound("No notebook with id %s", id)
+		return "", domainerr.NotFound("No notebook with id %s", id)
 	}
 	if _, err := s.check(p, "Refusing to serve hidden file or directory '%s'"); err != nil {
 		return "", err
 	}
 	if fi, err := s.root.Stat(osName(p)); err != nil || fi.IsDir() {
-		return "", notFound("No notebook with id %s", id)
+		return "", domainerr.NotFound("No notebook with id %s", id)
 	}
 	return p, nil
 }

@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Open opens a file for streaming its bytes (/files/): no model, no size limit, no copy in
@@ -32,7 +34,7 @@ func (s *Store) Open(_ context.Context, path string) (*os.File, fs.FileInfo, err
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, notFound("No such file: %s", p)
+		return nil, nil, domainerr.NotFound("No such file: %s", p)
 	}
 	return f, fi, nil
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // metaDir is the store's own directory at the root (notebook ids, partial uploads). It is
@@ -27,7 +29,7 @@ var hideGlobs = []string{"__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*.so", "
 // never reinterpreted; so are NUL bytes and invalid UTF-8, which no client can mean.
 func cleanPath(p string) (string, error) {
 	if !utf8.ValidString(p) || strings.IndexByte(p, 0) >= 0 {
-		return "", invalid("Invalid path: %q", p)
+		return "", domainerr.Invalid("Invalid path: %q", p)
 	}
 	parts := strings.Split(p, "/")
 	kept := parts[:0]
@@ -36,7 +38,7 @@ func cleanPath(p string) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			return "", forbidden("%s is outside root contents directory", p)
+			return "", domainerr.Forbidden("%s is outside root contents directory", p)
 		}
 		kept = append(kept, part)
 	}

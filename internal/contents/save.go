@@ -36,14 +36,14 @@ func (s *Store) Save(ctx context.Context, path string, m *jupyter.SaveModel) (*j
 // directory or a chunk of an upload is invalid: neither replaces a version of a file.
 func (s *Store) SaveIf(ctx context.Context, path string, m *jupyter.SaveModel, pre Precondition) (*jupyter.ContentsModel, error) {
 	if m == nil {
-		return nil, invalid("JSON body missing")
+		return nil, domainerr.Invalid("JSON body missing")
 	}
 	p, err := s.check(path, "Cannot create file or directory '%s'")
 	if err != nil {
 		return nil, err
 	}
 	if !pre.IsZero() && (m.Chunk != nil || m.Type == jupyter.TypeDirectory) {
-		return nil, invalid("Conditional saves apply to files and notebooks, not to directories or chunked uploads: %s", p)
+		return nil, domainerr.Invalid("Conditional saves apply to files and notebooks, not to directories or chunked uploads: %s", p)
 	}
 	if m.Chunk != nil {
 		return s.saveChunk(ctx, p, m)
@@ -52,7 +52,7 @@ func (s *Store) SaveIf(ctx context.Context, path string, m *jupyter.SaveModel, p
 		if isFile, isDir, err := s.Exists(ctx, p); err != nil {
 			return nil, err
 		} else if isFile && m.Type != jupyter.TypeDirectory {
-			return nil, invalid("No file content provided")
+			return nil, domainerr.Invalid("No file content provided")
 		} else if !pre.IsZero() && !isDir {
 			// What would be created is not the version the client loaded: that is gone.
 			return nil, pre.check(p, statInfo{}, false)
@@ -61,7 +61,7 @@ func (s *Store) SaveIf(ctx context.Context, path string, m *jupyter.SaveModel, p
 	}
 	switch m.Type {
 	case "":
-		return nil, invalid("No file type provided")
+		return nil, domainerr.Invalid("No file type provided")
 	case jupyter.TypeNotebook:
 		return s.saveNotebook(p, m.Content, pre)
 	case jupyter.TypeFile:
@@ -77,7 +77,7 @@ func (s *Store) SaveIf(ctx context.Context, path string, m *jupyter.SaveModel, p
 	case jupyter.TypeDirectory:
 		return s.create(p, jupyter.TypeDirectory, false)
 	}
-	return nil, invalid("Unhandled contents type: %s", m.Type)
+	return nil, domainerr.Invalid("Unhandled contents type: %s", m.Type)
 }
 
 // newType is the type Jupyter's new gives a model without content.
@@ -94,7 +94,7 @@ func newType(p, typ string) string {
 // fileBytes decodes a file model's content by its format.
 func fileBytes(p string, m *jupyter.SaveModel) ([]byte, error) {
 	if m.Format != jupyter.FormatText && m.Format != jupyter.FormatBase64 {
-		return nil, invalid("Must specify format of file contents as 'text' or 'base64'")
+		return nil, domainerr.Invalid("Must specify format of file contents as 'text' or 'base64'")
 	}
 	var content string
 	if err := json.Unmarshal(m.Content, &content); err != nil {
@@ -175,7 +175,7 @@ func (s *Store) create(p, typ string, exclusive bool) (*jupyter.ContentsModel, e
 		switch {
 		case errors.Is(err, fs.ErrExist) && !exclusive:
 			if fi, serr := s.root.Stat(osName(p)); serr != nil || !fi.IsDir() {
-				return nil, invalid("Not a directory: %s", p)
+				return nil, domainerr.Invalid("Not a directory: %s", p)
 			}
 		case errors.Is(err, fs.ErrExist):
 			return nil, &domainerr.Error{Kind: domainerr.ErrConflict, Message: "File already exists: " + p, Err: err}
@@ -262,14 +262,14 @@ func (s *Store) modelFrom(p string, st statInfo) (*jupyter.ContentsModel, error)
 // notebook and anything else a file. ext must be empty or a suffix (validExt).
 func (s *Store) NewUntitled(_ context.Context, dir, typ, ext string) (*jupyter.ContentsModel, error) {
 	if !validExt(ext) {
-		return nil, invalid("Invalid extension %q: an extension is a dot and a name, such as \".txt\", at most %d bytes", ext, maxExtLen)
+		return nil, domainerr.Invalid("Invalid extension %q: an extension is a dot and a name, such as \".txt\", at most %d bytes", ext, maxExtLen)
 	}
 	d, err := s.check(dir, "Cannot create file or directory '%s'")
 	if err != nil {
 		return nil, err
 	}
 	if fi, err := s.root.Stat(osName(d)); err != nil || !fi.IsDir() {
-		return nil, notFound("No such directory: %s", d)
+		return nil, domainerr.NotFound("No such directory: %s", d)
 	}
 	if typ == "" {
 		typ = jupyter.TypeFile
@@ -286,7 +286,7 @@ func (s *Store) NewUntitled(_ context.Context, dir, typ, ext string) (*jupyter.C
 	case jupyter.TypeFile:
 		base = "untitled"
 	default:
-		return nil, invalid("Unexpected model type: '%s'", typ)
+		return nil, domainerr.Invalid("Unexpected model type: '%s'", typ)
 	}
 	return s.claimName(d, base+ext, insert, func(p string) (*jupyter.ContentsModel, error) {
 		return s.create(p, typ, true)
@@ -342,7 +342,7 @@ func (s *Store) Copy(_ context.Context, from, to string) (*jupyter.ContentsModel
 		return nil, fsError(src, err)
 	}
 	if fi.IsDir() {
-		return nil, invalid("Can't copy directories")
+		return nil, domainerr.Invalid("Can't copy directories")
 	}
 	copyTo := func(p string) (*jupyter.ContentsModel, error) { return s.copyFile(src, p) }
 	dfi, err := s.root.Stat(osName(dst))
@@ -357,7 +357,7 @@ func (s *Store) Copy(_ context.Context, from, to string) (*jupyter.ContentsModel
 	}
 	parent, _ := splitPath(dst)
 	if pfi, err := s.root.Stat(osName(parent)); err != nil || !pfi.IsDir() {
-		return nil, notFound("No such parent directory: %s to copy file in", parent)
+		return nil, domainerr.NotFound("No such parent directory: %s to copy file in", parent)
 	}
 	return copyTo(dst)
 }
@@ -370,7 +370,7 @@ func (s *Store) copyFile(src, dst string) (*jupyter.ContentsModel, error) {
 	}
 	defer in.Close()
 	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, invalid("Cannot read non-file %s", src)
+		return nil, domainerr.Invalid("Cannot read non-file %s", src)
 	}
 	err = s.writeFile(dst, true, func(w *os.File) error {
 		_, err := io.Copy(w, in)
@@ -403,10 +403,10 @@ func (s *Store) Rename(_ context.Context, oldPath, newPath string) (*jupyter.Con
 		return s.modelOf(p)
 	}
 	if old == "" || p == "" {
-		return nil, invalid("Can't rename root")
+		return nil, domainerr.Invalid("Can't rename root")
 	}
 	if isUnder(p, old) {
-		return nil, invalid("Cannot move %s into itself", old)
+		return nil, domainerr.Invalid("Cannot move %s into itself", old)
 	}
 	ofi, err := s.root.Lstat(old)
 	if err != nil {
@@ -468,11 +468,11 @@ func (s *Store) Delete(_ context.Context, user, path string) error {
 		return err
 	}
 	if p == "" {
-		return invalid("Can't delete root")
+		return domainerr.Invalid("Can't delete root")
 	}
 	fi, err := s.root.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return notFound("File or directory does not exist: %s", p)
+		return domainerr.NotFound("File or directory does not exist: %s", p)
 	}
 	if err != nil {
 		return fsError(p, err)
@@ -550,7 +550,7 @@ func (s *Store) onlyLeftovers(p string) ([]string, error) {
 					continue
 				}
 			}
-			return invalid("Directory %s not empty", p)
+			return domainerr.Invalid("Directory %s not empty", p)
 		}
 		return nil
 	})

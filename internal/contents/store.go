@@ -178,7 +178,7 @@ func (s *Store) check(path, refusal string) (string, error) {
 		return "", err
 	}
 	if isMetaPath(p) || (!s.opts.AllowHidden && isHiddenPath(p)) {
-		return "", forbidden(refusal, p)
+		return "", domainerr.Forbidden(refusal, p)
 	}
 	if err := s.refuseMetaTarget(p, refusal); err != nil {
 		return "", err
@@ -215,10 +215,10 @@ func (s *Store) Get(_ context.Context, path string, o GetOptions) (*jupyter.Cont
 // resolve checks the options and path of a Get and finds what the path is.
 func (s *Store) resolve(path string, o GetOptions) (string, statInfo, string, error) {
 	if !slices.Contains([]string{"", jupyter.TypeDirectory, jupyter.TypeFile, jupyter.TypeNotebook}, o.Type) {
-		return "", statInfo{}, "", invalid("Type '%s' is invalid", o.Type)
+		return "", statInfo{}, "", domainerr.Invalid("Type '%s' is invalid", o.Type)
 	}
 	if !slices.Contains([]string{"", jupyter.FormatText, jupyter.FormatBase64}, o.Format) {
-		return "", statInfo{}, "", invalid("Format '%s' is invalid", o.Format)
+		return "", statInfo{}, "", domainerr.Invalid("Format '%s' is invalid", o.Format)
 	}
 	p, err := s.check(path, "Refusing to serve hidden file or directory '%s'")
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nbkube/nbkube/internal/domainerr"
 )
 
 // Sub returns a view of the store rooted at dir, a clean relative path of the tree, which it
@@ -24,7 +26,7 @@ func (s *Store) Sub(dir string) (*Store, error) {
 		return nil, err
 	}
 	if p == "" || isHiddenPath(p) {
-		return nil, invalid("Invalid home: %q", dir)
+		return nil, domainerr.Invalid("Invalid home: %q", dir)
 	}
 	if err := s.root.MkdirAll(p, 0o777); err != nil {
 		return nil, fsError(p, err)
@@ -89,7 +91,7 @@ func (t *tree) refuseMetaTarget(p, refusal string) error {
 			if !t.isMetaTarget(real) {
 				return nil
 			}
-			return forbidden(refusal, p)
+			return domainerr.Forbidden(refusal, p)
 		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrPermission) || q == "" {
 			return nil
@@ -117,7 +119,7 @@ func (t *tree) refuseMetaFile(p string, f *os.File) error {
 		return fsError(p, err)
 	}
 	if t.isMetaTarget(real) {
-		return forbidden("Refusing to serve nbkube's own directory: %s", p)
+		return domainerr.Forbidden("Refusing to serve nbkube's own directory: %s", p)
 	}
 	return nil
 }

@@ -80,7 +80,7 @@ func (tr *trash) put(user, p string, fi fs.FileInfo) error {
 	// As Jupyter, which refuses to trash what the server cannot write, though it could delete
 	// it for good. A symbolic link is moved, not what it points at, which may not exist.
 	if fi.Mode()&fs.ModeSymlink == 0 && !tr.writable(p) {
-		return forbidden("Permission denied: %s", p)
+		return domainerr.Forbidden("Permission denied: %s", p)
 	}
 	t := trashOf(user)
 	for _, d := range []string{t.files, t.info} {
@@ -146,7 +146,7 @@ func (tr *trash) claim(t trashPaths, p string, info []byte, sfd int, srcName str
 				return errOtherDevice
 			}
 			if errors.Is(err, unix.ENOENT) {
-				return notFound("File or directory does not exist: %s", p)
+				return domainerr.NotFound("File or directory does not exist: %s", p)
 			}
 			return fsError(p, err)
 		}
@@ -381,7 +381,7 @@ func (s *Store) RestoreTrash(_ context.Context, user, id, to string) (*jupyter.C
 		return nil, err
 	}
 	if p == "" {
-		return nil, invalid("Can't restore to root")
+		return nil, domainerr.Invalid("Can't restore to root")
 	}
 	if to == "" {
 		dir, _ := splitPath(p)

@@ -78,13 +78,13 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 	chunk := *m.Chunk
 	switch {
 	case m.Type != jupyter.TypeFile:
-		return nil, invalid(`File type "%s" is not supported for large file transfer`, m.Type)
+		return nil, domainerr.Invalid(`File type "%s" is not supported for large file transfer`, m.Type)
 	case len(m.Content) == 0 || string(m.Content) == "null":
-		return nil, invalid("No file content provided")
+		return nil, domainerr.Invalid("No file content provided")
 	case chunk == 0 || chunk < -1:
-		return nil, invalid("Invalid chunk number %d", chunk)
+		return nil, domainerr.Invalid("Invalid chunk number %d", chunk)
 	case p == "":
-		return nil, invalid("%s is a directory", p)
+		return nil, domainerr.Invalid("%s is a directory", p)
 	}
 	data, err := fileBytes(p, m)
 	if err != nil {
@@ -103,11 +103,11 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 		if _, isDir, err := s.Exists(ctx, p); err != nil {
 			return nil, err
 		} else if isDir {
-			return nil, invalid("%s is a directory", p)
+			return nil, domainerr.Invalid("%s is a directory", p)
 		}
 		dir, _ := splitPath(p)
 		if fi, err := s.root.Stat(osName(dir)); err != nil || !fi.IsDir() {
-			return nil, notFound("No such directory: %s", dir)
+			return nil, domainerr.NotFound("No such directory: %s", dir)
 		}
 		st = uploadState{Path: p}
 	} else {
@@ -118,7 +118,7 @@ func (s *Store) saveChunk(ctx context.Context, p string, m *jupyter.SaveModel) (
 			return s.partModel(p, key)
 		}
 		if chunk > 0 && chunk != st.Chunk+1 {
-			return nil, invalid("Chunk %d of %s is out of order: expected chunk %d", chunk, p, st.Chunk+1)
+			return nil, domainerr.Invalid("Chunk %d of %s is out of order: expected chunk %d", chunk, p, st.Chunk+1)
 		}
 	}
 	if st, err = u.add(p, key, st, chunk, data, now); err != nil {
@@ -182,7 +182,7 @@ func (u *uploads) state(key, p string, now time.Time) (uploadState, error) {
 	}
 	if now.Sub(st.Updated) > u.ttl {
 		u.drop(key)
-		return st, invalid("The upload of %s was abandoned: start again with chunk 1", p)
+		return st, domainerr.Invalid("The upload of %s was abandoned: start again with chunk 1", p)
 	}
 	return st, nil
 }
@@ -224,7 +224,7 @@ func (u *uploads) publish(p, key string) error {
 	err = u.withDirs(uploadsDir, func(err error) error { return fsError(p, err) }, dir, func(ufd, tfd int) error {
 		if old, err := fstatat(tfd, name); err == nil {
 			if old.isDir() {
-				return invalid("%s is a directory", p)
+				return domainerr.Invalid("%s is a directory", p)
 			}
 			if err := unix.Fchmodat(ufd, part, old.perm(), 0); err != nil {
 				return fsError(p, err)

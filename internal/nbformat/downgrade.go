@@ -156,17 +156,9 @@ func headingOf(cell map[string]any, src any) error {
 // stream: name → stream. Output metadata keeps its MIME types: nbformat converts a copy of
 // it that it then drops.
 func downgradeOutput(o any) error {
-	out, ok := o.(map[string]any)
-	if !ok {
-		return fmt.Errorf("an output is a %s, not an object", pyType(o))
-	}
-	typ, ok := out["output_type"]
-	if !ok {
-		return errors.New("KeyError: 'output_type'")
-	}
-	switch typ.(type) {
-	case []any, map[string]any:
-		return fmt.Errorf("unhashable type: '%s'", pyType(typ))
+	out, typ, err := outputOf(o)
+	if err != nil {
+		return err
 	}
 	switch typ {
 	case "execute_result", "display_data":

@@ -188,6 +188,25 @@ var mimeAliases = [][2]string{
 	{"javascript", "application/javascript"},
 }
 
+// outputOf is an output of a notebook being converted and its output_type, refused as Python's
+// nbformat fails on it (with Python's words) when it is no object or its type is missing or
+// unhashable.
+func outputOf(o any) (map[string]any, any, error) {
+	out, ok := o.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("an output is a %s, not an object", pyType(o))
+	}
+	typ, ok := out["output_type"]
+	if !ok {
+		return nil, nil, errors.New("KeyError: 'output_type'")
+	}
+	switch typ.(type) {
+	case []any, map[string]any:
+		return nil, nil, fmt.Errorf("unhashable type: '%s'", pyType(typ))
+	}
+	return out, typ, nil
+}
+
 // upgradeOutput is nbformat's v4 upgrade_output, in place:
 //   - pyout → execute_result (prompt_number → execution_count) and display_data: an empty
 //     metadata object where there is none; every member but output_type, execution_count and
@@ -196,17 +215,9 @@ var mimeAliases = [][2]string{
 //   - pyerr → error;
 //   - stream: stream → name (default stdout).
 func upgradeOutput(o any) error {
-	out, ok := o.(map[string]any)
-	if !ok {
-		return fmt.Errorf("an output is a %s, not an object", pyType(o))
-	}
-	typ, ok := out["output_type"]
-	if !ok {
-		return errors.New("KeyError: 'output_type'")
-	}
-	switch typ.(type) {
-	case []any, map[string]any:
-		return fmt.Errorf("unhashable type: '%s'", pyType(typ))
+	out, typ, err := outputOf(o)
+	if err != nil {
+		return err
 	}
 	switch typ {
 	case "pyout", "display_data":
