@@ -178,3 +178,22 @@ func TestNotebook_ConflictCheckpointRevertRename(t *testing.T) {
 		t.Errorf("renamed file: %v", err)
 	}
 }
+
+// A new notebook takes typing at once, as Notebook's does: its first cell is in edit mode, so
+// that the first keys are code and not commands ("r" would make the cell raw and lose the text).
+func TestNotebook_NewNotebookTakesTypingAtOnce(t *testing.T) {
+	srv := nbkube(t)
+	dir := srv.dir(t)
+	ctx := browser(t)
+	run(t, ctx, "log in", time.Minute, chromedp.Navigate(srv.url+"?token="+srv.token), ready("dashboard"))
+	run(t, ctx, "type into a new notebook at once and run it", 2*time.Minute,
+		chromedp.Navigate(srv.url+"new?dir="+dir),
+		ready("notebook"),
+		chromedp.KeyEvent("r = 6*7\nprint(r)"),
+		chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierShift)),
+		outputHas(0, "42"),
+	)
+	if typ := eval[string](t, ctx, `document.querySelector('[data-cell-index="0"]').dataset.cellType`); typ != "code" {
+		t.Errorf("the first cell is %s after typing, want code", typ)
+	}
+}

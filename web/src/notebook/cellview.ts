@@ -40,6 +40,9 @@ export class CellView {
   private editingMarkdown = false;
   /** edit() was called before the editor module arrived. */
   private wantFocus = false;
+  /** A plain text box that takes the cell's typing until the editor arrives, so that no
+   * keystroke is lost to a command (or to nothing) in between. */
+  private fallback: HTMLTextAreaElement | null = null;
   readonly inspectPanel: HTMLElement;
 
   constructor(cell: CellModel, index: number, host: CellHost) {
@@ -175,6 +178,12 @@ export class CellView {
     }
     const { createEditor } = m;
     const lang = this.cell.type === 'code' ? this.host.language() : this.cell.type === 'markdown' ? 'markdown' : 'text';
+    // What was typed into the stand-in box is the cell's source already; its cursor and its
+    // focus go over to the editor.
+    const box = this.fallback;
+    const typing = box !== null && document.activeElement === box;
+    const at = box ? [box.selectionStart, box.selectionEnd] : null;
+    this.fallback = null;
     this.editorHost.replaceChildren();
     this.staticCode = null;
     this.editor = createEditor({
@@ -189,6 +198,12 @@ export class CellView {
       onFocus: () => this.host.select(this, true),
       help: this.cell.type === 'code' ? this.host.help : () => null,
     });
+    if (at) {
+      m.setSelection(this.editor, at[0], at[1]);
+    }
+    if (typing) {
+      this.editor.focus();
+    }
     return this.editor;
   }
 
@@ -261,9 +276,40 @@ export class CellView {
     const v = this.ensureEditor();
     if (!v) {
       this.wantFocus = true;
+      this.showFallback().focus({ preventScroll: true });
     } else if (!v.hasFocus) {
       v.focus();
     }
+  }
+
+  /** showFallback shows the text box that stands in for the editor until it arrives. */
+  private showFallback(): HTMLTextAreaElement {
+    if (this.fallback) {
+      return this.fallback;
+    }
+    const box = h('textarea', {
+      class: 'nb-editor-fallback',
+      'aria-label': this.label(),
+      spellcheck: 'false',
+      autocapitalize: 'off',
+      autocomplete: 'off',
+    });
+    box.value = this.cell.source;
+    const fit = () => {
+      box.rows = Math.max(1, box.value.split('\n').length);
+    };
+    fit();
+    box.setSelectionRange(box.value.length, box.value.length);
+    box.addEventListener('input', () => {
+      this.cell.source = box.value;
+      fit();
+      this.host.changed();
+    });
+    box.addEventListener('focus', () => this.host.select(this, true));
+    this.staticCode = null;
+    this.editorHost.replaceChildren(box);
+    this.fallback = box;
+    return box;
   }
 
   /** leaveEdit returns to command mode (a markdown cell stays as it is until run). */

@@ -181,6 +181,13 @@ export function createEditor(o: EditorOptions): EditorView {
   });
 }
 
+/** setSelection selects from anchor to head, offsets in the document's UTF-16 text (as a
+ * text box's selectionStart and selectionEnd are). */
+export function setSelection(view: EditorView, anchor: number, head: number): void {
+  const len = view.state.doc.length;
+  view.dispatch({ selection: { anchor: Math.min(anchor, len), head: Math.min(head, len) } });
+}
+
 /** setLabel changes an editor's accessible name (its cell moved). */
 export function setEditorLabel(view: EditorView, label: string): void {
   view.contentDOM.setAttribute('aria-label', label);

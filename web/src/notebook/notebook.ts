@@ -87,7 +87,9 @@ export class NotebookPage {
     const nb = await this.saver.load();
     this.model.load(nb);
     this.setTitle();
-    this.select(0, false, false);
+    // A new notebook takes typing in its first cell at once, as Notebook does: in command
+    // mode its first keystrokes would be commands ("r" makes the cell raw).
+    this.select(0, isNew(nb), isNew(nb));
     this.autosave.start();
     window.addEventListener('beforeunload', (e) => {
       if (this.model.dirty) {
@@ -265,7 +267,7 @@ export class NotebookPage {
     if (!this.cellsNode.contains(a)) {
       return 'other';
     }
-    if (a.closest('.cm-editor')) {
+    if (a.closest('.cm-editor') || a.matches('.nb-editor-fallback')) {
       return 'edit';
     }
     // A cell, or something in it that takes no keys of its own (e.g. an output's scroll box,
@@ -581,4 +583,15 @@ export class NotebookPage {
   reload(): Promise<void> {
     return this.file.reload();
   }
+}
+
+/** isNew tells a notebook with nothing in it yet: no cell, or one empty cell without outputs. */
+export function isNew(nb: nbformat.INotebookContent): boolean {
+  const cells = nb.cells ?? [];
+  if (cells.length === 0) return true;
+  if (cells.length > 1) return false;
+  const c = cells[0];
+  const source = Array.isArray(c.source) ? c.source.join('') : c.source;
+  const outputs = c.cell_type === 'code' ? ((c as nbformat.ICodeCell).outputs ?? []) : [];
+  return source === '' && outputs.length === 0;
 }

@@ -6,7 +6,11 @@ export function installDOM(): void {
   if ((globalThis as { document?: unknown }).document) {
     return;
   }
-  const dom = new JSDOM('<!doctype html><html><body></body></html>', { url: 'http://localhost/' });
+  // pretendToBeVisual: requestAnimationFrame, which CodeMirror's editors need.
+  const dom = new JSDOM('<!doctype html><html><body></body></html>', {
+    url: 'http://localhost/',
+    pretendToBeVisual: true,
+  });
   const g = globalThis as Record<string, unknown>;
   g.window = dom.window;
   g.document = dom.window.document;
@@ -21,6 +25,7 @@ export function installDOM(): void {
     'NodeFilter',
     'getComputedStyle',
     'requestAnimationFrame',
+    'MutationObserver',
     'WebSocket',
   ]) {
     if (!(name in g) && name in dom.window) {
