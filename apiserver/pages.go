@@ -99,8 +99,49 @@ func (s *Server) pagesOnly(c *gin.Context) {
 // single-segment paths are not found, before any authentication, as without the route.
 func (s *Server) notebookIDsOnly(c *gin.Context) {
 	if !contents.IsNotebookID(c.Param("id")) {
-		s.abortErr(c, errNotFound)
+		s.notFoundPage(c)
 	}
+}
+
+// noRoute answers a path nothing serves: a browser's request for a page with a page (a
+// Notebook 6 address of a notebook goes to its page), the API's with Jupyter's JSON.
+func (s *Server) noRoute(c *gin.Context) {
+	p, under := strings.CutPrefix(c.Request.URL.Path, s.opts.BaseURL)
+	if under && wantsPage(c.Request) && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead) {
+		if rest, ok := strings.CutPrefix(p, "notebooks/"); ok {
+			s.toTree(c, rest)
+			return
+		}
+	}
+	s.notFoundPage(c)
+}
+
+// notebook6Address sends a browser's /notebooks/<path> (Notebook 6's address of a notebook,
+// JupyterHub's default_url, old bookmarks) to the page of what is at path; a notebook id there
+// is the older IPython interface's, which the route serves.
+func (s *Server) notebook6Address(c *gin.Context) {
+	if id := c.Param("id"); wantsPage(c.Request) && !contents.IsNotebookID(id) {
+		s.toTree(c, id)
+	}
+}
+
+// toTree redirects to /tree/<p>, which shows what is there: a notebook's page, a directory's
+// listing, a file.
+func (s *Server) toTree(c *gin.Context, p string) {
+	c.Header("Cache-Control", "no-store")
+	c.Redirect(http.StatusFound, s.opts.BaseURL+"tree/"+escapePath(strings.Trim(p, "/"), false))
+	c.Abort()
+}
+
+// notFoundPage answers a path nothing serves: with a page for a browser's request for one
+// (outside the API), else with Jupyter's JSON.
+func (s *Server) notFoundPage(c *gin.Context) {
+	p, _ := strings.CutPrefix(c.Request.URL.Path, s.opts.BaseURL)
+	if !wantsPage(c.Request) || p == "api" || strings.HasPrefix(p, "api/") {
+		s.abortErr(c, errNotFound)
+		return
+	}
+	s.renderMessage(c, http.StatusNotFound, "Not found", "There is no page at this address.", "")
 }
 
 // loginFirst sends a browser that is not logged in to the login page, which brings it back.

@@ -301,3 +301,48 @@ func TestPages_WithoutBuiltAssetsSayHowToBuildThem(t *testing.T) {
 	// The API does not need them.
 	expect(t, s.do("GET", "/api/contents", nil), http.StatusOK)
 }
+
+// Notebook 6's addresses reach the pages (a notebook's /notebooks/<path>, as JupyterHub's
+// default_url and old bookmarks have them), and any other address a browser asks for outside
+// the API is a page that says it is not found, not Jupyter's JSON.
+func TestPages_Notebook6AddressesAndUnknownAddressesAnswerBrowsers(t *testing.T) {
+	s := newServer(t, withAssets(builtAssets))
+	if err := os.MkdirAll(filepath.Join(s.root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, s.do("PUT", "/api/contents/d/n%201.ipynb", `{"type":"notebook","content":{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}}`), http.StatusCreated)
+	expect(t, s.do("PUT", "/api/contents/top.ipynb", `{"type":"notebook","content":{"cells":[],"metadata":{},"nbformat":4,"nbformat_minor":5}}`), http.StatusCreated)
+	for path, want := range map[string]string{
+		"/notebooks/d/n%201.ipynb": "/tree/d/n%201.ipynb",
+		"/notebooks/top.ipynb":     "/tree/top.ipynb",
+		"/notebooks/d":             "/tree/d",
+	} {
+		r := s.do("GET", path, nil, "Accept", acceptHTML)
+		if r.status != http.StatusFound || r.header.Get("Location") != want {
+			t.Errorf("GET %s: %d to %q, want %s", path, r.status, r.header.Get("Location"), want)
+		}
+	}
+	// ... which goes on to the notebook's page by id.
+	if r := s.do("GET", "/tree/top.ipynb", nil, "Accept", acceptHTML); r.status != http.StatusFound || !regexp.MustCompile(`^/[0-9a-f-]{36}$`).MatchString(r.header.Get("Location")) {
+		t.Errorf("GET /tree/top.ipynb: %d to %q", r.status, r.header.Get("Location"))
+	}
+	// The older IPython interface's /notebooks/<id> stays JSON, and so does any API path.
+	if r := s.do("GET", "/notebooks/0e0e0e0e-0e0e-4e0e-8e0e-0e0e0e0e0e0e", nil, "Accept", acceptHTML); r.status != http.StatusNotFound || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Errorf("the older interface's notebook by id: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	for _, p := range []string{"/no/such/page", "/not-an-id/print", "/not-an-id"} {
+		r := s.do("GET", p, nil, "Accept", acceptHTML)
+		if r.status != http.StatusNotFound || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !strings.Contains(string(r.body), "Not found") {
+			t.Errorf("GET %s from a browser: %d %s %.200s", p, r.status, r.header.Get("Content-Type"), r.body)
+		}
+	}
+	for _, p := range []string{"/api/no-such", "/no/such/page"} {
+		r := s.do("GET", p, nil, "Accept", "application/json")
+		if r.status != http.StatusNotFound || r.json(t)["message"] != "Not Found" {
+			t.Errorf("GET %s from an API client: %d %s", p, r.status, r.body)
+		}
+	}
+	if r := s.do("GET", "/api/no-such", nil, "Accept", acceptHTML); r.status != http.StatusNotFound || r.json(t)["message"] != "Not Found" {
+		t.Errorf("an API path from a browser: %d %s", r.status, r.body)
+	}
+}

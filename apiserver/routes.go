@@ -22,7 +22,7 @@ func (s *Server) routes() *gin.Engine {
 	e.HandleMethodNotAllowed = true
 	// limitBody comes before anything that may answer, so that no answer waits for a body.
 	e.Use(s.measureRequests, s.recoverPanics, s.logRequests, s.limitBody, s.securityHeaders, s.stripTrailingSlash)
-	e.NoRoute(func(c *gin.Context) { s.abortErr(c, errNotFound) })
+	e.NoRoute(s.noRoute)
 	e.NoMethod(func(c *gin.Context) { s.abortErr(c, errMethodNotAllowed) })
 	h := s.handle
 
@@ -94,7 +94,8 @@ func (s *Server) routes() *gin.Engine {
 	// The older IPython interface: notebooks by id in a flat root.
 	home.GET("notebooks", h(s.listLegacyNotebooks))
 	home.POST("notebooks", h(s.newLegacyNotebook))
-	home.GET("notebooks/:id", h(s.getLegacyNotebook))
+	// A browser's /notebooks/<path> is Notebook 6's address of a notebook (pages.go).
+	base.GET("notebooks/:id", s.notebook6Address, s.authenticate, s.admitBodies, s.openContents, h(s.getLegacyNotebook))
 	home.PUT("notebooks/:id", h(s.putLegacyNotebook))
 	home.DELETE("notebooks/:id", h(s.deleteLegacyNotebook))
 	// ... and its kernels.
