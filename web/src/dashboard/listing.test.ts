@@ -9,6 +9,7 @@ const links = {
   dir: (p: string) => '/tree/' + p,
   notebook: (p: string) => '/tree/' + p,
   file: (p: string) => '/files/' + p,
+  download: (p: string) => '/files/' + p + '?download=1',
 };
 
 function entry(name: string, type = 'notebook', size = 100, modified = '2026-01-01T00:00:00Z'): Entry {
@@ -60,6 +61,14 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   assert.deepEqual(labels, ['Rename a.ipynb', 'Copy a.ipynb', 'Delete a.ipynb']);
   // Directories cannot be copied by the API: no Copy button for them.
   assert.equal(row('d/sub').querySelector<HTMLButtonElement>('button[data-action=copy]')!.hidden, true);
+  // Every file and notebook downloads as an attachment; a directory has nothing to download.
+  const download = (p: string) => row(p).querySelector<HTMLAnchorElement>('a.nb-download')!;
+  assert.equal(download('d/x.csv').getAttribute('href'), '/files/d/x.csv?download=1');
+  assert.equal(download('d/x.csv').getAttribute('aria-label'), 'Download x.csv');
+  assert.ok(download('d/x.csv').hasAttribute('download'));
+  assert.equal(download('d/a.ipynb').getAttribute('href'), '/files/d/a.ipynb?download=1');
+  assert.equal(download('d/sub').hidden, true);
+  assert.equal(download('d/sub').hasAttribute('href'), false);
 });
 
 test('update keeps rows, touches only changes, and adds and removes rows in place', () => {

@@ -19,6 +19,8 @@ export interface Links {
   dir(path: string): string;
   notebook(path: string): string;
   file(path: string): string;
+  /** download is where a file downloads (as an attachment). */
+  download(path: string): string;
 }
 
 /** What the row buttons do; each resolves when done (errors are the handler's to show). */
@@ -43,6 +45,7 @@ interface RowState {
   size: HTMLTableCellElement;
   rename: HTMLButtonElement;
   copy: HTMLButtonElement;
+  download: HTMLAnchorElement;
   del: HTMLButtonElement;
 }
 
@@ -324,13 +327,19 @@ export class Listing {
         { class: 'nb-col-actions' },
         h('button', { type: 'button', 'data-action': 'rename' }, 'Rename'),
         h('button', { type: 'button', 'data-action': 'copy' }, 'Copy'),
+        h('a', { class: 'nb-button nb-download', download: '' }, 'Download'),
         h('button', { type: 'button', 'data-action': 'delete', class: 'nb-danger' }, 'Delete'),
       ),
     );
     const row = this.template.cloneNode(true) as HTMLTableRowElement;
     const [nameCell, dateCell, size, actions] = row.children as unknown as HTMLTableCellElement[];
     const [icon, kind, link, badge] = nameCell.children as unknown as HTMLElement[];
-    const [rename, copy, del] = actions.children as unknown as HTMLButtonElement[];
+    const [rename, copy, download, del] = actions.children as unknown as [
+      HTMLButtonElement,
+      HTMLButtonElement,
+      HTMLAnchorElement,
+      HTMLButtonElement,
+    ];
     // A blank entry, so that patch fills every cell.
     const blank: Entry = { name: '\0', path: '\0', type: '', last_modified: '\0', size: NaN };
     this.state.set(row, {
@@ -345,6 +354,7 @@ export class Listing {
       size,
       rename,
       copy,
+      download,
       del,
     });
     this.rows.set(e.path, row);
@@ -398,8 +408,15 @@ export class Listing {
     s.rename.setAttribute('aria-label', `Rename ${e.name}`);
     s.copy.setAttribute('aria-label', `Copy ${e.name}`);
     s.del.setAttribute('aria-label', `Delete ${e.name}`);
-    // The contents API copies files, not directories.
+    // The contents API copies files, not directories; a directory has nothing to download.
     s.copy.hidden = e.type === 'directory';
+    s.download.hidden = e.type === 'directory';
+    if (e.type === 'directory') {
+      s.download.removeAttribute('href');
+    } else {
+      s.download.setAttribute('href', this.links.download(e.path));
+      s.download.setAttribute('aria-label', `Download ${e.name}`);
+    }
   }
 
   private onClick(ev: Event): void {

@@ -53,7 +53,12 @@ async function act<T>(what: string, f: () => Promise<T>): Promise<T | undefined>
 
 const listing = new Listing(
   dir,
-  { dir: treeURL, notebook: notebookURL, file: (p) => url('files', p) },
+  {
+    dir: treeURL,
+    notebook: notebookURL,
+    file: (p) => url('files', p),
+    download: (p) => url('files', p) + '?download=1',
+  },
   {
     async rename(path, newName) {
       const why = badName(newName);

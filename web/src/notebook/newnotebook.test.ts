@@ -58,3 +58,24 @@ test('typing before the editor arrives goes into the cell, in edit mode, and on 
   assert.equal(p.mode(), 'edit');
   assert.equal(p.model.cells[0].type, 'code');
 });
+
+test('Download as: each format of /nbconvert, chosen from a select that goes back to its prompt', async () => {
+  const { Toolbar, DOWNLOADS } = await import('./toolbar');
+  const asked: string[] = [];
+  const bar = new Toolbar(
+    () => {},
+    () => {},
+    (f) => asked.push(f),
+  );
+  const select = bar.node.querySelector<HTMLSelectElement>('select[aria-label="Download as"]');
+  assert.ok(select, 'no Download as select');
+  assert.deepEqual(
+    [...select.options].slice(1).map((o) => o.value),
+    ['notebook', 'script', 'html', 'markdown', 'rst', 'latex', 'asciidoc'],
+  );
+  assert.equal(DOWNLOADS.length, 7);
+  select.value = 'html';
+  select.dispatchEvent(new window.Event('change'));
+  assert.deepEqual(asked, ['html']);
+  assert.equal(select.value, '');
+});

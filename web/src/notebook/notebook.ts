@@ -42,6 +42,7 @@ export class NotebookPage {
     this.toolbar = new Toolbar(
       (a) => void this.action(a),
       (t) => this.setType(t),
+      (format) => void this.download(format),
     );
     this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
     this.lazy = new LazyEditors(() => this.views);
@@ -475,6 +476,18 @@ export class NotebookPage {
         window.open(url(config().notebookId ?? '', a === 'print' ? 'print' : 'copy'), '_blank', 'noopener');
         return;
     }
+  }
+
+  /** download saves what is only on the page, then downloads the notebook in format (an
+   * exporter of /nbconvert), as an attachment. */
+  async download(format: string): Promise<void> {
+    if (this.model.dirty) {
+      await this.save();
+    }
+    const a = h('a', { href: url('nbconvert', format, this.path) + '?download=true', download: '', hidden: true });
+    document.body.append(a);
+    a.click();
+    a.remove();
   }
 
   // ---- Running ----

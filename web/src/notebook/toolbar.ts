@@ -26,6 +26,17 @@ export type Action =
   | 'copy-notebook'
   | 'print';
 
+/** DOWNLOADS are the formats the notebook downloads in (the server's /nbconvert exporters). */
+export const DOWNLOADS: { format: string; label: string }[] = [
+  { format: 'notebook', label: 'Notebook (.ipynb)' },
+  { format: 'script', label: 'Script (.py)' },
+  { format: 'html', label: 'HTML (.html)' },
+  { format: 'markdown', label: 'Markdown (.md)' },
+  { format: 'rst', label: 'reStructuredText (.rst)' },
+  { format: 'latex', label: 'LaTeX (.tex)' },
+  { format: 'asciidoc', label: 'AsciiDoc (.asciidoc)' },
+];
+
 interface ButtonSpec {
   action: Action;
   label: string;
@@ -85,8 +96,9 @@ export class Toolbar {
   readonly saveState: HTMLElement;
   readonly kernelName: HTMLElement;
   private typeSelect: HTMLSelectElement;
+  private downloadSelect: HTMLSelectElement;
 
-  constructor(run: (a: Action) => void, setType: (t: CellType) => void) {
+  constructor(run: (a: Action) => void, setType: (t: CellType) => void, download: (format: string) => void) {
     this.node = h('div', { class: 'nb-toolbar', role: 'toolbar', 'aria-label': 'Notebook' });
     for (const g of GROUPS) {
       const group = h('div', { class: 'nb-toolbar-group', role: 'group' });
@@ -115,7 +127,20 @@ export class Toolbar {
       h('option', { value: 'raw' }, 'Raw'),
     );
     this.typeSelect.addEventListener('change', () => setType(this.typeSelect.value as CellType));
-    this.node.append(h('div', { class: 'nb-toolbar-group' }, this.typeSelect));
+    this.downloadSelect = h(
+      'select',
+      { class: 'nb-download', 'aria-label': 'Download as' },
+      h('option', { value: '' }, 'Download…'),
+      ...DOWNLOADS.map((d) => h('option', { value: d.format }, d.label)),
+    );
+    this.downloadSelect.addEventListener('change', () => {
+      const format = this.downloadSelect.value;
+      this.downloadSelect.value = '';
+      if (format) {
+        download(format);
+      }
+    });
+    this.node.append(h('div', { class: 'nb-toolbar-group' }, this.typeSelect, this.downloadSelect));
     this.node.addEventListener('keydown', (e) => this.arrows(e));
     this.status = h(
       'span',
