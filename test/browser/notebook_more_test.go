@@ -197,3 +197,31 @@ func TestNotebook_NewNotebookTakesTypingAtOnce(t *testing.T) {
 		t.Errorf("the first cell is %s after typing, want code", typ)
 	}
 }
+
+// The header (name, kernel status, save state) stays in view with the toolbar in a long
+// notebook; a kernel shut down on purpose says "No kernel", not a dead kernel, and the next
+// run starts one.
+func TestNotebook_HeaderStaysInViewAndShutDownSaysNoKernel(t *testing.T) {
+	_, _, ctx, _ := newNotebook(t)
+	steps := []Act{typeCell(0, "1"), chromedp.KeyEvent(kb.Escape)}
+	for range 40 {
+		steps = append(steps, chromedp.KeyEvent("b"))
+	}
+	steps = append(steps, until(cells+` === 41`),
+		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, document.documentElement.scrollHeight)`),
+		until(`window.scrollY > 500`))
+	run(t, ctx, "a long notebook, scrolled to its end", time.Minute, steps...)
+	if !eval[bool](t, ctx, `(() => { const r = document.querySelector('.nb-kernel-status').getBoundingClientRect();
+		const h = document.querySelector('.nb-title').getBoundingClientRect();
+		return r.top >= 0 && r.bottom <= innerHeight && h.top >= 0 && h.bottom <= innerHeight; })()`) {
+		t.Error("the kernel status and the notebook's name scrolled out of view")
+	}
+	run(t, ctx, "shut the kernel down", time.Minute,
+		press("Shut down"), confirm("Shut down"),
+		until(`document.querySelector('.nb-kernel-status').textContent.trim() === "No kernel"`),
+		until(`document.body.dataset.kernelStatus === "none"`))
+	run(t, ctx, "the next run starts a kernel", 2*time.Minute,
+		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
+		runCell(0, "print(20+22)"), outputHas(0, "42"),
+		until(`document.body.dataset.kernelStatus === "idle"`))
+}

@@ -270,8 +270,9 @@ export class KernelSession {
     } finally {
       s.dispose();
       this.session = null;
-      this.last = 'dead';
-      for (const l of this.statusListeners) l('dead');
+      // Shut down on purpose: no kernel, which the next run starts; not a kernel that died.
+      this.last = 'no kernel';
+      for (const l of this.statusListeners) l('no kernel');
     }
   }
 

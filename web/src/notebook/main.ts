@@ -12,7 +12,10 @@ import { basename } from './save';
 async function main(): Promise<void> {
   const c = config();
   const page = new NotebookPage(services(), c.path);
-  document.body.append(
+  // The header (name, kernel status, save state) and the toolbar stay in view together.
+  const top = h(
+    'div',
+    { class: 'nb-top' },
     header(
       basename(c.path) || '/',
       page.toolbar.kernelName,
@@ -21,8 +24,12 @@ async function main(): Promise<void> {
       page.toolbar.saveState,
     ),
     page.toolbar.node,
-    h('main', { class: 'nb-notebook' }, page.cellsNode),
   );
+  // A cell brought into view stops below them.
+  new ResizeObserver(() => {
+    document.documentElement.style.setProperty('--nb-top-height', `${top.offsetHeight}px`);
+  }).observe(top);
+  document.body.append(top, h('main', { class: 'nb-notebook' }, page.cellsNode));
   try {
     await page.load();
   } catch (err) {

@@ -146,7 +146,7 @@ export class NotebookPage {
 
   private onStatus(s: ShownStatus): void {
     this.toolbar.setStatus(s);
-    document.body.dataset.kernelStatus = s === 'no kernel' ? 'dead' : s;
+    document.body.dataset.kernelStatus = s === 'no kernel' ? 'none' : s;
   }
 
   private onIOPub(m: KernelMessage.IIOPubMessage): void {

@@ -179,7 +179,7 @@ export class Toolbar {
   }
 
   setStatus(s: ShownStatus): void {
-    this.status.dataset.kernelStatus = s === 'no kernel' ? 'dead' : s;
+    this.status.dataset.kernelStatus = s === 'no kernel' ? 'none' : s;
     this.status.textContent = STATUS_TEXT[s];
     this.status.classList.toggle('nb-kernel-busy', s === 'busy');
   }
