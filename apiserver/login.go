@@ -37,6 +37,7 @@ type loginPage struct {
 	// Providers are the browser providers to log in with.
 	Providers      []loginLink
 	Message, Error string
+	Favicon        string
 }
 
 type loginLink struct{ Title, URL string }
@@ -137,7 +138,7 @@ func (s *Server) renderLogin(c *gin.Context, status int, next, message, failure 
 		return
 	}
 	chain := s.auth.users.Chain()
-	page := loginPage{Action: s.opts.BaseURL + "login", Next: next, XSRF: xsrf,
+	page := loginPage{Action: s.opts.BaseURL + "login", Next: next, XSRF: xsrf, Favicon: s.opts.BaseURL + faviconPath,
 		Password: checksPasswords(chain), Message: message, Error: failure}
 	for _, b := range chain.Browser() {
 		title := providerTitles[b.Kind()]

@@ -64,13 +64,25 @@ type pageConfig struct {
 
 // appPage is what the page shell shows.
 type appPage struct {
-	Title, Page, Static, API string
-	Config                   pageConfig
+	Title, Page, Static, API, Favicon string
+	Config                            pageConfig
 }
 
 // messagePage is a page that only tells something: an error, or how to build the pages.
 type messagePage struct {
-	Title, Message, Code, Home string
+	Title, Message, Code, Home, Favicon string
+}
+
+//go:embed pages/favicon.svg
+var favicon []byte
+
+// faviconPath is where the pages' icon is, under the base URL: where browsers look for one.
+const faviconPath = "favicon.ico"
+
+// getFavicon is GET /favicon.ico: the pages' icon (SVG, which browsers take at that name too).
+func (s *Server) getFavicon(c *gin.Context) {
+	c.Header("Cache-Control", "public, max-age=86400")
+	c.Data(http.StatusOK, "image/svg+xml", favicon)
 }
 
 // wantsPage reports whether a request asks for a web page: a browser's navigation accepts
@@ -337,7 +349,7 @@ func (s *Server) renderApp(c *gin.Context, page, p, id string) {
 	// itself with an Authorization header, which nothing ends.
 	loggedIn := c.GetHeader("Authorization") == ""
 	data := appPage{
-		Title: title, Page: page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api",
+		Title: title, Page: page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api", Favicon: s.opts.BaseURL + faviconPath,
 		Config: pageConfig{BaseURL: s.opts.BaseURL, Page: page, Path: p, NotebookID: id, User: u.Name, CanLogout: loggedIn},
 	}
 	var buf bytes.Buffer
@@ -376,7 +388,7 @@ func (s *Server) pageError(c *gin.Context, err error) {
 // renderMessage answers with a page that tells title and message (and code, preformatted).
 func (s *Server) renderMessage(c *gin.Context, status int, title, message, code string) {
 	var buf bytes.Buffer
-	if err := messageTemplate.Execute(&buf, messagePage{Title: title, Message: message, Code: code, Home: s.opts.BaseURL}); err != nil {
+	if err := messageTemplate.Execute(&buf, messagePage{Title: title, Message: message, Code: code, Home: s.opts.BaseURL, Favicon: s.opts.BaseURL + faviconPath}); err != nil {
 		s.abortErr(c, err)
 		return
 	}

@@ -346,3 +346,18 @@ func TestPages_Notebook6AddressesAndUnknownAddressesAnswerBrowsers(t *testing.T)
 		t.Errorf("an API path from a browser: %d %s", r.status, r.body)
 	}
 }
+
+// Every page names the pages' icon, which is served to anyone, as browsers ask for it.
+func TestPages_HaveAnIcon(t *testing.T) {
+	s := newServer(t, withAssets(builtAssets))
+	r := s.do("GET", "/favicon.ico", nil, "Authorization", "")
+	if r.status != http.StatusOK || r.header.Get("Content-Type") != "image/svg+xml" || !strings.HasPrefix(string(r.body), "<svg") {
+		t.Errorf("GET /favicon.ico: %d %s %.40s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	for _, p := range []string{"/", "/tree", "/no/such/page", "/login"} {
+		r := s.do("GET", p, nil, "Accept", acceptHTML)
+		if !strings.Contains(string(r.body), `<link rel="icon" type="image/svg+xml" href="/favicon.ico">`) {
+			t.Errorf("GET %s: no icon in %.300s", p, r.body)
+		}
+	}
+}

@@ -44,6 +44,8 @@ func (s *Server) routes() *gin.Engine {
 	// and, as before the pages, a redirect to the root listing for an API client; the other
 	// page routes serve only requests that accept HTML.
 	base.GET(assetsPath+"*file", s.getAsset)
+	base.GET(faviconPath, s.getFavicon)
+	base.HEAD(faviconPath, s.getFavicon)
 	base.GET("", s.loginFirst, s.authenticate, s.openContents, s.getRoot)
 	pages := base.Group("", s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
 	pages.GET("tree", s.page(s.getTree))

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -224,4 +225,24 @@ func TestNotebook_HeaderStaysInViewAndShutDownSaysNoKernel(t *testing.T) {
 		chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`),
 		runCell(0, "print(20+22)"), outputHas(0, "42"),
 		until(`document.body.dataset.kernelStatus === "idle"`))
+}
+
+// The dashboard opens a notebook in a tab of its own, whose header leads back to the folder;
+// the pages have an icon.
+func TestNotebook_OpensInATabOfItsOwnThatLeadsBackToItsFolder(t *testing.T) {
+	srv, dir, ctx, _ := newNotebook(t)
+	if href := eval[string](t, ctx, `document.querySelector('a.nb-folder').getAttribute('href')`); href != "/tree/"+dir {
+		t.Errorf("the notebook's way back to its folder: %q, want /tree/%s", href, dir)
+	}
+	icon := eval[string](t, ctx, `document.querySelector('link[rel=icon]').href`)
+	if resp, err := http.Get(icon); err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("the page's icon %s: %v %v", icon, resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	run(t, ctx, "the dashboard of the folder", time.Minute, chromedp.Navigate(srv.url+"tree/"+dir), ready("dashboard"),
+		until(`!!document.querySelector('tr[data-path$="Untitled.ipynb"] a.nb-name')`))
+	if target := eval[string](t, ctx, `document.querySelector('tr[data-path$="Untitled.ipynb"] a.nb-name').target`); target != "_blank" {
+		t.Errorf("the notebook's link opens in %q, want a tab of its own", target)
+	}
 }

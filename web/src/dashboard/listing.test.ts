@@ -50,6 +50,8 @@ test('rows: a real table with column headers, links by type, hooks and accessibl
   assert.equal(row('d/sub').dataset.type, 'directory');
   assert.equal(row('d/sub').querySelector('a')!.getAttribute('href'), '/tree/d/sub');
   assert.equal(row('d/a.ipynb').querySelector('a')!.getAttribute('href'), '/tree/d/a.ipynb');
+  assert.equal(row('d/a.ipynb').querySelector('a')!.getAttribute('target'), '_blank');
+  assert.equal(row('d/sub').querySelector('a')!.hasAttribute('target'), false);
   const file = row('d/x.csv').querySelector('a')!;
   assert.equal(file.getAttribute('href'), '/files/d/x.csv');
   assert.equal(file.getAttribute('target'), '_blank');

@@ -396,12 +396,17 @@ export class Listing {
     s.kind.textContent = kind + ': ';
     s.icon.dataset.kind = kind.toLowerCase();
     link.textContent = e.name;
-    if (e.type === 'directory' || e.type === 'notebook' || isNotebook(e.name)) {
-      link.setAttribute('href', e.type === 'directory' ? this.links.dir(e.path) : this.links.notebook(e.path));
+    if (e.type === 'directory') {
+      link.setAttribute('href', this.links.dir(e.path));
       link.removeAttribute('target');
       link.removeAttribute('rel');
     } else {
-      link.setAttribute('href', this.links.file(e.path));
+      // Notebooks and files open in a tab of their own, as Notebook's dashboard opens them:
+      // the dashboard stays where it was.
+      link.setAttribute(
+        'href',
+        e.type === 'notebook' || isNotebook(e.name) ? this.links.notebook(e.path) : this.links.file(e.path),
+      );
       link.setAttribute('target', '_blank');
       link.setAttribute('rel', 'noopener');
     }

@@ -1,13 +1,13 @@
 // The notebook page: loads the notebook, shows it, connects its kernel.
 import '../shell/base.css';
 import './notebook.css';
-import { config } from '../shell/config';
+import { config, treeURL } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
 import { markReady, markRendered } from '../shell/ready';
 import { services } from '../shell/server';
 import { NotebookPage } from './notebook';
-import { basename } from './save';
+import { basename, dirname } from './save';
 
 async function main(): Promise<void> {
   const c = config();
@@ -25,6 +25,18 @@ async function main(): Promise<void> {
     ),
     page.toolbar.node,
   );
+  // Before the name, the way back to the notebook's folder (the dashboard opens notebooks in a
+  // tab of their own).
+  const dir = dirname(c.path);
+  top
+    .querySelector('.nb-title')
+    ?.before(
+      h(
+        'a',
+        { class: 'nb-folder', href: treeURL(dir), title: 'The folder in the dashboard' },
+        dir ? dir + '/' : 'root /',
+      ),
+    );
   // A cell brought into view stops below them.
   new ResizeObserver(() => {
     document.documentElement.style.setProperty('--nb-top-height', `${top.offsetHeight}px`);

@@ -61,6 +61,8 @@ test('command mode: insert, delete, undo, move, copy and paste keep indices in s
   );
   p.command('undo-delete');
   assert.equal(p.model.cells.length, 3);
+  // The restored cell is the one selected, and the only one.
+  assert.equal(p.cellsNode.querySelectorAll('.nb-selected').length, 1);
   p.select(0, false);
   p.command('move-down');
   assert.deepEqual(p.model.cells.map((c) => c.source)[1], 'a');

@@ -28,6 +28,9 @@ export class NotebookPage {
   readonly cellsNode: HTMLElement;
   private views: CellView[] = [];
   private selected = 0;
+  /** The view shown selected: after cells were inserted or removed before it, it is no longer
+   * the one at this.selected, and must still be deselected. */
+  private shownSelected: CellView | undefined;
   private lazy: LazyEditors;
   private autosave: Autosave;
   private runner: CellRunner;
@@ -233,13 +236,14 @@ export class NotebookPage {
   /** select makes cell i the selected one, in edit mode or command mode. */
   select(i: number, edit: boolean, focus = true): void {
     i = Math.max(0, Math.min(this.views.length - 1, i));
-    const prev = this.current;
-    if (prev && this.selected !== i) {
+    const prev = this.shownSelected;
+    const v = this.views[i];
+    if (prev && prev !== v) {
       prev.setSelected(false);
       prev.leaveEdit();
     }
     this.selected = i;
-    const v = this.current;
+    this.shownSelected = v;
     if (!v) {
       return;
     }

@@ -148,6 +148,12 @@ export function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
+/** dirname is the directory of a path, '' for the root. */
+export function dirname(path: string): string {
+  const i = path.lastIndexOf('/');
+  return i < 0 ? '' : path.slice(0, i);
+}
+
 /** withIpynb adds ".ipynb" to a name that has no extension of it. */
 export function withIpynb(name: string): string {
   return name.toLowerCase().endsWith('.ipynb') ? name : name + '.ipynb';
