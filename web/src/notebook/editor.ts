@@ -70,16 +70,16 @@ export function fromCodePoints(s: string, cp: number): number {
 }
 
 /** What the kernel offers the editor. */
+/** Completions is what a kernel's complete_reply offers. */
+export interface Completions {
+  matches: string[];
+  cursor_start: number;
+  cursor_end: number;
+  metadata?: Record<string, unknown>;
+}
+
 export interface KernelHelp {
-  complete(
-    code: string,
-    cursorPos: number,
-  ): Promise<{
-    matches: string[];
-    cursor_start: number;
-    cursor_end: number;
-    metadata?: Record<string, unknown>;
-  } | null>;
+  complete(code: string, cursorPos: number): Promise<Completions | null>;
 }
 
 /** kernelCompletions is a CodeMirror completion source that asks the kernel. */

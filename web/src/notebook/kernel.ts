@@ -4,6 +4,7 @@
 // flight are kept by the kernel connection, so output the server replays lands in its cell.
 import type { Kernel, KernelMessage, Session } from '@jupyterlab/services';
 import type { Services } from '../shell/server';
+import type { Completions } from './editor';
 
 /** The status the page shows. */
 export type ShownStatus = 'starting' | 'idle' | 'busy' | 'restarting' | 'dead' | 'reconnecting' | 'no kernel';
@@ -202,15 +203,7 @@ export class KernelSession {
     return future.done.then(() => undefined);
   }
 
-  async complete(
-    code: string,
-    cursorPos: number,
-  ): Promise<{
-    matches: string[];
-    cursor_start: number;
-    cursor_end: number;
-    metadata?: Record<string, unknown>;
-  } | null> {
+  async complete(code: string, cursorPos: number): Promise<Completions | null> {
     const k = this.kernel;
     if (!k) {
       return null;
