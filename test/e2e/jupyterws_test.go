@@ -55,11 +55,10 @@ func (ws *jupyterWS) sendRaw(text string) {
 	}
 }
 
-// send sends a request on channel (left out on a single-channel connection) and returns its
-// msg_id.
-func (ws *jupyterWS) send(channel, msgType string, content any) string {
+// askKernelInfo sends a kernel_info_request on shell and returns its msg_id.
+func (ws *jupyterWS) askKernelInfo() string {
 	ws.t.Helper()
-	id, err := ws.Send(channel, msgType, content)
+	id, err := ws.Send("shell", "kernel_info_request", struct{}{})
 	if err != nil {
 		ws.t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func testKernelLifecycle(t *testing.T, d deployment, api *jupyterAPI) {
 	}
 
 	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "")
-	info := jpclient.NewExecution(ws.send("shell", "kernel_info_request", map[string]any{}))
+	info := jpclient.NewExecution(ws.askKernelInfo())
 	ws.await(info, cellTimeout, "kernel_info_request", (*jpclient.Execution).Replied)
 	lang, _ := info.Reply["language_info"].(map[string]any)
 	if info.ReplyType != "kernel_info_reply" || info.Status() != "ok" || lang["name"] != "python" {
@@ -263,7 +263,7 @@ func testTwoClients(t *testing.T, api *jupyterAPI) {
 	b := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "client-b-"+randomID())
 	// A reply proves that a client's connection is attached to the kernel.
 	for _, ws := range []*jupyterWS{a, b} {
-		ws.await(jpclient.NewExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
+		ws.await(jpclient.NewExecution(ws.askKernelInfo()), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
 	}
 	var model map[string]any
 	r := api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusOK)
@@ -283,7 +283,7 @@ func testTwoClients(t *testing.T, api *jupyterAPI) {
 	}
 	// The kernel answers shell requests in order, so A's reply, had it gone to B too, would
 	// be there before the reply to B's next request.
-	b.await(jpclient.NewExecution(b.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "B's kernel_info", (*jpclient.Execution).Replied)
+	b.await(jpclient.NewExecution(b.askKernelInfo()), cellTimeout, "B's kernel_info", (*jpclient.Execution).Replied)
 	if m := b.ReplyTo(fromA.MsgID); m != nil {
 		t.Errorf("A's %s reached B", m.Header.MsgType)
 	}
@@ -293,7 +293,7 @@ func testReplay(t *testing.T, api *jupyterAPI) {
 	id := api.startKernel(t)
 	sessionID := "replay-" + randomID()
 	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
-	ws.await(jpclient.NewExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
+	ws.await(jpclient.NewExecution(ws.askKernelInfo()), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
 	sent := time.Now()
 	msgID := ws.execute("import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.5)")
 	ws.close()
