@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,46 +44,19 @@ func jupyterServer(t *testing.T) (base, token string, stop func()) {
 	}
 	cmd.Env = append(cmd.Env, "JUPYTER_CONFIG_DIR="+filepath.Join(dir, ".config"), "JUPYTER_DATA_DIR="+filepath.Join(dir, ".data"),
 		"JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"), "IPYTHONDIR="+filepath.Join(dir, ".ipython"))
-	log, err := os.Create(filepath.Join(t.TempDir(), "jupyter-server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its kernels are its children: the group goes together.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	stop = sync.OnceFunc(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		log.Close()
-	})
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			out, _ := os.ReadFile(log.Name())
-			t.Logf("Jupyter Server's log:\n%s", out)
-		}
-	})
+	// Its kernels are its children: the process group goes together.
+	srv := testenv.StartServer(t, "Jupyter Server", cmd, filepath.Join(t.TempDir(), "jupyter-server.log"), 15*time.Second)
 	base = "http://" + addr + "/"
 	testenv.Eventually(t, "Jupyter Server answers", testTimeout, func() error {
 		select {
-		case <-exited:
-			t.Fatal("Jupyter Server exited")
+		case <-srv.Exited():
+			t.Fatalf("Jupyter Server exited: %v", srv.ExitErr())
 		default:
 		}
 		_, err := call(base, token, http.MethodGet, "api/status", http.StatusOK)
 		return err
 	})
-	return base, token, stop
+	return base, token, srv.Stop
 }
 
 // call makes a request of the API (POST with a python3 kernel's model) and returns the body
