@@ -45,6 +45,8 @@ type request struct {
 	Content      any      `json:"content"`
 }
 
+// header is the client's own, not internal/wire's Header: the client checks nbkube's codec
+// and must not change with it.
 type header struct {
 	MsgID    string `json:"msg_id"`
 	MsgType  string `json:"msg_type"`
