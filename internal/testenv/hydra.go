@@ -15,8 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -127,51 +125,20 @@ func StartHydra(t *testing.T, cfg HydraConfig) *Hydra {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	logPath := filepath.Join(dir, "hydra.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	dumpLog := func() string {
-		b, _ := os.ReadFile(logPath)
-		return string(b)
-	}
-	h.stop = sync.OnceFunc(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = log.Close()
-	})
-	t.Cleanup(func() {
-		h.stop()
-		if t.Failed() {
-			t.Logf("hydra's output:\n%s", dumpLog())
-		}
-	})
+	srv := StartServer(t, "hydra", cmd, filepath.Join(dir, "hydra.log"), 10*time.Second)
+	h.stop = srv.Stop
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
-		case <-exited:
-			t.Fatalf("hydra exited: %v\n%s", waitErr, dumpLog())
+		case <-srv.Exited():
+			t.Fatalf("hydra exited: %v", srv.ExitErr())
 		default:
 		}
 		if code, _ := call(http.MethodGet, h.AdminURL+"/health/ready", nil); code == http.StatusOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("hydra was not ready within 60s\n%s", dumpLog())
+			t.Fatal("hydra was not ready within 60s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -17,7 +17,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,43 +124,18 @@ func StartJupyterHub(t *testing.T, cfg HubConfig) *Hub {
 	if err := os.WriteFile(filepath.Join(dir, "jupyterhub_config.py"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	log, err := os.Create(filepath.Join(dir, "hub.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(JupyterHubBin, "-f", filepath.Join(dir, "jupyterhub_config.py"))
 	cmd.Dir = dir
 	// Debian's configurable-http-proxy finds its modules there even when the node on PATH is
 	// not Debian's.
 	cmd.Env = append(os.Environ(), "NODE_PATH=/usr/share/nodejs")
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so that the proxy it starts goes with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = log.Close()
-	})
-	dumpLog := func() string {
-		b, _ := os.ReadFile(filepath.Join(dir, "hub.log"))
-		return string(b)
-	}
+	// Its own process group (StartServer), so that the proxy it starts goes with it.
+	srv := StartServer(t, "jupyterhub", cmd, filepath.Join(dir, "hub.log"), 10*time.Second)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		select {
-		case <-exited:
-			t.Fatalf("jupyterhub exited: %v\n%s", waitErr, dumpLog())
+		case <-srv.Exited():
+			t.Fatalf("jupyterhub exited: %v", srv.ExitErr())
 		default:
 		}
 		// Browsers reach the Hub through its proxy, which starts with it.
@@ -169,7 +143,7 @@ func StartJupyterHub(t *testing.T, cfg HubConfig) *Hub {
 			return h
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jupyterhub did not answer within 90s\n%s", dumpLog())
+			t.Fatal("jupyterhub did not answer within 90s")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -7,9 +7,7 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -61,18 +59,9 @@ func (r *idleReport) measure(bin, dir string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	token := "bench-token-0123456789abcdef0123456789"
-	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
-	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	s := &server{name: "nbkube", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
 	started := time.Now()
-	if err := startAndWait(cmd, s); err != nil {
+	s, err := launchNbkube(bin, dir, root)
+	if err != nil {
 		return err
 	}
 	defer s.stop()

@@ -5,20 +5,17 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
 	_ "embed" // floor.py
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/nbkube/nbkube/internal/jpclient"
 )
 
 // kernelClient drives one server's kernels the way a Jupyter frontend does.
@@ -123,138 +120,43 @@ func (c *kernelClient) startAndDelete() (start, del time.Duration, err error) {
 	return start, time.Since(t0), nil
 }
 
-// kernelConn is one client connection to a kernel's channels WebSocket.
+// kernelConn is one client connection to a kernel's channels WebSocket. It reads in the
+// bench's goroutine (no ReadAhead): a message takes no hop between goroutines on its way to
+// the measurement, and a timeout is a failure anyway.
 type kernelConn struct {
-	id, session string
-	ws          *websocket.Conn
-	received    int // frames read, all channels
+	*jpclient.Conn
+	id string
 }
 
 func (c *kernelClient) dial(id string) (*kernelConn, error) {
-	u, err := url.Parse(c.s.base)
+	conn, err := jpclient.DialKernel(c.s.base, id, jpclient.Options{Token: c.s.token, SessionID: jpclient.NewID(),
+		Username: "bench", HandshakeTimeout: kernelTimeout})
 	if err != nil {
 		return nil, err
 	}
-	u.Scheme = "ws"
-	session := newID()
-	u.Path += "api/kernels/" + id + "/channels"
-	u.RawQuery = url.Values{"session_id": {session}}.Encode()
-	d := websocket.Dialer{HandshakeTimeout: kernelTimeout}
-	// Go sets TCP_NODELAY on every TCP connection, so each message below leaves in one
-	// segment as soon as it is written; the server's side is what is measured.
-	ws, resp, err := d.Dial(u.String(), http.Header{"Authorization": {"token " + c.s.token}})
-	if err != nil {
-		if resp != nil {
-			err = fmt.Errorf("%w (status %d)", err, resp.StatusCode)
-		}
-		return nil, fmt.Errorf("opening the channels of kernel %s: %w", id, err)
-	}
-	// Bounded: the largest message here is a batch of printed lines.
-	ws.SetReadLimit(16 << 20)
-	return &kernelConn{id: id, session: session, ws: ws}, nil
+	return &kernelConn{Conn: conn, id: id}, nil
 }
 
-func (k *kernelConn) close() {
-	_ = k.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""),
-		time.Now().Add(time.Second))
-	_ = k.ws.Close()
-}
-
-// message is the part of a Jupyter message the bench reads.
-type message struct {
-	Channel string `json:"channel"`
-	Header  struct {
-		MsgType string `json:"msg_type"`
-	} `json:"header"`
-	ParentHeader struct {
-		MsgID string `json:"msg_id"`
-	} `json:"parent_header"`
-	Content json.RawMessage `json:"content"`
-}
-
-// send writes one message in Jupyter's JSON WebSocket protocol and returns its msg_id. The
-// message goes out in one write: a frame split over several writes would wait for an ACK
-// with Nagle's algorithm on, the cost the issue found in Jupyter Server.
-func (k *kernelConn) send(channel, msgType string, content any) (string, error) {
-	id := newID()
-	data, err := json.Marshal(map[string]any{
-		"header": map[string]string{
-			"msg_id": id, "msg_type": msgType, "session": k.session, "username": "bench",
-			"date": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), "version": "5.3",
-		},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "content": content,
-		"channel": channel, "buffers": []any{},
-	})
-	if err != nil {
-		return "", err
-	}
-	if err := k.ws.SetWriteDeadline(time.Now().Add(kernelTimeout)); err != nil {
-		return "", err
-	}
-	return id, k.ws.WriteMessage(websocket.TextMessage, data)
-}
-
-// next reads the next JSON message, skipping binary frames (messages with buffers, which
-// no request here produces).
-func (k *kernelConn) next(deadline time.Time) (*message, error) {
-	if err := k.ws.SetReadDeadline(deadline); err != nil {
-		return nil, err
-	}
-	for {
-		typ, data, err := k.ws.ReadMessage()
-		if err != nil {
-			return nil, fmt.Errorf("reading from kernel %s: %w", k.id, err)
-		}
-		k.received++
-		if typ != websocket.TextMessage {
-			continue
-		}
-		var m message
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("kernel %s sent %.100q: %w", k.id, data, err)
-		}
-		return &m, nil
-	}
-}
+func (k *kernelConn) close() { k.Close() }
 
 // kernelInfo asks for kernel_info on shell and waits for the reply.
 func (k *kernelConn) kernelInfo() error {
-	id, err := k.send("shell", "kernel_info_request", map[string]any{})
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(kernelTimeout)
-	for {
-		m, err := k.next(deadline)
-		if err != nil {
-			return err
-		}
-		if m.ParentHeader.MsgID == id && m.Header.MsgType == "kernel_info_reply" {
-			return nil
-		}
-	}
+	return k.KernelInfo(time.Now().Add(kernelTimeout), 0)
 }
 
 // execute runs code and returns once both its execute_reply and the idle status of the
 // request arrived, the end of a cell as a frontend sees it. onIOPub sees the request's iopub
-// messages.
-func (k *kernelConn) execute(code string, onIOPub func(*message) error) error {
-	id, err := k.send("shell", "execute_request", map[string]any{
-		"code": code, "silent": false, "store_history": true, "user_expressions": map[string]any{},
-		"allow_stdin": false, "stop_on_error": true,
-	})
+// messages. Only the status messages' content is decoded here: the client's own cost is
+// part of every round trip measured.
+func (k *kernelConn) execute(code string, onIOPub func(*jpclient.Msg) error) error {
+	id, err := k.SendExecute(code, true)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(kernelTimeout)
 	replied, idle := false, false
-	for !replied || !idle {
-		m, err := k.next(deadline)
-		if err != nil {
-			return err
-		}
+	err = k.Until(time.Now().Add(kernelTimeout), func(m *jpclient.Msg) (bool, error) {
 		if m.ParentHeader.MsgID != id {
-			continue
+			return false, nil
 		}
 		switch m.Channel {
 		case "shell":
@@ -262,19 +164,17 @@ func (k *kernelConn) execute(code string, onIOPub func(*message) error) error {
 		case "iopub":
 			if onIOPub != nil {
 				if err := onIOPub(m); err != nil {
-					return err
+					return false, err
 				}
 			}
-			if m.Header.MsgType == "status" {
-				var st struct {
-					State string `json:"execution_state"`
-				}
-				if err := json.Unmarshal(m.Content, &st); err != nil {
-					return fmt.Errorf("status message of kernel %s: %w", k.id, err)
-				}
-				idle = st.State == "idle"
+			if st := m.ExecutionState(); st != "" {
+				idle = st == "idle"
 			}
 		}
+		return replied && idle, nil
+	})
+	if err != nil {
+		return fmt.Errorf("kernel %s: %w", k.id, err)
 	}
 	return nil
 }
@@ -303,7 +203,7 @@ func (k *kernelConn) roundTrips(warmup, n int) ([]time.Duration, error) {
 func (k *kernelConn) stream(code string) (streamResult, error) {
 	var r streamResult
 	t0 := time.Now()
-	err := k.execute(code, func(m *message) error {
+	err := k.execute(code, func(m *jpclient.Msg) error {
 		if m.Header.MsgType != "stream" {
 			return nil
 		}
@@ -319,12 +219,4 @@ func (k *kernelConn) stream(code string) (streamResult, error) {
 	})
 	r.elapsed = time.Since(t0)
 	return r, err
-}
-
-// newID is a random UUID-shaped id, as Jupyter clients make msg_ids and session ids.
-func newID() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b) // never fails (crypto/rand)
-	h := hex.EncodeToString(b)
-	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -362,7 +362,7 @@ func (c *kernelClient) measureStream(k *kernelConn, r *kernelResults) {
 	}
 	server0, serverErr := cpuTimes([]int{c.s.pid})
 	agents0, _ := cpuTimes(agents)
-	received0 := k.received
+	received0 := k.Frames()
 	var err error
 	r.stream, err = k.stream(fmt.Sprintf("for i in range(%d): print(i, flush=True)", streamLines))
 	r.fail(err, scStream, scCPU)
@@ -375,7 +375,7 @@ func (c *kernelClient) measureStream(k *kernelConn, r *kernelResults) {
 		r.fail(err, scCPU)
 		return
 	}
-	n := k.received - received0 + 1
+	n := int(k.Frames() - received0 + 1)
 	server, agent := cpuSpent(server0, server1)/time.Duration(n), cpuSpent(agents0, agents1)/time.Duration(n)
 	r.cpu = cpuResult{perMessage: server + agent, relayed: n, how: fmt.Sprintf("%d messages", n)}
 	if c.s.name == "nbkube" {

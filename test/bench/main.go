@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 func main() {
@@ -177,7 +179,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// startNbkube runs `nbkube local` with its defaults and extra flags.
+// startNbkube runs `nbkube local` with its defaults and extra flags on the fixture.
 func startNbkube(bin, dir string, extra ...string) (*server, error) {
 	root := filepath.Join(dir, "root")
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -186,19 +188,26 @@ func startNbkube(bin, dir string, extra ...string) (*server, error) {
 	if err := fixture(root); err != nil {
 		return nil, err
 	}
+	return launchNbkube(bin, dir, root, extra...)
+}
+
+// launchNbkube runs `nbkube local` with its state in dir, contents in root and extra flags
+// (testenv.LaunchLocal), and returns it once it answers.
+func launchNbkube(bin, dir, root string, extra ...string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef0123456789" // nbkube refuses tokens under 32 characters
-	cmd := exec.Command(bin, "local", "--data-dir", filepath.Join(dir, "data"), "--root", root,
-		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token)
-	cmd.Args = append(cmd.Args, extra...)
-	// Its Jupyter runtime file stays in the bench's directory, not the user's.
-	cmd.Env = append(os.Environ(), "JUPYTER_RUNTIME_DIR="+filepath.Join(dir, ".runtime"))
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	s := &server{name: "nbkube", base: fmt.Sprintf("http://127.0.0.1:%d/", port), token: token}
-	return s, startAndWait(cmd, s)
+	l, err := testenv.LaunchLocal(testenv.LocalConfig{Bin: bin, DataDir: filepath.Join(dir, "data"), Root: root,
+		Args: append([]string{"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--token", token}, extra...),
+		// Its Jupyter runtime file stays in the bench's directory, not the user's.
+		Env:          []string{"JUPYTER_RUNTIME_DIR=" + filepath.Join(dir, ".runtime")},
+		ReadyTimeout: 5 * time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	return &server{name: "nbkube", base: l.URL, token: l.Token, pid: l.PID(), stop: func() { _ = l.Stop() }}, nil
 }
 
 func startJupyter(python, dir string) (*server, error) {

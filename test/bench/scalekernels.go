@@ -43,6 +43,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/controlplane"
 	"github.com/nbkube/nbkube/internal/crds"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/scheme"
 )
 
@@ -219,7 +220,7 @@ func (r *kernelScale) measure(bin, dir string) error {
 	created := make([]time.Time, r.kernels)
 	names := make([]string, r.kernels)
 	for i := range names {
-		names[i] = newID()
+		names[i] = jpclient.NewID()
 	}
 	began := time.Now()
 	jobs := make(chan int)

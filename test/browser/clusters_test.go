@@ -42,7 +42,7 @@ func (i *instance) me(t *testing.T) string {
 // kubectl runs kubectl against the instance's cluster, with stdin.
 func (i *instance) kubectl(t *testing.T, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", filepath.Join(binDir, "data", "kubeconfig")}, args...)...)
+	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", i.local.Kubeconfig}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -5,7 +5,6 @@
 package browser
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net/url"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,13 +32,11 @@ var (
 
 // instance is the running `nbkube local`.
 type instance struct {
-	cmd     *exec.Cmd
-	done    chan error
-	url     string // the base URL (through proxy), without the token
-	token   string
-	proxy   *proxy
-	root    string
-	logPath string
+	local *testenv.Local
+	url   string // the base URL (through proxy), without the token
+	token string
+	proxy *proxy
+	root  string
 }
 
 func TestMain(m *testing.M) {
@@ -50,10 +46,6 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binDir = dir
-	if err := os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(dir, "jupyter-runtime")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	code := m.Run()
 	if server != nil {
 		server.stop()
@@ -79,77 +71,31 @@ func nbkube(t *testing.T) *instance {
 }
 
 func start() (*instance, error) {
-	for _, cmd := range []string{"nbkube", "nbkube-agent"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(binDir, cmd), "../../cmd/"+cmd)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("build %s: %w", cmd, err)
-		}
+	if err := testenv.BuildCommands(binDir, "nbkube", "nbkube-agent"); err != nil {
+		return nil, err
 	}
 	root := filepath.Join(binDir, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(filepath.Join(binDir, "nbkube"), "local", "--data-dir", filepath.Join(binDir, "data"), "--root", root,
-		"--kube-bin-dir", testenv.KubeBinDir(), "--listen", "127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
+	l, err := testenv.LaunchLocal(testenv.LocalConfig{Bin: filepath.Join(binDir, "nbkube"), DataDir: filepath.Join(binDir, "data"), Root: root,
+		Args: []string{"--listen", "127.0.0.1:0"}, LogPath: filepath.Join(binDir, "nbkube-local.log")})
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(binDir, "nbkube-local.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	inst := &instance{cmd: cmd, done: make(chan error, 1), root: root, logPath: logPath}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		closed := false
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if u, ok := strings.CutPrefix(line, "Jupyter API: "); ok {
-				parsed, err := url.Parse(u)
-				if err == nil {
-					inst.token = parsed.Query().Get("token")
-					parsed.RawQuery = ""
-					inst.url = parsed.String()
-				}
-			}
-			if strings.HasPrefix(line, "kubectl ") && !closed {
-				closed = true
-				close(ready)
-			}
-		}
-		inst.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	select {
-	case <-ready:
-	case err := <-inst.done:
-		log, _ := os.ReadFile(logPath)
-		return nil, fmt.Errorf("nbkube local exited before it was ready (%w):\n%s", err, log)
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("nbkube local not ready after 3 minutes")
-	}
-	if inst.url == "" || inst.token == "" {
-		return nil, fmt.Errorf("nbkube local printed no URL with a token")
-	}
+	inst := &instance{local: l, token: l.Token, root: root}
 	// The browser reaches nbkube through a proxy that a test can cut.
-	u, err := url.Parse(inst.url)
+	u, err := url.Parse(l.URL)
 	if err != nil {
+		inst.stop()
 		return nil, err
 	}
 	if inst.proxy, err = newProxy(u.Host); err != nil {
+		inst.stop()
 		return nil, err
 	}
 	u.Host = inst.proxy.addr()
-	inst.url = strings.TrimSuffix(u.String(), "/") + "/"
+	inst.url = u.String()
 	return inst, nil
 }
 
@@ -157,11 +103,8 @@ func (i *instance) stop() {
 	if i.proxy != nil {
 		i.proxy.close()
 	}
-	_ = i.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-i.done:
-	case <-time.After(time.Minute):
-		_ = i.cmd.Process.Kill()
+	if err := i.local.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "nbkube local:", err)
 	}
 }
 

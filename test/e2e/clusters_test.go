@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -75,7 +76,7 @@ func TestClusters_ThroughLocal(t *testing.T) {
 rc = ipp.Client(profile='par', timeout=60)
 rc.wait_for_engines(3, timeout=60, interactive=False)
 print(len(set(rc[:].apply_sync(os.getpid))), rc[:].map_sync(lambda x: x * x, range(6)))`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "3 [0, 1, 4, 9, 16, 25]" {
+	if got := strings.TrimSpace(e.Stdout.String()); got != "3 [0, 1, 4, 9, 16, 25]" {
 		t.Errorf("parallel map from the kernel: %q, want 3 distinct pids and the squares", got)
 	}
 
@@ -84,7 +85,7 @@ print(len(set(rc[:].apply_sync(os.getpid))), rc[:].map_sync(lambda x: x * x, ran
 ar = rc[busy].apply_async(time.sleep, 20)
 time.sleep(1)
 print(rc._engines[busy])`)
-	busyPod := strings.TrimSpace(e.stdout.String())
+	busyPod := strings.TrimSpace(e.Stdout.String())
 	if !slices.Contains(engines, busyPod) {
 		t.Fatalf("busy engine %q is none of the engine pods %v", busyPod, engines)
 	}
@@ -94,8 +95,8 @@ print(rc._engines[busy])`)
 	}
 	e = runCell(t, ws, `ar.get(timeout=60)
 print(ar.successful(), rc.ids == [busy])`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "True True" {
-		t.Errorf("the busy engine's task and the engines left: %q (stderr %q)", got, e.stderr.String())
+	if got := strings.TrimSpace(e.Stdout.String()); got != "True True" {
+		t.Errorf("the busy engine's task and the engines left: %q (stderr %q)", got, e.Stderr.String())
 	}
 
 	// An ipcontroller that dies takes its hub with it: a new one comes with new engines,
@@ -122,8 +123,8 @@ for attempt in range(60):
     except Exception:
         time.sleep(1)
 print(len(set(rc[:].apply_sync(os.getpid))))`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "2" {
-		t.Errorf("engines after the ipcontroller was replaced: %q (stderr %q)", got, e.stderr.String())
+	if got := strings.TrimSpace(e.Stdout.String()); got != "2" {
+		t.Errorf("engines after the ipcontroller was replaced: %q (stderr %q)", got, e.Stderr.String())
 	}
 
 	var stopped clusterModel
@@ -153,20 +154,20 @@ print(len(set(rc[:].apply_sync(os.getpid))))`)
 // answers what it printed: how many engine hosts answered, and the map's squares of 0..3
 // ("2 [0, 1, 4, 9]" for two engines). Host names, not PIDs: engines in pods of their own may
 // all have the same PID.
-func mapOnEngines(t *testing.T, ws *jupyterWS, n int) (got string, e *execution) {
+func mapOnEngines(t *testing.T, ws *jupyterWS, n int) (got string, e *jpclient.Execution) {
 	e = runCell(t, ws, fmt.Sprintf(`import ipyparallel as ipp, socket
 rc = ipp.Client(profile='par', timeout=60)
 rc.wait_for_engines(%d, timeout=60, interactive=False)
 print(len(set(rc[:].apply_sync(socket.gethostname))), rc[:].map_sync(lambda x: x * x, range(4)))`, n))
-	return strings.TrimSpace(e.stdout.String()), e
+	return strings.TrimSpace(e.Stdout.String()), e
 }
 
-func runCell(t *testing.T, ws *jupyterWS, code string) *execution {
+func runCell(t *testing.T, ws *jupyterWS, code string) *jpclient.Execution {
 	t.Helper()
-	e := newExecution(ws.execute(code))
-	ws.await(e, 3*cellTimeout, "cell", (*execution).finished)
-	if e.status() != "ok" {
-		t.Fatalf("cell %q: %s %v (stdout %q)", code, e.ename, e.reply, e.stdout.String())
+	e := jpclient.NewExecution(ws.execute(code))
+	ws.await(e, 3*cellTimeout, "cell", (*jpclient.Execution).Finished)
+	if e.Status() != "ok" {
+		t.Fatalf("cell %q: %s %v (stdout %q)", code, e.Ename, e.Reply, e.Stdout.String())
 	}
 	return e
 }

@@ -36,9 +36,9 @@ func TestConventions_TakesTheNextFreePortAndJupyterServerListShowsIt(t *testing.
 	dataDir, root := t.TempDir(), t.TempDir()
 	// At least 32 characters: nbkube refuses shorter tokens.
 	const token = "conventions-token-0123456789abcdef"
-	cmd := exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir())
-	cmd.Env = append(os.Environ(), "JUPYTER_PORT="+strconv.Itoa(port), "JUPYTER_RUNTIME_DIR="+runtimeDir,
-		"JUPYTER_TOKEN="+token, "JUPYTER_TOKEN_FILE=", "NBKUBE_TOKEN=")
+	// No --listen: Jupyter's port and token variables say where and with what it serves.
+	cfg := testenv.LocalConfig{Bin: nbkubeBin, DataDir: dataDir, Root: root, Env: []string{"JUPYTER_PORT=" + strconv.Itoa(port),
+		"JUPYTER_RUNTIME_DIR=" + runtimeDir, "JUPYTER_TOKEN=" + token, "JUPYTER_TOKEN_FILE=", "NBKUBE_TOKEN="}}
 
 	// The port is held before the control plane starts: a connection gets through at once.
 	started := time.Now()
@@ -54,22 +54,22 @@ func TestConventions_TakesTheNextFreePortAndJupyterServerListShowsIt(t *testing.
 		}
 		close(held)
 	}()
-	inst := startLocalCmd(t, cmd, dataDir, root)
+	inst := startLocalWith(t, cfg)
 	if d, ok := <-held; !ok || d > startupBound {
 		t.Errorf("port %d taken %s after the start (%v), want within %s", port+1, d, ok, startupBound)
 	}
 	wantURL := "http://" + next + "/"
-	if inst.apiURL != wantURL+"?token="+token {
-		t.Errorf("printed URL %q, want %q", inst.apiURL, wantURL+"?token="+token)
+	log := inst.Log()
+	if printed := printedURL(log); printed != wantURL+"?token="+token {
+		t.Errorf("printed URL %q, want %q", printed, wantURL+"?token="+token)
 	}
-	log := readLog(t, inst)
 	if !strings.Contains(log, fmt.Sprintf("port %d is in use", port)) {
 		t.Errorf("the log does not say port %d was in use:\n%s", port, tail([]byte(log)))
 	}
 
 	// The runtime file: Jupyter's own `jupyter server list` finds the server, with a URL and
 	// token that work, and only its owner can read the token.
-	info := filepath.Join(runtimeDir, fmt.Sprintf("jpserver-%d.json", inst.cmd.Process.Pid))
+	info := filepath.Join(runtimeDir, fmt.Sprintf("jpserver-%d.json", inst.PID()))
 	if st, err := os.Stat(info); err != nil {
 		t.Errorf("runtime file: %v", err)
 	} else if st.Mode().Perm() != 0o600 {
@@ -80,7 +80,7 @@ func TestConventions_TakesTheNextFreePortAndJupyterServerListShowsIt(t *testing.
 		t.Fatalf("jupyter server list shows %d servers, want nbkube: %v", len(servers), servers)
 	}
 	want := map[string]any{"url": wantURL, "token": token, "port": float64(port + 1), "hostname": "127.0.0.1",
-		"base_url": "/", "root_dir": root, "pid": float64(inst.cmd.Process.Pid), "secure": false, "password": false, "sock": ""}
+		"base_url": "/", "root_dir": root, "pid": float64(inst.PID()), "secure": false, "password": false, "sock": ""}
 	for k, v := range want {
 		if servers[0][k] != v {
 			t.Errorf("jupyter server list: %s = %#v, want %#v", k, servers[0][k], v)
@@ -121,15 +121,15 @@ func TestConventions_ACopiedBinaryRunsKernelsWithTheAgentOnPATH(t *testing.T) {
 	dataDir, root := t.TempDir(), t.TempDir()
 	// Settings in Jupyter's seconds; JSON logs as the chart asks.
 	const idle = 5 * time.Second
-	cmd := exec.Command(alone, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0", "--log-format=json",
-		"--cull-idle-timeout", strconv.Itoa(int(idle.Seconds())), "--cull-interval", "1", "--kernel-status-interval", "1")
-	cmd.Env = append(os.Environ(), "PATH="+agentDir+string(filepath.ListSeparator)+os.Getenv("PATH"),
-		"JUPYTER_TOKEN_FILE="+tokenFile, "JUPYTER_TOKEN=", "NBKUBE_TOKEN=")
-	inst := startLocalCmd(t, cmd, dataDir, root)
-	u, err := url.Parse(inst.apiURL)
+	inst := startLocalWith(t, testenv.LocalConfig{Bin: alone, DataDir: dataDir, Root: root,
+		Args: []string{"--listen", "127.0.0.1:0", "--log-format=json",
+			"--cull-idle-timeout", strconv.Itoa(int(idle.Seconds())), "--cull-interval", "1", "--kernel-status-interval", "1"},
+		Env: []string{"PATH=" + agentDir + string(filepath.ListSeparator) + os.Getenv("PATH"),
+			"JUPYTER_TOKEN_FILE=" + tokenFile, "JUPYTER_TOKEN=", "NBKUBE_TOKEN="}})
+	printed := printedURL(inst.Log())
+	u, err := url.Parse(printed)
 	if err != nil || u.Query().Get("token") != fileToken {
-		t.Errorf("printed URL %q (%v), want the token of JUPYTER_TOKEN_FILE", inst.apiURL, err)
+		t.Errorf("printed URL %q (%v), want the token of JUPYTER_TOKEN_FILE", printed, err)
 	}
 
 	// The kernel's agent comes from PATH; the kernel answers, then is culled in seconds.
@@ -146,7 +146,7 @@ func TestConventions_ACopiedBinaryRunsKernelsWithTheAgentOnPATH(t *testing.T) {
 		t.Errorf("kernel culled %s after it started, before its idle timeout of %s", lived, idle)
 	}
 
-	log := readLog(t, inst)
+	log := inst.Log()
 	jsonLines := 0
 	for line := range strings.Lines(log) {
 		var m map[string]any
@@ -276,11 +276,12 @@ func jupyterServerList(t *testing.T, runtimeDir string) []map[string]any {
 	return servers
 }
 
-func readLog(t *testing.T, inst *instance) string {
-	t.Helper()
-	data, err := os.ReadFile(inst.logPath)
-	if err != nil {
-		t.Fatal(err)
+// printedURL is the Jupyter API's URL with its token, as nbkube local printed it when ready.
+func printedURL(log string) string {
+	for line := range strings.Lines(log) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(line), "Jupyter API: "); ok {
+			return u
+		}
 	}
-	return string(data)
+	return ""
 }

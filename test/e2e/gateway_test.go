@@ -25,6 +25,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/identity"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -105,27 +106,27 @@ func TestGatewayMode(t *testing.T) {
 			err, channelsAnswer(nbkube, started.ID), k.Status)
 	}
 	run := ch.run("1+1")
-	if run.status() != "ok" || run.result != "2" {
-		t.Errorf("1+1: reply %v, result %q, want ok and \"2\"", run.reply, run.result)
+	if run.Status() != "ok" || run.Result != "2" {
+		t.Errorf("1+1: reply %v, result %q, want ok and \"2\"", run.Reply, run.Result)
 	}
-	if kinds := run.iopub; len(kinds) < 2 || kinds[0] != "status:busy" || kinds[len(kinds)-1] != "status:idle" {
+	if kinds := run.IOPub; len(kinds) < 2 || kinds[0] != "status:busy" || kinds[len(kinds)-1] != "status:idle" {
 		t.Errorf("1+1: iopub %v, want busy first and idle last", kinds)
 	}
-	if out := ch.run(`print("hello"); x = 41`).stdout.String(); out != "hello\n" {
+	if out := ch.run(`print("hello"); x = 41`).Stdout.String(); out != "hello\n" {
 		t.Errorf("print: stdout %q, want \"hello\\n\"", out)
 	}
 
 	// An interrupt through Jupyter Server reaches the kernel. ipykernel turns SIGINT into
 	// KeyboardInterrupt only while it runs code, so the cell prints once it is inside.
 	start := time.Now()
-	run = newExecution(ch.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"))
-	ch.await(run, cellTimeout, "the sleeping cell's first output", func(e *execution) bool {
-		return strings.Contains(e.stdout.String(), "sleeping")
+	run = jpclient.NewExecution(ch.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(60)"))
+	ch.await(run, cellTimeout, "the sleeping cell's first output", func(e *jpclient.Execution) bool {
+		return strings.Contains(e.Stdout.String(), "sleeping")
 	})
 	jupyter.call(t, http.MethodPost, "api/kernels/"+started.ID+"/interrupt", nil).want(t, http.StatusNoContent)
-	ch.await(run, cellTimeout, "the interrupted cell", (*execution).finished)
-	if run.status() != "error" || run.reply["ename"] != "KeyboardInterrupt" || time.Since(start) > 45*time.Second {
-		t.Errorf("interrupted cell: reply %v after %s, want a KeyboardInterrupt well before 60 s", run.reply, time.Since(start))
+	ch.await(run, cellTimeout, "the interrupted cell", (*jpclient.Execution).Finished)
+	if run.Status() != "error" || run.Reply["ename"] != "KeyboardInterrupt" || time.Since(start) > 45*time.Second {
+		t.Errorf("interrupted cell: reply %v after %s, want a KeyboardInterrupt well before 60 s", run.Reply, time.Since(start))
 	}
 
 	// A restart through Jupyter Server gives the same kernel a fresh process.
@@ -139,8 +140,8 @@ func TestGatewayMode(t *testing.T) {
 	if err := ch.awaitKernelInfo(60 * time.Second); err != nil {
 		t.Fatalf("after a restart: %v", err)
 	}
-	if run := ch.run("x"); run.reply["ename"] != "NameError" {
-		t.Errorf("after a restart, x: reply %v, want a NameError", run.reply)
+	if run := ch.run("x"); run.Reply["ename"] != "NameError" {
+		t.Errorf("after a restart, x: reply %v, want a NameError", run.Reply)
 	}
 
 	// Jupyter Server lists the kernel from nbkube's list, parsing nbkube's model as it goes.
@@ -205,8 +206,7 @@ func TestGatewayMode_ActsForTheUserItNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	dataDir, root := t.TempDir(), t.TempDir()
-	inst := startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile), dataDir, root)
+	inst := startLocal(t, dataDir, root, "--auth=users,token", "--users-file="+usersFile)
 	base := inst.api(t).base
 	as := func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }
 	jupyter := startJupyterGateway(t, as("gw"), "KERNEL_USERNAME=ann")
@@ -235,8 +235,8 @@ func TestGatewayMode_ActsForTheUserItNames(t *testing.T) {
 	if err := ch.awaitKernelInfo(60 * time.Second); err != nil {
 		t.Fatalf("through Jupyter Server: %v; nbkube answers its channels request with %s", err, channelsAnswer(as("gw"), started.ID))
 	}
-	if run := ch.run("import os; print(os.environ['KERNEL_USERNAME'])"); run.stdout.String() != "ann\n" {
-		t.Errorf("KERNEL_USERNAME in the kernel: %q, reply %v", run.stdout.String(), run.reply)
+	if run := ch.run("import os; print(os.environ['KERNEL_USERNAME'])"); run.Stdout.String() != "ann\n" {
+		t.Errorf("KERNEL_USERNAME in the kernel: %q, reply %v", run.Stdout.String(), run.Reply)
 	}
 	ch.close()
 	jupyter.call(t, http.MethodDelete, "api/kernels/"+started.ID, nil).want(t, http.StatusNoContent)

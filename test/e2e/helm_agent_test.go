@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -70,15 +71,15 @@ func testHelmAgentByInitContainer(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	}
 	ws := dialJupyterWS(t, api, "api/kernels/"+k.ID+"/channels", "")
 	runCell(t, ws, "x = 1")
-	sleeping := newExecution(ws.execute("import time; time.sleep(120)"))
+	sleeping := jpclient.NewExecution(ws.execute("import time; time.sleep(120)"))
 	time.Sleep(time.Second)
 	api.call(t, http.MethodPost, "api/kernels/"+k.ID+"/interrupt", nil).want(t, http.StatusNoContent)
-	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*execution).finished)
-	if sleeping.errorName() != "KeyboardInterrupt" {
+	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*jpclient.Execution).Finished)
+	if sleeping.ErrorName() != "KeyboardInterrupt" {
 		t.Errorf("interrupted cell: %s", sleeping)
 	}
 	api.call(t, http.MethodPost, "api/kernels/"+k.ID+"/restart", nil).want(t, http.StatusOK)
-	if got := strings.TrimSpace(runCell(t, ws, "print('x' in globals())").stdout.String()); got != "False" {
+	if got := strings.TrimSpace(runCell(t, ws, "print('x' in globals())").Stdout.String()); got != "False" {
 		t.Errorf("after a restart the kernel still has x: %q", got)
 	}
 }

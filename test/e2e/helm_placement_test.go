@@ -67,7 +67,7 @@ func testHelmPodTemplate(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	}
 	ws := dialJupyterWS(t, api, "api/kernels/"+k.ID+"/channels", "")
 	e := runCell(t, ws, "print(open('/home/jovyan/datasets/readme.txt').read())")
-	if got := strings.TrimSpace(e.stdout.String()); got != "shared by the admin" {
+	if got := strings.TrimSpace(e.Stdout.String()); got != "shared by the admin" {
 		t.Errorf("the kernel reads %q from the template's volume", got)
 	}
 

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -281,7 +282,7 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 
 	ws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", "")
 	e := runCell(t, ws, "import os\nprint(os.getcwd(), os.getuid(), open('hello.txt').read().strip())")
-	if got, want := strings.TrimSpace(e.stdout.String()), "/home/jovyan/work/e2e 1000 written through the API"; got != want {
+	if got, want := strings.TrimSpace(e.Stdout.String()), "/home/jovyan/work/e2e 1000 written through the API"; got != want {
 		t.Errorf("the kernel sees %q, want %q", got, want)
 	}
 	runCell(t, ws, "open('from-kernel.txt', 'w').write('kernel output')")
@@ -294,11 +295,11 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 	}
 
 	// Interrupt a sleeping cell.
-	sleeping := newExecution(ws.execute("import time; time.sleep(120)"))
+	sleeping := jpclient.NewExecution(ws.execute("import time; time.sleep(120)"))
 	time.Sleep(time.Second)
 	api.call(t, http.MethodPost, "api/kernels/"+s.Kernel.ID+"/interrupt", nil).want(t, http.StatusNoContent)
-	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*execution).finished)
-	if sleeping.errorName() != "KeyboardInterrupt" {
+	ws.await(sleeping, 30*time.Second, "the interrupted cell", (*jpclient.Execution).Finished)
+	if sleeping.ErrorName() != "KeyboardInterrupt" {
 		t.Errorf("interrupted cell: %s", sleeping)
 	}
 
@@ -306,7 +307,7 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 	runCell(t, ws, "x = 41")
 	api.call(t, http.MethodPost, "api/kernels/"+s.Kernel.ID+"/restart", nil).want(t, http.StatusOK)
 	after := runCell(t, ws, "print('x' in globals())")
-	if got := strings.TrimSpace(after.stdout.String()); got != "False" {
+	if got := strings.TrimSpace(after.Stdout.String()); got != "False" {
 		t.Errorf("after a restart the kernel still has x: %q", got)
 	}
 	again := &corev1.Pod{}
@@ -322,9 +323,9 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 func testHelmAPIServerKilled(t *testing.T, env *helmEnv, api *jupyterAPI, kernelID string) {
 	sessionID := "e2e-" + randomID()
 	ws := dialJupyterWS(t, api, "api/kernels/"+kernelID+"/channels", sessionID)
-	first := newExecution(ws.execute("import time\nfor i in range(8):\n    print(i, flush=True)\n    time.sleep(1)"))
-	ws.await(first, cellTimeout, "the first output", func(e *execution) bool { return e.stdout.Len() > 0 })
-	msgID := first.msgID
+	first := jpclient.NewExecution(ws.execute("import time\nfor i in range(8):\n    print(i, flush=True)\n    time.sleep(1)"))
+	ws.await(first, cellTimeout, "the first output", func(e *jpclient.Execution) bool { return e.Stdout.Len() > 0 })
+	msgID := first.MsgID
 
 	pods := &corev1.PodList{}
 	if err := env.client.List(t.Context(), pods, client.InNamespace(helmNamespace), client.MatchingLabels{"app.kubernetes.io/component": "apiserver"}); err != nil {
@@ -360,16 +361,16 @@ func testHelmAPIServerKilled(t *testing.T, env *helmEnv, api *jupyterAPI, kernel
 	t.Logf("API answers again %.1fs after its pods were killed", time.Since(killed).Seconds())
 
 	back := dialJupyterWS(t, api, "api/kernels/"+kernelID+"/channels", sessionID)
-	e := newExecution(msgID)
-	back.await(e, cellTimeout, "the replayed cell", (*execution).finished)
-	if e.status() != "ok" || !strings.HasSuffix(e.stdout.String(), "5\n6\n7\n") {
+	e := jpclient.NewExecution(msgID)
+	back.await(e, cellTimeout, "the replayed cell", (*jpclient.Execution).Finished)
+	if e.Status() != "ok" || !strings.HasSuffix(e.Stdout.String(), "5\n6\n7\n") {
 		t.Errorf("after the reconnect: %s, want the rest of 0..7 and an ok reply", e)
 	}
-	if e.stdout.String() != "0\n1\n2\n3\n4\n5\n6\n7\n" && !strings.HasPrefix("0\n1\n2\n3\n4\n5\n6\n7\n", first.stdout.String()) {
-		t.Errorf("before %q, after %q: output lost or repeated", first.stdout.String(), e.stdout.String())
+	if e.Stdout.String() != "0\n1\n2\n3\n4\n5\n6\n7\n" && !strings.HasPrefix("0\n1\n2\n3\n4\n5\n6\n7\n", first.Stdout.String()) {
+		t.Errorf("before %q, after %q: output lost or repeated", first.Stdout.String(), e.Stdout.String())
 	}
 	t.Logf("figure: API server killed during a cell: %d lines before the kill, %d after the reconnect (replayed and new), of 8; the reply came %.1fs after the kill",
-		strings.Count(first.stdout.String(), "\n"), strings.Count(e.stdout.String(), "\n"), time.Since(killed).Seconds())
+		strings.Count(first.Stdout.String(), "\n"), strings.Count(e.Stdout.String(), "\n"), time.Since(killed).Seconds())
 }
 
 // testHelmMissingImage: a kernel whose image cannot be pulled fails fast, with the reason. The
@@ -459,7 +460,7 @@ func testHelmCluster(t *testing.T, env *helmEnv, api *jupyterAPI) {
 	}).want(t, http.StatusCreated).decode(t, &s)
 	ws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", "")
 	if got, e := mapOnEngines(t, ws, 2); got != "2 [0, 1, 4, 9]" {
-		t.Errorf("from the kernel: %q (stderr %q)", got, e.stderr.String())
+		t.Errorf("from the kernel: %q (stderr %q)", got, e.Stderr.String())
 	}
 	api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)
 }
@@ -490,7 +491,7 @@ func testHelmUpgrade(t *testing.T, env *helmEnv, api *jupyterAPI, kernelID strin
 		t.Errorf("the upgrade replaced the kernel pod (%v)", err)
 	}
 	ws := dialJupyterWS(t, api, "api/kernels/"+kernelID+"/channels", "")
-	if got := strings.TrimSpace(runCell(t, ws, "print(6 * 7)").stdout.String()); got != "42" {
+	if got := strings.TrimSpace(runCell(t, ws, "print(6 * 7)").Stdout.String()); got != "42" {
 		t.Errorf("after the upgrade: %q", got)
 	}
 	testHelmAgentByInitContainer(t, env, api)

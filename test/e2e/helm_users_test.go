@@ -120,7 +120,7 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 	changed := time.Now()
 	t.Logf("users Secret updated at %s", changed.UTC().Format("15:04:05.000"))
 	wsClosed := make(chan time.Duration, 1)
-	go func() { <-annWS.done; wsClosed <- time.Since(changed) }()
+	go func() { <-annWS.Ended(); wsClosed <- time.Since(changed) }()
 
 	// A token the server has not seen is answered from the file, so the new one's first 200
 	// tells when the kubelet's swap reached the server (within the file's check interval and
@@ -132,8 +132,8 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 	t.Logf("ann's old token and ben's refused %.1fs after the Secret changed", time.Since(changed).Seconds())
 	select {
 	case after := <-wsClosed:
-		if !websocket.IsCloseError(annWS.readErr, websocket.ClosePolicyViolation) {
-			t.Errorf("the WebSocket of ann's old token ended with %v, want a policy-violation close", annWS.readErr)
+		if !websocket.IsCloseError(annWS.Err(), websocket.ClosePolicyViolation) {
+			t.Errorf("the WebSocket of ann's old token ended with %v, want a policy-violation close", annWS.Err())
 		}
 		t.Logf("the WebSocket of ann's old token closed %.1fs after the Secret changed", after.Seconds())
 	case <-time.After(usersSecretApplied - time.Since(changed)):
@@ -366,7 +366,7 @@ for top in ('.', '/'):
         dirs[:] = [x for x in dirs if not (d == '/' and x in ('proc', 'sys', 'dev'))]
         seen.update(f for f in files if f.endswith('-notes.txt'))
 print(sorted(x for x in os.listdir('.') if not x.startswith('.')), sorted(seen))`)
-	if got, want := strings.TrimSpace(e.stdout.String()), "['ann-notes.txt'] ['ann-notes.txt']"; got != want {
+	if got, want := strings.TrimSpace(e.Stdout.String()), "['ann-notes.txt'] ['ann-notes.txt']"; got != want {
 		t.Errorf("ann's kernel sees %s, want %s (only her home)", got, want)
 	}
 }

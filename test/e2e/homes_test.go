@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/identity"
-	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // TestHomes_KernelsWorkInTheirOwnersHome runs `nbkube local` with homes turned on (they are
@@ -54,8 +52,7 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "shared.txt"), []byte("the volume's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inst := startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile, "--user-home={username}"), dataDir, root)
+	inst := startLocal(t, dataDir, root, "--auth=users,token", "--users-file="+usersFile, "--user-home={username}")
 	base := inst.api(t).base
 	as := func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }
 
@@ -104,8 +101,8 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 			t.Fatal(err)
 		}
 		run := ch.run(probe)
-		if want := tc.cwd + "\n" + tc.list + "\n"; run.stdout.String() != want {
-			t.Errorf("%s's kernel: %q, want %q (reply %v, stderr %q)", tc.user, run.stdout.String(), want, run.reply, run.stderr.String())
+		if want := tc.cwd + "\n" + tc.list + "\n"; run.Stdout.String() != want {
+			t.Errorf("%s's kernel: %q, want %q (reply %v, stderr %q)", tc.user, run.Stdout.String(), want, run.Reply, run.Stderr.String())
 		}
 		ch.close()
 	}

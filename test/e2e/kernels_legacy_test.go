@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -58,14 +59,14 @@ func testLegacyKernels(t *testing.T, api *jupyterAPI) {
 	for _, ws := range []*jupyterWS{iopub, shell} {
 		ws.sendRaw("username-127-0-0-1=e2e")
 	}
-	e := newExecution(shell.execute("print('legacy')"))
-	iopub.await(e, cellTimeout, "the output on iopub", (*execution).wentIdle)
-	shell.await(e, cellTimeout, "the reply on shell", (*execution).replied)
-	if e.replyType != "execute_reply" || e.status() != "ok" || e.stdout.String() != "legacy\n" {
+	e := jpclient.NewExecution(shell.execute("print('legacy')"))
+	iopub.await(e, cellTimeout, "the output on iopub", (*jpclient.Execution).WentIdle)
+	shell.await(e, cellTimeout, "the reply on shell", (*jpclient.Execution).Replied)
+	if e.ReplyType != "execute_reply" || e.Status() != "ok" || e.Stdout.String() != "legacy\n" {
 		t.Errorf("execute over /shell and /iopub: %s", e)
 	}
 	for _, ws := range []*jupyterWS{iopub, shell} {
-		for _, m := range ws.seen {
+		for _, m := range ws.Seen() {
 			if m.Channel != ws.only {
 				t.Errorf("a %s message on the %s socket", m.Channel, ws.only)
 			}

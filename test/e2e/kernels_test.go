@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -88,13 +89,13 @@ func testKernelLifecycle(t *testing.T, d deployment, api *jupyterAPI) {
 	}
 
 	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "")
-	info := newExecution(ws.send("shell", "kernel_info_request", map[string]any{}))
-	ws.await(info, cellTimeout, "kernel_info_request", (*execution).replied)
-	lang, _ := info.reply["language_info"].(map[string]any)
-	if info.replyType != "kernel_info_reply" || info.status() != "ok" || lang["name"] != "python" {
+	info := jpclient.NewExecution(ws.askKernelInfo())
+	ws.await(info, cellTimeout, "kernel_info_request", (*jpclient.Execution).Replied)
+	lang, _ := info.Reply["language_info"].(map[string]any)
+	if info.ReplyType != "kernel_info_reply" || info.Status() != "ok" || lang["name"] != "python" {
 		t.Errorf("kernel_info: %s", info)
 	}
-	if e := ws.run("1+1"); e.status() != "ok" || e.result != "2" {
+	if e := ws.run("1+1"); e.Status() != "ok" || e.Result != "2" {
 		t.Errorf("1+1: %s", e)
 	}
 	pid := kernelPID(t, ws)
@@ -106,18 +107,18 @@ func testKernelLifecycle(t *testing.T, d deployment, api *jupyterAPI) {
 
 	// ipykernel turns SIGINT into KeyboardInterrupt only while it executes: the interrupt
 	// goes once the cell has printed.
-	sleeper := newExecution(ws.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(300)"))
-	ws.await(sleeper, cellTimeout, "the sleeping cell's first output", func(e *execution) bool {
-		return strings.Contains(e.stdout.String(), "sleeping")
+	sleeper := jpclient.NewExecution(ws.execute("import time\nprint('sleeping', flush=True)\ntime.sleep(300)"))
+	ws.await(sleeper, cellTimeout, "the sleeping cell's first output", func(e *jpclient.Execution) bool {
+		return strings.Contains(e.Stdout.String(), "sleeping")
 	})
 	api.call(t, http.MethodPost, "api/kernels/"+id+"/interrupt", nil).want(t, http.StatusNoContent)
-	ws.await(sleeper, 30*time.Second, "the interrupted cell", (*execution).finished)
-	if sleeper.status() != "error" || sleeper.errorName() != "KeyboardInterrupt" {
+	ws.await(sleeper, 30*time.Second, "the interrupted cell", (*jpclient.Execution).Finished)
+	if sleeper.Status() != "error" || sleeper.ErrorName() != "KeyboardInterrupt" {
 		t.Errorf("interrupted cell: %s", sleeper)
 	}
 
 	// A restart keeps the kernel's id and connections and forgets its variables.
-	if e := ws.run("x = 42"); e.status() != "ok" {
+	if e := ws.run("x = 42"); e.Status() != "ok" {
 		t.Fatalf("x = 42: %s", e)
 	}
 	var restarted map[string]any
@@ -125,7 +126,7 @@ func testKernelLifecycle(t *testing.T, d deployment, api *jupyterAPI) {
 	if restarted["id"] != id {
 		t.Errorf("restart answered %v, want the same id %s", restarted, id)
 	}
-	if e := ws.run("x"); e.ename != "NameError" {
+	if e := ws.run("x"); e.Ename != "NameError" {
 		t.Errorf("x after a restart: %s, want NameError", e)
 	}
 	newPID := kernelPID(t, ws)
@@ -262,7 +263,7 @@ func testTwoClients(t *testing.T, api *jupyterAPI) {
 	b := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", "client-b-"+randomID())
 	// A reply proves that a client's connection is attached to the kernel.
 	for _, ws := range []*jupyterWS{a, b} {
-		ws.await(newExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*execution).replied)
+		ws.await(jpclient.NewExecution(ws.askKernelInfo()), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
 	}
 	var model map[string]any
 	r := api.call(t, http.MethodGet, "api/kernels/"+id, nil).want(t, http.StatusOK)
@@ -272,18 +273,18 @@ func testTwoClients(t *testing.T, api *jupyterAPI) {
 	}
 
 	fromA := a.run("print('from A')")
-	if fromA.status() != "ok" || fromA.stdout.String() != "from A\n" {
+	if fromA.Status() != "ok" || fromA.Stdout.String() != "from A\n" {
 		t.Errorf("A's cell: %s", fromA)
 	}
-	onB := newExecution(fromA.msgID)
-	b.await(onB, cellTimeout, "A's output on B", (*execution).wentIdle)
-	if onB.stdout.String() != "from A\n" {
-		t.Errorf("B saw A's output as %q", onB.stdout.String())
+	onB := jpclient.NewExecution(fromA.MsgID)
+	b.await(onB, cellTimeout, "A's output on B", (*jpclient.Execution).WentIdle)
+	if onB.Stdout.String() != "from A\n" {
+		t.Errorf("B saw A's output as %q", onB.Stdout.String())
 	}
 	// The kernel answers shell requests in order, so A's reply, had it gone to B too, would
 	// be there before the reply to B's next request.
-	b.await(newExecution(b.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "B's kernel_info", (*execution).replied)
-	if m := b.replyTo(fromA.msgID); m != nil {
+	b.await(jpclient.NewExecution(b.askKernelInfo()), cellTimeout, "B's kernel_info", (*jpclient.Execution).Replied)
+	if m := b.ReplyTo(fromA.MsgID); m != nil {
 		t.Errorf("A's %s reached B", m.Header.MsgType)
 	}
 }
@@ -292,13 +293,13 @@ func testReplay(t *testing.T, api *jupyterAPI) {
 	id := api.startKernel(t)
 	sessionID := "replay-" + randomID()
 	ws := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
-	ws.await(newExecution(ws.send("shell", "kernel_info_request", map[string]any{})), cellTimeout, "kernel_info", (*execution).replied)
+	ws.await(jpclient.NewExecution(ws.askKernelInfo()), cellTimeout, "kernel_info", (*jpclient.Execution).Replied)
 	sent := time.Now()
 	msgID := ws.execute("import time\nfor i in range(5):\n    print(i, flush=True)\n    time.sleep(0.5)")
 	ws.close()
 	// What the server sent before it saw the close reached this connection; the rest must
 	// be replayed.
-	before := newExecution(msgID)
+	before := jpclient.NewExecution(msgID)
 	ws.drain(before, time.Second)
 
 	// The cell ran to its end with no client: the kernel went busy (activity after the
@@ -316,10 +317,10 @@ func testReplay(t *testing.T, api *jupyterAPI) {
 	})
 
 	back := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
-	e := newExecution(msgID)
-	back.await(e, cellTimeout, "the replayed cell", (*execution).finished)
-	if e.status() != "ok" || before.stdout.String()+e.stdout.String() != "0\n1\n2\n3\n4\n" {
-		t.Errorf("before leaving stdout %q; replayed: %s; want the rest of 0..4 and an ok reply", before.stdout.String(), e)
+	e := jpclient.NewExecution(msgID)
+	back.await(e, cellTimeout, "the replayed cell", (*jpclient.Execution).Finished)
+	if e.Status() != "ok" || before.Stdout.String()+e.Stdout.String() != "0\n1\n2\n3\n4\n" {
+		t.Errorf("before leaving stdout %q; replayed: %s; want the rest of 0..4 and an ok reply", before.Stdout.String(), e)
 	}
 }
 
@@ -368,21 +369,21 @@ func testAPIServerRestart(t *testing.T, inst *instance) {
 	pid := kernelPID(t, ws)
 	// One line a second: the kill falls between two lines, so none is in flight in the
 	// dying process.
-	e := newExecution(ws.execute("import time\nfor i in range(6):\n    print(i, flush=True)\n    time.sleep(1)"))
-	ws.await(e, cellTimeout, "the cell's first line", func(e *execution) bool { return e.stdout.Len() > 0 })
+	e := jpclient.NewExecution(ws.execute("import time\nfor i in range(6):\n    print(i, flush=True)\n    time.sleep(1)"))
+	ws.await(e, cellTimeout, "the cell's first line", func(e *jpclient.Execution) bool { return e.Stdout.Len() > 0 })
 	if err := mgr.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	<-exited
 	ws.drain(e, 30*time.Second)
-	if e.finished() {
+	if e.Finished() {
 		t.Fatalf("the cell finished before the API server was killed: %s", e)
 	}
 
 	start(2)
 	back := dialJupyterWS(t, api, "api/kernels/"+id+"/channels", sessionID)
-	back.await(e, cellTimeout, "the rest of the cell after the API server's restart", (*execution).finished)
-	if e.status() != "ok" || e.stdout.String() != "0\n1\n2\n3\n4\n5\n" {
+	back.await(e, cellTimeout, "the rest of the cell after the API server's restart", (*jpclient.Execution).Finished)
+	if e.Status() != "ok" || e.Stdout.String() != "0\n1\n2\n3\n4\n5\n" {
 		t.Errorf("across the restart: %s, want 0..5 once each and an ok reply", e)
 	}
 	if ids := api.kernelIDs(t); !slices.Contains(ids, id) {

@@ -4,12 +4,10 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -17,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/scheme"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -42,95 +40,37 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nbkubeBin = filepath.Join(dir, "nbkube")
-	// nbkube local, like Jupyter Server, leaves a server info file in Jupyter's runtime
-	// directory: the tests' go with them, not into the home directory.
-	if err := os.Setenv("JUPYTER_RUNTIME_DIR", filepath.Join(dir, "jupyter-runtime")); err != nil {
+	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube.
+	if err := testenv.BuildCommands(dir, "nbkube", "nbkube-agent"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
-	}
-	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube.
-	for _, cmd := range []string{"nbkube", "nbkube-agent"} {
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "build "+cmd+":", err)
-			os.Exit(1)
-		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// instance is one running `nbkube local`.
+// instance is one running `nbkube local` (testenv.StartLocal) with a client of its cluster.
 type instance struct {
-	cmd     *exec.Cmd
+	*testenv.Local
 	dataDir string
 	root    string
 	client  client.Client
-	done    chan error
-	// apiURL is the Jupyter API URL the instance printed, with its token.
-	apiURL string
-	// logPath is the file with the instance's standard error.
-	logPath string
 }
 
-func startLocal(t *testing.T, dataDir, root string) *instance {
+// startLocal starts `nbkube local` on a free port with dataDir, root and the flags args, and
+// waits until it is ready.
+func startLocal(t *testing.T, dataDir, root string, args ...string) *instance {
 	t.Helper()
-	return startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0"), dataDir, root)
+	return startLocalWith(t, testenv.LocalConfig{Bin: nbkubeBin, DataDir: dataDir, Root: root,
+		Args: append([]string{"--listen", "127.0.0.1:0"}, args...)})
 }
 
-// startLocalCmd starts cmd, an `nbkube local` with dataDir and root, and waits until it is
-// ready.
-func startLocalCmd(t *testing.T, cmd *exec.Cmd, dataDir, root string) *instance {
+// startLocalWith starts `nbkube local` as cfg says and waits until it is ready.
+func startLocalWith(t *testing.T, cfg testenv.LocalConfig) *instance {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "nbkube-local.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inst := &instance{cmd: cmd, dataDir: dataDir, root: root, done: make(chan error, 1), logPath: logFile.Name()}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			if u, ok := strings.CutPrefix(strings.TrimSpace(line), "Jupyter API: "); ok {
-				inst.apiURL = u
-			}
-			if strings.HasPrefix(strings.TrimSpace(line), "kubectl ") {
-				// The last line of the ready message.
-				close(ready)
-			}
-		}
-		inst.done <- cmd.Wait()
-		logFile.Close()
-	}()
-	select {
-	case <-ready:
-	case err := <-inst.done:
-		log, _ := os.ReadFile(logFile.Name())
-		t.Fatalf("nbkube local exited (%v) before it was ready:\n%s", err, tail(log))
-	case <-time.After(3 * time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("nbkube local not ready after 3 minutes")
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
-	})
-
-	inst.client = kubeClient(t, filepath.Join(dataDir, "kubeconfig"))
-	return inst
+	l := testenv.StartLocal(t, cfg)
+	return &instance{Local: l, dataDir: cfg.DataDir, root: cfg.Root, client: kubeClient(t, l.Kubeconfig)}
 }
 
 // kubeClient is a client of the cluster in the kubeconfig that knows nbkube's kinds.
@@ -150,22 +90,14 @@ func kubeClient(t *testing.T, kubeconfig string) client.Client {
 // stop ends the instance the way Ctrl-C does and waits for it.
 func (i *instance) stop(t *testing.T) {
 	t.Helper()
-	if err := i.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-i.done:
-		if err != nil {
-			t.Errorf("nbkube local after Ctrl-C: %v", err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("nbkube local did not stop within a minute of Ctrl-C")
+	if err := i.Stop(); err != nil {
+		t.Errorf("nbkube local after Ctrl-C: %v", err)
 	}
 }
 
 func (i *instance) kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", filepath.Join(i.dataDir, "kubeconfig")}, args...)...)
+	cmd := exec.Command(filepath.Join(testenv.KubeBinDir(), "kubectl"), append([]string{"--kubeconfig", i.Kubeconfig}, args...)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
@@ -173,17 +105,10 @@ func (i *instance) kubectl(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-// api is a client of the instance's Jupyter API, at the URL it printed with its token.
-func (i *instance) api(t testing.TB) *jupyterAPI {
-	t.Helper()
-	u, err := url.Parse(i.apiURL)
-	if err != nil || i.apiURL == "" {
-		t.Fatalf("nbkube local printed no API URL: %q (%v)", i.apiURL, err)
-	}
-	token := u.Query().Get("token")
-	u.RawQuery = ""
+// api is a client of the instance's Jupyter API, at its URL with its token.
+func (i *instance) api(testing.TB) *jupyterAPI {
 	// Starting a kernel answers once the kernel does.
-	return newJupyterAPI(u.String(), token, 2*time.Minute)
+	return newJupyterAPI(i.URL, i.Token, 2*time.Minute)
 }
 
 func (i *instance) readyKernel(t *testing.T, name string) *nbv1.Kernel {
@@ -220,7 +145,7 @@ func (i *instance) kernelProcess(t *testing.T, name string) int {
 			}
 		}
 	}
-	if pid == 0 || !slices.Contains(testenv.Descendants(i.cmd.Process.Pid), pid) {
+	if pid == 0 || !slices.Contains(testenv.Descendants(i.PID()), pid) {
 		t.Fatalf("no kernel process of pod %s under nbkube local (its agent logged pid %d)", name, pid)
 	}
 	return pid
@@ -306,7 +231,7 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	})
 
 	// Ctrl-C stops everything it started.
-	procs := testenv.Descendants(inst.cmd.Process.Pid)
+	procs := testenv.Descendants(inst.PID())
 	if len(procs) < 5 {
 		t.Errorf("only %d processes under nbkube local (control plane, agents, kernels expected)", len(procs))
 	}
@@ -349,9 +274,9 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 		t.Errorf("restart of the dead kernel answered %+v", restarted)
 	}
 	ws := dialJupyterWS(t, api, "api/kernels/sample-kernel/channels", "after-death-"+randomID())
-	e := newExecution(ws.execute("print(6*7)"))
-	ws.await(e, cellTimeout, "the restarted kernel's answer", (*execution).finished)
-	if e.status() != "ok" || e.stdout.String() != "42\n" {
+	e := jpclient.NewExecution(ws.execute("print(6*7)"))
+	ws.await(e, cellTimeout, "the restarted kernel's answer", (*jpclient.Execution).Finished)
+	if e.Status() != "ok" || e.Stdout.String() != "42\n" {
 		t.Errorf("the restarted kernel ran print(6*7): %s", e)
 	}
 	ws.close()
@@ -365,11 +290,8 @@ func TestLocal_SamplesRunRealKernelsAndStateSurvivesARestart(t *testing.T) {
 	inst.readyKernel(t, "after-restart")
 
 	// Killed outright, it still takes its children along.
-	procs = testenv.Descendants(inst.cmd.Process.Pid)
-	if err := inst.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-inst.done
+	procs = testenv.Descendants(inst.PID())
+	inst.Kill()
 	testenv.Eventually(t, "children gone after SIGKILL", 15*time.Second, func() error {
 		for _, p := range procs {
 			if testenv.Alive(p) {

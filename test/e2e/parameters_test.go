@@ -55,7 +55,7 @@ func TestLocal_LaunchParametersReachTheKernel(t *testing.T) {
 		want(t, http.StatusCreated).decode(t, &k)
 	ws := dialJupyterWS(t, api, "api/kernels/"+k.ID+"/channels", "")
 	e := runCell(t, ws, "import os; print(os.environ['GREETING'])")
-	if got := strings.TrimSpace(e.stdout.String()); got != "bonjour, {greeting}" {
+	if got := strings.TrimSpace(e.Stdout.String()); got != "bonjour, {greeting}" {
 		t.Errorf("the kernel's GREETING is %q, want the chosen greeting and the name as given", got)
 	}
 
@@ -64,7 +64,7 @@ func TestLocal_LaunchParametersReachTheKernel(t *testing.T) {
 		"kernel": map[string]any{"name": "greeter", "parameters": map[string]any{"name": "notebook"}}})
 	sws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", s.ID)
 	e = runCell(t, sws, "import os; print(os.environ['GREETING'])")
-	if got := strings.TrimSpace(e.stdout.String()); got != "hello, notebook" {
+	if got := strings.TrimSpace(e.Stdout.String()); got != "hello, notebook" {
 		t.Errorf("the session kernel's GREETING is %q, want the default greeting and the session's name", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,7 +101,7 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	if err := annChannels.awaitKernelInfo(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if run := annChannels.run("secret = 'ann-only'; open('notes.txt', 'w').write('ann'); print(2 + 2)"); run.stdout.String() != "4\n" {
+	if run := annChannels.run("secret = 'ann-only'; open('notes.txt', 'w').write('ann'); print(2 + 2)"); run.Stdout.String() != "4\n" {
 		t.Fatalf("ann's kernel: %s", run)
 	}
 	defer annChannels.close()
@@ -149,7 +148,7 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 		NbkubeSeen                                       bool
 		Cwd, Mine                                        string
 	}
-	if err := json.Unmarshal([]byte(run.stdout.String()), &got); err != nil {
+	if err := json.Unmarshal([]byte(run.Stdout.String()), &got); err != nil {
 		t.Fatalf("ben's probe: %v; %s", err, run)
 	}
 	for what, seen := range map[string]bool{
@@ -160,11 +159,11 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 		"the control plane through the egress proxy": got.ControlPlaneByProxy, "nbkube's API through the egress proxy": got.APIByProxy,
 	} {
 		if seen {
-			t.Errorf("ben's kernel reaches %s: %s", what, run.stdout.String())
+			t.Errorf("ben's kernel reaches %s: %s", what, run.Stdout.String())
 		}
 	}
 	if got.Proxy == "" {
-		t.Errorf("ben's kernel has no egress proxy in its environment: %s", run.stdout.String())
+		t.Errorf("ben's kernel has no egress proxy in its environment: %s", run.Stdout.String())
 	}
 	if got.Processes > 8 {
 		t.Errorf("ben's kernel sees %d processes, want only its pod's", got.Processes)
@@ -180,7 +179,7 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 		t.Errorf("ann's file on the volume: %q, %v", b, err)
 	}
 	// ann's kernel still has its state: nothing from ben reached it.
-	if run := annChannels.run("print(secret)"); run.stdout.String() != "ann-only\n" {
+	if run := annChannels.run("print(secret)"); run.Stdout.String() != "ann-only\n" {
 		t.Errorf("ann's kernel: %s", run)
 	}
 }
@@ -209,8 +208,7 @@ func startSandboxedUsers(t *testing.T) (inst *instance, as func(user string) *ju
 		t.Fatal(err)
 	}
 	dataDir, root = t.TempDir(), t.TempDir()
-	inst = startLocalCmd(t, exec.Command(nbkubeBin, "local", "--data-dir", dataDir, "--root", root, "--kube-bin-dir", testenv.KubeBinDir(),
-		"--listen", "127.0.0.1:0", "--auth=users,token", "--users-file="+usersFile, "--user-home={username}"), dataDir, root)
+	inst = startLocal(t, dataDir, root, "--auth=users,token", "--users-file="+usersFile, "--user-home={username}")
 	base := inst.api(t).base
 	return inst, func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }, dataDir, root
 }
@@ -245,7 +243,7 @@ func TestSandbox_ClustersServeTheirOwnersKernelsOnly(t *testing.T) {
 	defer ws.close()
 	// Each engine's sandbox has its own PID namespace and its pod's name as the host name.
 	if got, e := mapOnEngines(t, ws, 2); got != "2 [0, 1, 4, 9]" {
-		t.Fatalf("ann's parallel map from her sandboxed kernel: %q (stderr %q)", got, e.stderr.String())
+		t.Fatalf("ann's parallel map from her sandboxed kernel: %q (stderr %q)", got, e.Stderr.String())
 	}
 
 	var pods corev1.PodList
@@ -289,13 +287,13 @@ for addr in json.loads(` + strconv.Quote(string(probe)) + `):
     finally:
         s.close()
 print(json.dumps(reached))`)
-	if got := strings.TrimSpace(run.stdout.String()); got != "[]" {
+	if got := strings.TrimSpace(run.Stdout.String()); got != "[]" {
 		t.Errorf("ben's kernel reaches ann's cluster at %s (%s)", got, run)
 	}
 	// The same check from ann's kernel reaches her ipcontroller: the probe can succeed.
 	e := runCell(t, ws, `import socket
 s = socket.create_connection((`+strconv.Quote(strings.Split(targets[0], ":")[0])+`, 10101), timeout=2); s.close(); print("reached")`)
-	if got := strings.TrimSpace(e.stdout.String()); got != "reached" {
-		t.Errorf("ann's kernel does not reach her ipcontroller: %q (stderr %q)", got, e.stderr.String())
+	if got := strings.TrimSpace(e.Stdout.String()); got != "reached" {
+		t.Errorf("ann's kernel does not reach her ipcontroller: %q (stderr %q)", got, e.Stderr.String())
 	}
 }

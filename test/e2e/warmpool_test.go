@@ -87,8 +87,8 @@ func TestLocal_WarmPoolServesStartsAfterTheFirst(t *testing.T) {
 		t.Errorf("GET /api/kernels: %v, want both started kernels", ids)
 	}
 	ws := dialJupyterWS(t, api, "api/kernels/"+claimed.ID+"/channels", "")
-	if e := runCell(t, ws, "import os; print(os.getcwd())"); strings.TrimSpace(e.stdout.String()) != root {
-		t.Errorf("the claimed kernel runs in %q, want the contents root %s", e.stdout.String(), root)
+	if e := runCell(t, ws, "import os; print(os.getcwd())"); strings.TrimSpace(e.Stdout.String()) != root {
+		t.Errorf("the claimed kernel runs in %q, want the contents root %s", e.Stdout.String(), root)
 	}
 
 	// A gateway's start (KERNEL_USERNAME in its env) takes one too, with the env set.
@@ -106,7 +106,7 @@ func TestLocal_WarmPoolServesStartsAfterTheFirst(t *testing.T) {
 	}
 	api.getJSON(t, "api/me", &me)
 	gws := dialJupyterWS(t, api, "api/kernels/"+gw.ID+"/channels", "")
-	if got := strings.TrimSpace(runCell(t, gws, "import os; print(os.environ.get('KERNEL_USERNAME'))").stdout.String()); got != me.Identity.Username || got == "" {
+	if got := strings.TrimSpace(runCell(t, gws, "import os; print(os.environ.get('KERNEL_USERNAME'))").Stdout.String()); got != me.Identity.Username || got == "" {
 		t.Errorf("the gateway's warm kernel has KERNEL_USERNAME %q, want the caller %q", got, me.Identity.Username)
 	}
 
@@ -122,15 +122,15 @@ func TestLocal_WarmPoolServesStartsAfterTheFirst(t *testing.T) {
 	}
 	sws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", s.ID)
 	e := runCell(t, sws, "import os; print(os.getcwd())")
-	if got := strings.TrimSpace(e.stdout.String()); got != sub {
+	if got := strings.TrimSpace(e.Stdout.String()); got != sub {
 		t.Errorf("the session's kernel runs in %q, want the notebook's directory %s", got, sub)
 	}
-	if n, _ := e.reply["execution_count"].(float64); n != 1 {
-		t.Errorf("the user's first cell has execution_count %v, want 1: the move must not count", e.reply["execution_count"])
+	if n, _ := e.Reply["execution_count"].(float64); n != 1 {
+		t.Errorf("the user's first cell has execution_count %v, want 1: the move must not count", e.Reply["execution_count"])
 	}
 	api.call(t, http.MethodPost, "api/kernels/"+s.Kernel.ID+"/restart", nil).want(t, http.StatusOK)
 	sws = dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", s.ID)
-	if got := strings.TrimSpace(runCell(t, sws, "import os; print(os.getcwd())").stdout.String()); got != sub {
+	if got := strings.TrimSpace(runCell(t, sws, "import os; print(os.getcwd())").Stdout.String()); got != sub {
 		t.Errorf("after a restart the session's kernel runs in %q, want %s", got, sub)
 	}
 

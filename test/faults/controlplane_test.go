@@ -53,7 +53,7 @@ func TestControlPlane_StoppedFor30sKernelsRunAndStartsAre503(t *testing.T) {
 	s := startLocal(t)
 	id := s.startKernel()
 	ch := s.openChannels(id)
-	if e, err := ch.execute("x = 41", time.Minute, nil); err != nil || e.status != "ok" {
+	if e, err := ch.Execute("x = 41", time.Minute, nil); err != nil || e.Status() != "ok" {
 		t.Fatalf("x = 41: %+v %v", e, err)
 	}
 
@@ -64,7 +64,8 @@ func TestControlPlane_StoppedFor30sKernelsRunAndStartsAre503(t *testing.T) {
 			_ = syscall.Kill(p, syscall.SIGCONT)
 		}
 	}
-	// Runs before startLocal's stop, even when the test fails half-way.
+	// Runs before nbkube local is stopped (testenv.StartLocal's cleanup), even when the test
+	// fails half-way.
 	t.Cleanup(resume)
 	for _, p := range stopped {
 		if err := syscall.Kill(p, syscall.SIGSTOP); err != nil {
@@ -104,12 +105,12 @@ func TestControlPlane_StoppedFor30sKernelsRunAndStartsAre503(t *testing.T) {
 	var slowest, slowestList time.Duration
 	for time.Since(stoppedAt) < controlPlaneStop {
 		began := time.Now()
-		e, err := ch.execute("x += 1; x", cellBound, nil)
+		e, err := ch.Execute("x += 1; x", cellBound, nil)
 		took := time.Since(began)
 		if err != nil {
 			t.Fatalf("cell %d, %s after the control plane stopped: %v", cells+1, time.Since(stoppedAt).Round(time.Millisecond), err)
 		}
-		if want := strconv.Itoa(42 + cells); e.status != "ok" || e.result != want {
+		if want := strconv.Itoa(42 + cells); e.Status() != "ok" || e.Result != want {
 			t.Fatalf("cell %d: %+v, want %s", cells+1, e, want)
 		}
 		cells++
@@ -179,10 +180,10 @@ func TestControlPlane_StoppedFor30sKernelsRunAndStartsAre503(t *testing.T) {
 	}
 	recovery := time.Since(resumedAt)
 
-	if e, err := s.openChannels(newID).execute("1+1", time.Minute, nil); err != nil || e.result != "2" {
+	if e, err := s.openChannels(newID).Execute("1+1", time.Minute, nil); err != nil || e.Result != "2" {
 		t.Errorf("the kernel started after the return: 1+1 gave %+v (%v)", e, err)
 	}
-	if e, err := ch.execute("x", cellBound, nil); err != nil || e.result != strconv.Itoa(41+cells) {
+	if e, err := ch.Execute("x", cellBound, nil); err != nil || e.Result != strconv.Itoa(41+cells) {
 		t.Errorf("the first kernel lost its variables: x = %+v (%v), want %d", e, err, 41+cells)
 	}
 	// A refused start leaves no kernel: one whose create landed late is deleted.

@@ -3,6 +3,7 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/jpclient"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
 
@@ -45,13 +47,13 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 	id := s.startKernel()
 	ch := s.openChannels(id)
 	pid := kernelPID(t, ch)
-	if e, err := ch.execute("x = 1", time.Minute, nil); err != nil || e.status != "ok" {
+	if e, err := ch.Execute("x = 1", time.Minute, nil); err != nil || e.Status() != "ok" {
 		t.Fatalf("x = 1: %+v %v", e, err)
 	}
 	// The process the kernel names is ipykernel, run under nbkube local by the kernel pod's
 	// agent or forked by the node's kernel fork server (docs/local.md).
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if !slices.Contains(testenv.Descendants(s.cmd.Process.Pid), pid) || !strings.Contains(string(cmdline), "ipykernel") && !strings.Contains(string(cmdline), "forkserver.py") {
+	if !slices.Contains(testenv.Descendants(s.PID()), pid) || !strings.Contains(string(cmdline), "ipykernel") && !strings.Contains(string(cmdline), "forkserver.py") {
 		t.Fatalf("process %d (%q) is not an ipykernel below nbkube local", pid, cmdline)
 	}
 
@@ -62,35 +64,35 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 	}
 	var states []string
 	toRestarting := time.Duration(0)
-	watch := func(m *jmsg) {
-		if st := m.executionState(); st != "" {
+	watch := func(m *jpclient.Msg) {
+		if st := m.ExecutionState(); st != "" {
 			states = append(states, st)
 			if st == "restarting" && toRestarting == 0 {
-				toRestarting = m.at.Sub(killedAt)
+				toRestarting = m.At.Sub(killedAt)
 			}
 		}
 	}
-	deadline := time.After(restartingBound)
+	deadline := time.Now().Add(restartingBound)
 	for toRestarting == 0 {
-		select {
-		case m := <-ch.msgs:
-			watch(m)
-		case <-ch.closed:
-			t.Fatalf("the connection ended after the kill (%v); states seen %v", ch.readErr, states)
-		case <-deadline:
+		m, err := ch.Next(deadline)
+		switch {
+		case errors.Is(err, jpclient.ErrTimeout):
 			t.Fatalf("no status restarting within %s of the kill; states seen %v", restartingBound, states)
+		case err != nil:
+			t.Fatalf("after the kill: %v; states seen %v", err, states)
 		}
+		watch(m)
 	}
 	// What the client sends meanwhile waits for the new kernel process.
-	e, err := ch.execute("import os; os.getpid()", answerBound, watch)
+	e, err := ch.Execute("import os; os.getpid()", answerBound, watch)
 	toAnswer := time.Since(killedAt)
 	if err != nil {
 		t.Fatalf("the kernel did not answer after the kill: %v; states seen %v", err, states)
 	}
-	if newPID, _ := strconv.Atoi(e.result); newPID == 0 || newPID == pid {
-		t.Errorf("after the kill the kernel is process %q, before it was %d", e.result, pid)
+	if newPID, _ := strconv.Atoi(e.Result); newPID == 0 || newPID == pid {
+		t.Errorf("after the kill the kernel is process %q, before it was %d", e.Result, pid)
 	}
-	if e, err := ch.execute("x", answerBound, nil); err != nil || e.status != "error" {
+	if e, err := ch.Execute("x", answerBound, nil); err != nil || e.Status() != "error" {
 		t.Errorf("x after the kernel died: %+v (%v), want a NameError", e, err)
 	}
 	if st := s.kernelState(id); st != "idle" {
@@ -138,21 +140,22 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 	}()
 	var wsStates []string
 	toClosed := time.Duration(0)
-	closeDeadline := time.After(answerBound)
+	closeDeadline := time.Now().Add(answerBound)
 	for toClosed == 0 {
-		select {
-		case m := <-ch.msgs:
-			if st := m.executionState(); st != "" {
+		m, err := ch.Next(closeDeadline)
+		switch {
+		case errors.Is(err, jpclient.ErrEnded):
+			toClosed = time.Since(deletedAt)
+		case err != nil:
+			t.Fatalf("the client's connection still open %s after its kernel's pod was deleted", answerBound)
+		default:
+			if st := m.ExecutionState(); st != "" {
 				wsStates = append(wsStates, st)
 			}
-		case <-ch.closed:
-			toClosed = time.Since(deletedAt)
-		case <-closeDeadline:
-			t.Fatalf("the client's connection still open %s after its kernel's pod was deleted", answerBound)
 		}
 	}
 	// The client reconnects, as JupyterLab does, until the kernel in its new pod answers.
-	var again *channels
+	var again *jpclient.Conn
 	var toAnswerAgain time.Duration
 	testenv.Eventually(t, "the kernel answering again in a new pod", answerBound, func() error {
 		if st := s.kernelState(id); st != "idle" && st != "busy" {
@@ -162,12 +165,12 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		e, err := c.execute("x", 10*time.Second, nil)
+		e, err := c.Execute("x", 10*time.Second, nil)
 		if err != nil {
-			c.conn.Close()
+			c.Close()
 			return err
 		}
-		if e.status != "error" {
+		if e.Status() != "error" {
 			t.Errorf("x in the new pod: %+v, want a NameError: the old kernel's variables cannot survive its pod", e)
 		}
 		again, toAnswerAgain = c, time.Since(deletedAt)
@@ -175,7 +178,7 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 	})
 	close(stopPoll)
 	<-pollDone
-	if e, err := again.execute("1+1", 10*time.Second, nil); err != nil || e.result != "2" {
+	if e, err := again.Execute("1+1", 10*time.Second, nil); err != nil || e.Result != "2" {
 		t.Errorf("1+1 in the new pod: %+v (%v)", e, err)
 	}
 	if slices.ContainsFunc(apiStates, func(st string) bool { return strings.HasPrefix(st, "HTTP") }) {
@@ -207,12 +210,11 @@ func TestKernelDeath_KilledProcessAndDeletedPod(t *testing.T) {
 }
 
 // kernelPID is the kernel's process id, as the kernel itself tells.
-func kernelPID(t *testing.T, ch *channels) int {
+func kernelPID(t *testing.T, ch *jpclient.Conn) int {
 	t.Helper()
-	e, err := ch.execute("import os; os.getpid()", time.Minute, nil)
-	pid, perr := strconv.Atoi(e.result)
-	if err != nil || perr != nil {
-		t.Fatalf("os.getpid(): %+v (%v)", e, err)
+	pid, err := ch.KernelPID(time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return pid
 }

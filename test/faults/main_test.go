@@ -10,10 +10,11 @@ package faults
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 var (
@@ -41,13 +42,7 @@ func TestMain(m *testing.M) {
 func nbkubeBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(binDir, "nbkube")
-	build.Do(func() {
-		cmd := exec.Command("go", "build", "-o", bin, "../../cmd/nbkube")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/nbkube: %w\n%s", err, out)
-		}
-	})
+	build.Do(func() { buildErr = testenv.BuildCommands(binDir, "nbkube") })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
