@@ -433,8 +433,22 @@ func (r *KernelReconciler) recordRoom(ctx context.Context, k *nbv1.Kernel, pod *
 	if r.Quota == nil || k.Warm() || len(pod.Spec.Containers) == 0 || pod.DeletionTimestamp != nil {
 		return
 	}
+	ledger := r.Quota.In(k.Namespace)
+	held, err := ledger.Holds(ctx, string(k.Spec.Owner), nbv1.ReservationKernel, k.Name)
+	if err != nil || held {
+		return
+	}
+	// Not in the ledger: the kernel may have been deleted, and its room given back, since the
+	// cache gave k to this reconcile (an API server deletes a kernel, then releases its room).
+	// Recorded again, the room would stay held until the usage controller's grace for starts
+	// under way had passed, and refuse the owner's next start. So only a kernel that still
+	// exists, read around the cache, is recorded.
+	live := &nbv1.Kernel{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(k), live); err != nil || live.UID != k.UID || live.DeletionTimestamp != nil {
+		return
+	}
 	room := quota.KernelRoom(k.Name, k.Spec.KernelSpec, pod.Spec.Containers[0].Resources)
-	if _, _, err := r.Quota.In(k.Namespace).Reserve(ctx, quota.Request{Owner: string(k.Spec.Owner), Reservation: room, Record: true}); err != nil {
+	if _, _, err := ledger.Reserve(ctx, quota.Request{Owner: string(k.Spec.Owner), Reservation: room, Record: true}); err != nil {
 		log.FromContext(ctx).Error(err, "Recording the kernel in its owner's usage failed")
 	}
 }

@@ -17,7 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/quota"
 )
 
 // The controllers are the gate every Kernel and Cluster meets, however it was made: these
@@ -314,4 +316,38 @@ func TestQuota_WithoutPoliciesNoLedgerIsWritten(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A reconcile that read a kernel before an API server deleted it and gave its room back does
+// not record the room again: held until the usage controller's grace for starts under way
+// passed, it would refuse the owner's next start (a session's kernel change, at the limit).
+func TestQuota_AReconcileOfADeletedKernelDoesNotHoldItsRoomAgain(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"), userPolicy(ns, "ann-limit", nbv1.UserPolicySpec{Users: []string{"ann"}, Limits: nbv1.UserLimits{Kernels: i32(2)}}))
+	k := kernelOf(ns, "k1", "python3", "ann")
+	create(t, k)
+	pod := kernelPod(t, k)
+	userUsage(t, ns, "ann", reserved("1/2", k.Name))
+	read := k.DeepCopy() // as the reconcile's cache gave it, before the deletion
+	if err := get(read); err != nil {
+		t.Fatal(err)
+	}
+	// An API server deletes the kernel, then gives its room back.
+	if err := k8sClient.Delete(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	ledger := &quota.Ledger{Client: k8sClient, Reader: k8sClient, APIReader: k8sClient, Namespace: ns}
+	if err := ledger.Release(context.Background(), "ann", nbv1.ReservationKernel, k.Name); err != nil {
+		t.Fatal(err)
+	}
+	userUsage(t, ns, "ann", reserved("0/2"))
+	r := &controllers.KernelReconciler{Client: k8sClient, APIReader: k8sClient, Quota: ledger}
+	r.RecordRoomForTest(context.Background(), read, pod)
+	u := &nbv1.UserUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nbv1.UsageName("ann")}}
+	if err := get(u); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserved("0/2")(u); err != nil {
+		t.Errorf("after a reconcile of the deleted kernel: %v", err)
+	}
 }

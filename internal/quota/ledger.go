@@ -98,6 +98,19 @@ func (l *Ledger) Usage(ctx context.Context, owner string, groups []string) (Amou
 	return Sum(u.Spec.Reservations), lim, on, nil
 }
 
+// Holds tells whether owner's ledger, as the cache has it, holds the reservation of kind and
+// name. Quotas off, or no ledger: false.
+func (l *Ledger) Holds(ctx context.Context, owner string, kind nbv1.ReservationKind, name string) (bool, error) {
+	u, err := l.get(ctx, l.Reader, owner)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(u.Spec.Reservations, func(r nbv1.Reservation) bool { return r.Kind == kind && r.Name == name }), nil
+}
+
 func (l *Ledger) get(ctx context.Context, r client.Reader, owner string) (*nbv1.UserUsage, error) {
 	u := &nbv1.UserUsage{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: nbv1.UsageName(nbv1.Owner(owner))}, u)
