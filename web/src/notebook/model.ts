@@ -286,3 +286,14 @@ export class NotebookModel {
     return (li?.name || ks?.language || 'python').toLowerCase();
   }
 }
+
+/** isNew tells a notebook with nothing in it yet: no cell, or one empty cell without outputs. */
+export function isNew(nb: nbformat.INotebookContent): boolean {
+  const cells = nb.cells ?? [];
+  if (cells.length === 0) return true;
+  if (cells.length > 1) return false;
+  const c = cells[0];
+  const source = Array.isArray(c.source) ? c.source.join('') : c.source;
+  const outputs = c.cell_type === 'code' ? ((c as nbformat.ICodeCell).outputs ?? []) : [];
+  return source === '' && outputs.length === 0;
+}

@@ -7,7 +7,8 @@ import type * as nbformat from '@jupyterlab/nbformat';
 installDOM();
 
 // A file of its own: the editor module must not have been loaded by another test yet.
-const { NotebookPage, isNew } = await import('./notebook');
+const { NotebookPage } = await import('./notebook');
+const { isNew } = await import('./model');
 const { editorModule, loadEditor } = await import('./editorloader');
 
 const code = (source: string, outputs: nbformat.IOutput[] = []): nbformat.ICodeCell => ({

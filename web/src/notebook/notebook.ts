@@ -5,7 +5,7 @@ import type { Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
 import { renderOutput } from '../render/index';
 import { config, url } from '../shell/config';
-import { h } from '../shell/dom';
+import { h, startDownload } from '../shell/dom';
 import { CellView } from './cellview';
 import { alert, choose, messageOf } from './dialogs';
 import { editorModule, loadEditor } from './editorloader';
@@ -13,7 +13,7 @@ import { FileActions } from './fileactions';
 import { KernelSession, type ShownStatus } from './kernel';
 import { installKeyboard, type Command, type EditContext, type Mode } from './keyboard';
 import { LazyEditors } from './lazyeditors';
-import { makeCell, NotebookModel, type CellType, type Change } from './model';
+import { isNew, makeCell, NotebookModel, type CellType, type Change } from './model';
 import { DisplayRegistry } from './outputs';
 import { CellRunner } from './run';
 import { Autosave, basename, Saver } from './save';
@@ -488,10 +488,7 @@ export class NotebookPage {
     if (this.model.dirty) {
       await this.save();
     }
-    const a = h('a', { href: url('nbconvert', format, this.path) + '?download=true', download: '', hidden: true });
-    document.body.append(a);
-    a.click();
-    a.remove();
+    startDownload(url('nbconvert', format, this.path) + '?download=true');
   }
 
   // ---- Running ----
@@ -600,15 +597,4 @@ export class NotebookPage {
   reload(): Promise<void> {
     return this.file.reload();
   }
-}
-
-/** isNew tells a notebook with nothing in it yet: no cell, or one empty cell without outputs. */
-export function isNew(nb: nbformat.INotebookContent): boolean {
-  const cells = nb.cells ?? [];
-  if (cells.length === 0) return true;
-  if (cells.length > 1) return false;
-  const c = cells[0];
-  const source = Array.isArray(c.source) ? c.source.join('') : c.source;
-  const outputs = c.cell_type === 'code' ? ((c as nbformat.ICodeCell).outputs ?? []) : [];
-  return source === '' && outputs.length === 0;
 }

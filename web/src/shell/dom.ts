@@ -33,3 +33,11 @@ export function h<K extends keyof HTMLElementTagNameMap>(
 export function clear(el: Element): void {
   el.replaceChildren();
 }
+
+/** startDownload has the browser download href (an attachment), as a click on a download link does. */
+export function startDownload(href: string): void {
+  const a = h('a', { href, download: '', hidden: true });
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
