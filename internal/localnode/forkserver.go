@@ -59,6 +59,10 @@ type ForkServerOptions struct {
 	// every pod, such a request could only come through a sandbox's connection whose process
 	// ended (its PID taken by another), and must not become a kernel on the host.
 	SandboxedOnly bool
+	// SandboxIDs are the first and the number of the users of the machine that sandboxes
+	// may run as (see sandboxHostIDs): agents of those users may connect too, from a
+	// sandbox only. Zero: none.
+	SandboxIDs [2]uint32
 }
 
 // newForkServer is the fork server of opts.
@@ -199,6 +203,9 @@ func (f *forkServer) run(ctx context.Context, listener *os.File) error {
 		fmt.Sprintf("NBKUBE_FORK_SERVER_IDLE=%g", f.Idle.Seconds())}, f.Env...)
 	if f.SandboxedOnly {
 		cmd.Env = append(cmd.Env, "NBKUBE_FORK_SERVER_SANDBOXED_ONLY=1")
+	}
+	if ids := f.SandboxIDs; ids[1] > 0 {
+		cmd.Env = append(cmd.Env, fmt.Sprintf("NBKUBE_FORK_SERVER_SANDBOX_IDS=%d:%d", ids[0], ids[1]))
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.ExtraFiles = []*os.File{listener}

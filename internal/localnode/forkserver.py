@@ -36,6 +36,10 @@ IDLE = float(os.environ.pop("NBKUBE_FORK_SERVER_IDLE", "600"))
 # On a node that sandboxes its pods, every agent is in a sandbox: a request from this
 # server's own namespaces could only come from a sandbox's connection whose process is gone.
 SANDBOXED_ONLY = os.environ.pop("NBKUBE_FORK_SERVER_SANDBOXED_ONLY", "") == "1"
+# When this server runs as root, each sandbox runs as a user of the machine of its own, from
+# this range ("first:count"); agents of those users may connect, and only from a sandbox.
+_ids = os.environ.pop("NBKUBE_FORK_SERVER_SANDBOX_IDS", "")
+SANDBOX_IDS = range(int(_ids.split(":")[0]), sum(map(int, _ids.split(":")))) if _ids else range(0)
 # SO_PEERPIDFD (Linux 6.5): a pidfd of the process that connected, whatever became of its PID.
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)
 
@@ -164,6 +168,17 @@ def peer_namespaces(pid, pidfd):
     return opened
 
 
+def inside_id(pid, kind, outside):
+    """The ID inside the user namespace of the process pid that the machine's ID outside is:
+    the user or group (kind "uid" or "gid") the agent runs as there."""
+    with open("/proc/%d/%s_map" % (pid, kind)) as f:
+        for line in f:
+            first, lower, count = map(int, line.split())
+            if lower <= outside < lower + count:
+                return first + outside - lower
+    raise OSError("its %s %d is not mapped in its sandbox" % (kind, outside))
+
+
 def drop_capabilities():
     """Gives up what joining a user namespace gave: every capability in it, for good."""
     for cap in range(64):
@@ -183,11 +198,11 @@ def drop_capabilities():
         raise OSError(ctypes.get_errno(), "capset")
 
 
-def become_sandboxed(req, fds, closing, namespaces, report):
-    """In the child: join the agent's sandbox, fork the kernel there (a child is needed to be
-    in its PID namespace), tell the server the kernel's PID as the agent sees it (or why not)
-    on report, then wait for the kernel and end as it did, so that the server reports its
-    status."""
+def become_sandboxed(req, fds, closing, namespaces, ids, report):
+    """In the child: join the agent's sandbox as the agent's user and group there (ids), fork
+    the kernel there (a child is needed to be in its PID namespace), tell the server the
+    kernel's PID as the agent sees it (or why not) on report, then wait for the kernel and end
+    as it did, so that the server reports its status."""
     for f in closing:
         f.close() if hasattr(f, "close") else os.close(f)
     signal.set_wakeup_fd(-1)
@@ -200,6 +215,12 @@ def become_sandboxed(req, fds, closing, namespaces, report):
             if _libc.setns(fd, flag) != 0:
                 raise OSError(ctypes.get_errno(), "setns")
             os.close(fd)
+        uid, gid = ids
+        if os.getuid() != uid:
+            # A sandbox of a user of the machine of its own: this server's user is not its.
+            os.setgroups([])
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
         why = inside_refusal(req)
         if why is None:
             pid = os.fork()
@@ -298,7 +319,7 @@ def main():
     sel.register(wake_r, selectors.EVENT_READ, "wake")
     conns = {}  # socket -> child pid (None before it forked)
     children = {}  # pid -> socket
-    peers = {}  # socket -> the agent's PID and a pidfd of it
+    peers = {}  # socket -> the agent's PID, a pidfd of it, its user and group on the machine
     idle_since = time.monotonic()
     log("ready in %.2f s" % (time.monotonic() - t0))
 
@@ -349,8 +370,10 @@ def main():
             return
         why = None
         try:
-            namespaces = peer_namespaces(*peers[conn])
-            if not namespaces and SANDBOXED_ONLY:
+            peer, pidfd, uid, gid = peers[conn]
+            ids = (inside_id(peer, "uid", uid), inside_id(peer, "gid", gid))
+            namespaces = peer_namespaces(peer, pidfd)
+            if not namespaces and (SANDBOXED_ONLY or uid != os.getuid()):
                 why = "this node runs kernels in their pods' sandboxes only"
         except OSError as e:
             # Said without the host's paths or PIDs, which are none of the sandbox's business.
@@ -362,7 +385,7 @@ def main():
             drop(conn)
             return
         if namespaces:
-            fork_sandboxed(conn, req, fds, namespaces)
+            fork_sandboxed(conn, req, fds, namespaces, ids)
             return
         sys.stdout.flush()
         sys.stderr.flush()
@@ -381,7 +404,7 @@ def main():
         children[pid] = conn
         send(conn, {"pid": pid})
 
-    def fork_sandboxed(conn, req, fds, namespaces):
+    def fork_sandboxed(conn, req, fds, namespaces, ids):
         report_r, report_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -389,7 +412,7 @@ def main():
         if pid == 0:
             os.close(report_r)
             become_sandboxed(req, fds, [listener, *conns.keys(), sel, wake_r, wake_w],
-                             namespaces, report_w)
+                             namespaces, ids, report_w)
         os.close(report_w)
         for fd, _ in namespaces:
             os.close(fd)
@@ -448,8 +471,8 @@ def main():
                 except (BlockingIOError, InterruptedError):
                     continue
                 creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-                peer, uid, _ = struct.unpack("3i", creds)
-                if uid != os.getuid():
+                peer, uid, gid = struct.unpack("3i", creds)
+                if uid != os.getuid() and uid not in SANDBOX_IDS:
                     conn.close()
                     continue
                 try:
@@ -459,7 +482,7 @@ def main():
                     continue
                 conn.setblocking(True)
                 conns[conn] = None
-                peers[conn] = (peer, pidfd)
+                peers[conn] = (peer, pidfd, uid, gid)
                 sel.register(conn, selectors.EVENT_READ, "conn")
             elif key.data == "wake":
                 try:

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nbkube/nbkube/internal/podns"
@@ -43,6 +45,9 @@ func (w *podWorker) sandboxSpec(c *container, mounts mountTable, declared []core
 		Root:     filepath.Join(w.podDir, "rootfs", c.spec.Name),
 	}
 	spec.UID, spec.GID = sandboxIDs(w.pod, c.spec)
+	if w.node.ownUsers {
+		spec.Host = sandboxHostIDs(w.ip)
+	}
 	for _, m := range mounts {
 		spec.Mounts = append(spec.Mounts, podns.Mount{Source: m.hostPath, Target: m.containerPath, ReadOnly: m.readOnly})
 	}
@@ -199,4 +204,47 @@ func (n *Node) CheckSandbox() error {
 	}
 	defer os.RemoveAll(scratch)
 	return podns.Check(scratch, n.sandboxInit())
+}
+
+// The users of the machine that sandboxes run as when nbkube runs as root: a pod's is the
+// first plus the lower 24 bits of its IP, which no other pod of the machine holds while it
+// runs (addressPool). The range, 0x70000000 to 0x70FFFFFF, lies above those systemd hands to
+// users, services and containers (which end at 0x6FFFFFFF), so no file or process of the
+// machine has these IDs.
+const (
+	sandboxIDBase  = 0x7000_0000
+	sandboxIDCount = 1 << 24
+)
+
+// sandboxHostIDs is the user and group of the machine that the sandbox of the pod at ip runs
+// as; nil for an address not from the pool.
+func sandboxHostIDs(ip string) *podns.HostIDs {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is4() {
+		return nil
+	}
+	b := a.As4()
+	id := uint32(sandboxIDBase) + (uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
+	return &podns.HostIDs{UID: id, GID: id}
+}
+
+// decideSandboxUsers sets whether the node's sandboxes run as users of the machine of their
+// own: when nbkube runs as root (only root may map other users) and the machine can show the
+// volumes through idmapped mounts (Linux 5.12, and the data directory's file system), which
+// one sandbox tries. Otherwise every sandbox runs as nbkube's user, and says why in the log.
+func (n *Node) decideSandboxUsers(logger logr.Logger) {
+	if os.Geteuid() != 0 {
+		return
+	}
+	scratch := filepath.Join(n.cfg.DataDir, "sandbox-users-check")
+	err := os.MkdirAll(scratch, 0o700)
+	if err == nil {
+		err = podns.CheckHost(scratch, n.sandboxInit(), podns.HostIDs{UID: sandboxIDBase, GID: sandboxIDBase})
+		_ = os.RemoveAll(scratch)
+	}
+	if err != nil {
+		logger.Info("Every pod's sandbox runs as nbkube's user on this machine: a user of its own for each needs idmapped mounts of the data directory", "error", err.Error())
+		return
+	}
+	n.ownUsers = true
 }

@@ -108,6 +108,9 @@ type Node struct {
 	forkServer *forkServer
 	// network carries the connections of sandboxed pods; nil unless the node sandboxes.
 	network *podNetwork
+	// ownUsers: each sandbox runs as a user of the machine of its own (see
+	// decideSandboxUsers); set once, before the node runs pods.
+	ownUsers bool
 
 	// recorder is set by Start before anything that records events runs.
 	recorder record.EventRecorder
@@ -183,7 +186,11 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 		workers:   map[types.UID]*podWorker{},
 	}
 	if cfg.KernelForkServer != "" {
-		n.forkServer = newForkServer(ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver"), SandboxedOnly: cfg.Sandbox})
+		opts := ForkServerOptions{Python: cfg.KernelForkServer, Dir: filepath.Join(dataDir, "forkserver"), SandboxedOnly: cfg.Sandbox}
+		if cfg.Sandbox && os.Geteuid() == 0 {
+			opts.SandboxIDs = [2]uint32{sandboxIDBase, sandboxIDCount}
+		}
+		n.forkServer = newForkServer(opts)
 	}
 	if cfg.Sandbox {
 		n.network = newPodNetwork()
@@ -208,6 +215,9 @@ func (n *Node) Start(ctx context.Context) error {
 
 	if !n.register(ctx) {
 		return nil // ctx ended before the API server took the node
+	}
+	if n.cfg.Sandbox {
+		n.decideSandboxUsers(logger)
 	}
 	// The fork server outlives the pods: stopping them lets each agent shut its kernel down.
 	forkCtx, stopForks := context.WithCancel(log.IntoContext(context.WithoutCancel(ctx), logger))

@@ -2,6 +2,7 @@ package localnode_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,6 +78,75 @@ func TestSandboxedNode(t *testing.T) {
 	})
 
 	t.Run("EgressFollowsThePodsPolicies", func(t *testing.T) { egressFollowsThePodsPolicies(t, client) })
+	t.Run("EachPodRunsAsAUserOfItsOwn", func(t *testing.T) { eachPodRunsAsAUserOfItsOwn(t, client) })
+}
+
+// eachPodRunsAsAUserOfItsOwn: under root, two pods that share a volume (as a user's kernels
+// share the home) run as two users of the machine, neither root nor each other, and still read
+// and write the volume's files as theirs, which stay root's on the machine.
+func eachPodRunsAsAUserOfItsOwn(t *testing.T, client kubernetes.Interface) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root may run pods as users of their own")
+	}
+	ns := newNamespace(t, client)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "mine.txt"), []byte("ann's"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	uids := map[string]string{}
+	for _, name := range []string{"first", "second"} {
+		marker := "nbkube-own-user-" + ns + "-" + name
+		pod := basicPod(ns, name, corev1.RestartPolicyNever, "sh", "-c",
+			`cat /home/jovyan/mine.txt > /home/jovyan/`+name+`.out && exec python3 -c "import time; time.sleep(600)" `+marker)
+		pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](100)}
+		pod.Spec.Volumes = []corev1.Volume{{Name: "home", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: home}}}}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "home", MountPath: "/home/jovyan"}}
+		createPod(t, client, pod)
+		waitPod(t, client, pod, "running", podRunning)
+		testenv.Eventually(t, name+"'s process", 30*time.Second, func() error {
+			uid, err := hostUIDOf(marker)
+			uids[name] = uid
+			return err
+		})
+		out := filepath.Join(home, name+".out")
+		testenv.Eventually(t, name+"'s copy", 30*time.Second, func() error {
+			b, err := os.ReadFile(out)
+			if err == nil && string(b) != "ann's" {
+				err = fmt.Errorf("it reads %q", b)
+			}
+			return err
+		})
+		fi, err := os.Stat(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("%s wrote a file that is %d:%d on the machine, want root's", name, st.Uid, st.Gid)
+		}
+	}
+	if uids["first"] == "0" || uids["second"] == "0" || uids["first"] == uids["second"] {
+		t.Errorf("the pods run as users %v of the machine, want two of their own", uids)
+	}
+}
+
+// hostUIDOf is the user of the machine of the process whose command line has marker.
+func hostUIDOf(marker string) (string, error) {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "cmdline")); err != nil || !strings.Contains(string(b), marker) {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(d, "status"))
+		if err != nil {
+			continue
+		}
+		for l := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Uid:"); ok {
+				return strings.Fields(v)[0], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no process has %s", marker)
 }
 
 // egressProbe reports, as JSON in the termination message, what a sandboxed process gets

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,11 +17,23 @@ import (
 // initArg0 is the argv[0] under which this binary runs as a sandbox's init.
 const initArg0 = "nbkube-pod-init"
 
-// Files the init finds open: the spec to read, and the control socket.
+// Files the init finds open: the spec to read, and the control socket; for a sandbox of a
+// distinct user, the init program it was executed from and then the volumes' mounts.
 const (
-	specFD    = 3
-	controlFD = 4
+	specFD     = 3
+	controlFD  = 4
+	exeFD      = 5
+	firstMount = 6
 )
+
+// initSpec is what the init reads.
+type initSpec struct {
+	Spec
+	// Distinct is a sandbox of a user of the machine other than its starter's (Spec.Host);
+	// MountFDs are then the descriptors of the mounts the host made of Spec.Mounts, in order.
+	Distinct bool  `json:"distinct,omitempty"`
+	MountFDs []int `json:"mountFDs,omitempty"`
+}
 
 // initCaps are the capabilities, in its own user namespace, that the init builds the
 // sandbox with: mounts and pivot_root, the loopback interface, the hostname, and dropping the
@@ -56,16 +69,30 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(spec)
+	is := initSpec{Spec: spec, Distinct: spec.distinct()}
+	var host *hostFiles
+	if is.Distinct {
+		var err error
+		if host, err = openHostFiles(&spec, init); err != nil {
+			return nil, err
+		}
+		for i := range host.mounts {
+			is.MountFDs = append(is.MountFDs, firstMount+i)
+		}
+	}
+	b, err := json.Marshal(is)
 	if err != nil {
+		host.close()
 		return nil, err
 	}
 	specRead, specWrite, err := os.Pipe()
 	if err != nil {
+		host.close()
 		return nil, err
 	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
+		host.close()
 		specRead.Close()
 		specWrite.Close()
 		return nil, err
@@ -74,6 +101,7 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 	fc, err := net.FileConn(ours)
 	ours.Close()
 	if err != nil {
+		host.close()
 		specRead.Close()
 		specWrite.Close()
 		theirs.Close()
@@ -95,7 +123,21 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 			AmbientCaps: initCaps,
 		},
 	}
-	return &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: []*os.File{specRead, theirs}, control: fc.(*net.UnixConn)}, nil
+	children := []*os.File{specRead, theirs}
+	if host != nil {
+		// Root maps another user: the init becomes UID inside (its own user is not mapped
+		// there), with no supplementary group of root's, and is executed from the program
+		// the starter opened, which that user may not reach by its path.
+		a := cmd.SysProcAttr
+		a.UidMappings[0].HostID, a.GidMappings[0].HostID = int(spec.Host.UID), int(spec.Host.GID)
+		a.GidMappingsEnableSetgroups = true
+		a.Credential = &syscall.Credential{Uid: spec.UID, Gid: spec.GID, Groups: []uint32{}}
+		cmd.Path = fmt.Sprintf("/proc/self/fd/%d", exeFD)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, host.exe)
+		cmd.ExtraFiles = append(cmd.ExtraFiles, host.mounts...)
+		children = cmd.ExtraFiles
+	}
+	return &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: children, control: fc.(*net.UnixConn)}, nil
 }
 
 // Close releases what a Command that was never started holds.
@@ -147,12 +189,43 @@ type startMessage struct {
 	Error string `json:"error,omitempty"`
 }
 
+// CheckHost makes a sandbox that runs as host, a user of the machine other than the
+// caller's (root's), writes a file on a volume, and tells why it could not, if it could not
+// or if the file is not the caller's on the machine: a kernel without idmapped mounts (before
+// Linux 5.12), or a file system of scratch that cannot be idmapped. scratch is an empty
+// directory it may use; init is as NewCommand's.
+func CheckHost(scratch, init string, host HostIDs) error {
+	root, vol := filepath.Join(scratch, "root"), filepath.Join(scratch, "volume")
+	for _, d := range []string{root, vol} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	if err := run(Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "echo ok > /volume/written"}, Root: root,
+		Host: &host, Mounts: []Mount{{Source: vol, Target: "/volume"}}}, init); err != nil {
+		return err
+	}
+	fi, err := os.Stat(filepath.Join(vol, "written"))
+	if err != nil {
+		return fmt.Errorf("a file written on a volume: %w", err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid() {
+		return fmt.Errorf("a file written on a volume belongs to %d:%d on the machine, not to %d:%d", st.Uid, st.Gid, os.Getuid(), os.Getgid())
+	}
+	return nil
+}
+
 // Check makes a sandbox that runs /bin/true and tells why it could not, if it could not: a
 // kernel without unprivileged user namespaces, a seccomp or AppArmor policy that forbids them,
 // or a system without /bin/true. scratch is an empty directory it may use; init is as
 // NewCommand's.
 func Check(scratch, init string) error {
-	c, err := NewCommand(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, init)
+	return run(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, init)
+}
+
+// run runs spec's sandbox to its end, and says why it failed if it did.
+func run(spec Spec, init string) error {
+	c, err := NewCommand(spec, init)
 	if err != nil {
 		return err
 	}

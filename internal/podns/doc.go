@@ -6,7 +6,9 @@
 // RunInitIfAsked) inside new user, mount, PID, network, IPC and UTS namespaces, made with
 // clone(2) as an ordinary user may: the user namespace maps one user and one group inside (the
 // container's runAsUser and runAsGroup) to nbkube's own, so files the container writes on its
-// volumes belong to nbkube's user, and nothing inside holds a capability of the machine. The
+// volumes belong to nbkube's user, and nothing inside holds a capability of the machine. Root
+// may give each sandbox a user of the machine of its own instead (Spec.Host, hostids.go); its
+// volumes are then idmapped mounts that show root's files as the sandbox's user's. The
 // init, PID 1 of the new PID namespace, builds the container's file system and starts the
 // container's command as its child:
 //
@@ -31,7 +33,7 @@
 // and exits with the command's status (128+N for death by signal N); when it exits, the kernel
 // kills what is left in its PID namespace.
 //
-// What is left out: every pod shares nbkube's user on the machine (a distinct user per pod
-// needs root and idmapped mounts), there are no cgroup limits, and containers of one pod do not
+// What is left out: run by an ordinary user, every pod is that user on the machine (a user per
+// pod needs root), there are no cgroup limits, and containers of one pod do not
 // share a network namespace (each container gets its own; nbkube's pods have one container).
 package podns

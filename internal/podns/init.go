@@ -24,10 +24,15 @@ const maxSpec = 4 << 20
 // sandboxes call it first thing in main, and so does this package's init, which covers test
 // binaries.
 func RunInitIfAsked() {
-	if len(os.Args) == 0 || os.Args[0] != initArg0 {
+	if len(os.Args) == 0 {
 		return
 	}
-	os.Exit(runInit())
+	switch os.Args[0] {
+	case initArg0:
+		os.Exit(runInit())
+	case usernsHolderArg0:
+		os.Exit(holdUserns())
+	}
 }
 
 func init() { RunInitIfAsked() }
@@ -54,9 +59,13 @@ func runInit() int {
 	if err != nil {
 		return fail(fmt.Errorf("reading the spec: %w", err))
 	}
-	var spec Spec
+	var spec initSpec
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return fail(fmt.Errorf("reading the spec: %w", err))
+	}
+	if spec.Distinct {
+		// Executed from it; the command needs it no more than any other of the node's files.
+		_ = unix.Close(exeFD)
 	}
 	if err := loopbackUp(); err != nil {
 		return fail(fmt.Errorf("bringing up the loopback interface: %w", err))

@@ -15,12 +15,15 @@ import (
 var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
 // buildRoot makes the sandbox's file system in its mount namespace and moves into it.
-func buildRoot(s *Spec) error {
+func buildRoot(s *initSpec) error {
 	// Nothing done here may reach the host's mount namespace.
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
 	root := s.Root
+	if s.Distinct {
+		root = distinctRoot
+	}
 	if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=16m"); err != nil {
 		return fmt.Errorf("mounting the root: %w", err)
 	}
@@ -42,7 +45,18 @@ func buildRoot(s *Spec) error {
 	}
 	// sysfs is the network namespace's own; a machine that refuses it leaves /sys out.
 	_ = mountAt(root, "/sys", "sysfs", "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	mounts := append([]Mount(nil), s.Mounts...)
+	type volume struct {
+		Mount
+		// fd is the mount the host made for it, -1 when it is bound from its source.
+		fd int
+	}
+	mounts := make([]volume, len(s.Mounts))
+	for i, m := range s.Mounts {
+		mounts[i] = volume{m, -1}
+		if i < len(s.MountFDs) {
+			mounts[i].fd = s.MountFDs[i]
+		}
+	}
 	// Outer mounts first, so that a volume mounted inside another shows over it.
 	sort.SliceStable(mounts, func(i, j int) bool {
 		return strings.Count(filepath.Clean(mounts[i].Target), "/") < strings.Count(filepath.Clean(mounts[j].Target), "/")
@@ -61,7 +75,13 @@ func buildRoot(s *Spec) error {
 		}
 	}
 	for _, m := range mounts {
-		if err := bind(root, m.Source, filepath.Clean(m.Target), m.ReadOnly); err != nil {
+		var err error
+		if m.fd >= 0 {
+			err = attachMount(root, filepath.Clean(m.Target), m.fd)
+		} else {
+			err = bind(root, m.Source, filepath.Clean(m.Target), m.ReadOnly)
+		}
+		if err != nil {
 			return fmt.Errorf("mounting %s at %s: %w", m.Source, m.Target, err)
 		}
 	}
@@ -168,8 +188,22 @@ func bindAs(root, source, target string, ro, device bool) error {
 	if err != nil {
 		return err
 	}
+	at, err := mountPoint(root, target, fi.IsDir())
+	if err != nil {
+		return err
+	}
+	if err := unix.Mount(source, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	return setAttrs(at, ro, device)
+}
+
+// mountPoint makes target of the root a directory, or an empty file, to mount on, and
+// returns its path.
+func mountPoint(root, target string, dir bool) (string, error) {
 	at := filepath.Join(root, target)
-	if fi.IsDir() {
+	var err error
+	if dir {
 		err = os.MkdirAll(at, 0o755)
 	} else {
 		err = os.MkdirAll(filepath.Dir(at), 0o755)
@@ -181,12 +215,9 @@ func bindAs(root, source, target string, ro, device bool) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("making the mount point: %w", err)
+		return "", fmt.Errorf("making the mount point: %w", err)
 	}
-	if err := unix.Mount(source, at, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-		return err
-	}
-	return setAttrs(at, ro, device)
+	return at, nil
 }
 
 // setAttrs makes the mount at path and those under it nosuid, read-only if ro, and nodev

@@ -3,6 +3,7 @@ package podns
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -17,9 +18,15 @@ type Spec struct {
 	// Dir is the working directory inside the sandbox; "/" when empty.
 	Dir string `json:"dir,omitempty"`
 	// UID and GID are the command's user and group inside the sandbox, mapped to the user and
-	// group that start it.
+	// group that start it, or to Host's.
 	UID uint32 `json:"uid"`
 	GID uint32 `json:"gid"`
+	// Host, when set, is the user and group of the machine that UID and GID are, instead of
+	// the starter's own: a pod's own, which no other pod and no file of the machine has.
+	// Only root may give it. The volumes are then shown through idmapped mounts, so that the
+	// files of the starter's user on them are UID's and GID's inside, and what the sandbox
+	// writes there is the starter's on the machine (see NewCommand).
+	Host *HostIDs `json:"host,omitempty"`
 	// Hostname is the name of the sandbox's UTS namespace, as a pod's is its name.
 	Hostname string `json:"hostname,omitempty"`
 	// PodIP is the address, inside, at which Control.Dial connects (a server of the pod
@@ -39,6 +46,12 @@ type Spec struct {
 	Mounts []Mount `json:"mounts,omitempty"`
 }
 
+// HostIDs are a user and a group of the machine.
+type HostIDs struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
+}
+
 // Mount shows a host directory or file at a path of the sandbox.
 type Mount struct {
 	Source   string `json:"source"`
@@ -51,8 +64,8 @@ type Mount struct {
 var DefaultSystem = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // DefaultMasks are the secrets of the machine under DefaultSystem. They are readable only by
-// root, but the sandbox of an nbkube run by root runs as root's user, and file permissions
-// would let it read them.
+// root, but the sandbox of an nbkube run by root may run as root's user (without Spec.Host),
+// and file permissions would let it read them.
 var DefaultMasks = []string{
 	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
 	"/etc/ssh", "/etc/ssl/private", "/etc/sudoers", "/etc/sudoers.d",
@@ -70,6 +83,9 @@ func (s *Spec) validate() error {
 	if !filepath.IsAbs(s.Root) {
 		return fmt.Errorf("the root %q is not an absolute path", s.Root)
 	}
+	if s.Host != nil && s.distinct() && os.Geteuid() != 0 {
+		return errors.New("only root may run a sandbox as another user of the machine")
+	}
 	for _, e := range s.Env {
 		if !strings.Contains(e, "=") {
 			return fmt.Errorf("environment entry %q is not NAME=value", e)
@@ -84,6 +100,11 @@ func (s *Spec) validate() error {
 		}
 	}
 	return nil
+}
+
+// distinct tells whether the sandbox's user is not its starter's on the machine.
+func (s *Spec) distinct() bool {
+	return s.Host != nil && (int(s.Host.UID) != os.Getuid() || int(s.Host.GID) != os.Getgid())
 }
 
 func (s *Spec) withDefaults() {

@@ -122,29 +122,49 @@ func (i *instance) kube() client.Client { return i.client }
 
 func (i *instance) kernelNamespace() string { return "default" }
 
-// kernelProcess finds the ipykernel process of a kernel below nbkube local, a child of the
-// pod's agent or forked by the node's kernel fork server (docs/local.md): the pid the agent
-// logged when it started the kernel (a forked kernel's command line is the fork server's).
-func (i *instance) kernelProcess(t *testing.T, name string) int {
+// kernelForked tells whether the agent of the named kernel says the node's fork server
+// forked its kernel.
+func (i *instance) kernelForked(t *testing.T, name string) bool {
+	t.Helper()
+	forked := false
+	i.agentLog(t, name, func(entry map[string]any) {
+		if entry["msg"] == "Started kernel" {
+			forked = entry["forked"] == true
+		}
+	})
+	return forked
+}
+
+// agentLog calls each with every JSON entry that the agent of the named kernel logged.
+func (i *instance) agentLog(t *testing.T, name string, each func(map[string]any)) {
 	t.Helper()
 	pod := &corev1.Pod{}
 	if err := i.client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
 	logs, _ := filepath.Glob(filepath.Join(i.dataDir, "node", "pods", "default_"+name+"_"+string(pod.UID), "logs", "*", "*.log"))
-	pid := 0
 	for _, l := range logs {
 		data, _ := os.ReadFile(l)
 		for line := range strings.SplitSeq(string(data), "\n") {
-			var entry struct {
-				Msg string
-				PID int
-			}
-			if json.Unmarshal([]byte(line), &entry) == nil && entry.Msg == "Started kernel" {
-				pid = entry.PID
+			var entry map[string]any
+			if json.Unmarshal([]byte(line), &entry) == nil {
+				each(entry)
 			}
 		}
 	}
+}
+
+// kernelProcess finds the ipykernel process of a kernel below nbkube local, a child of the
+// pod's agent or forked by the node's kernel fork server (docs/local.md): the pid the agent
+// logged when it started the kernel (a forked kernel's command line is the fork server's).
+func (i *instance) kernelProcess(t *testing.T, name string) int {
+	t.Helper()
+	pid := 0
+	i.agentLog(t, name, func(entry map[string]any) {
+		if p, ok := entry["pid"].(float64); ok && entry["msg"] == "Started kernel" {
+			pid = int(p)
+		}
+	})
 	if pid == 0 || !slices.Contains(testenv.Descendants(i.PID()), pid) {
 		t.Fatalf("no kernel process of pod %s under nbkube local (its agent logged pid %d)", name, pid)
 	}

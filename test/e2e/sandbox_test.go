@@ -182,6 +182,23 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	if run := annChannels.run("print(secret)"); run.Stdout.String() != "ann-only\n" {
 		t.Errorf("ann's kernel: %s", run)
 	}
+	// Under root each kernel runs as a user of the machine of its own: its user namespace
+	// maps its user to that one, neither root nor the other kernel's.
+	if os.Geteuid() == 0 {
+		// Its user inside, and the user of the machine that is.
+		const ids = "import os; print(os.getuid(), os.getgid(), open('/proc/self/uid_map').read().split()[1])"
+		annIDs, benIDs := strings.Fields(annChannels.run(ids).Stdout.String()), strings.Fields(ben.run(ids).Stdout.String())
+		if len(annIDs) != 3 || len(benIDs) != 3 || annIDs[0] != "1000" || benIDs[0] != "1000" || annIDs[1] == "65534" || benIDs[1] == "65534" ||
+			annIDs[2] == "0" || benIDs[2] == "0" || annIDs[2] == benIDs[2] {
+			t.Errorf("ann's kernel runs as (uid gid machine's uid) %q, ben's as %q: want 1000 inside, two users of their own outside", annIDs, benIDs)
+		}
+	}
+	// And the node's fork server forked them into their sandboxes, as it does for one user.
+	for u, k := range kernels {
+		if !inst.kernelForked(t, k) {
+			t.Errorf("%s's kernel was not forked by the node's fork server", u)
+		}
+	}
 }
 
 // startSandboxedUsers runs `nbkube local` with users ann and ben from a users file and
