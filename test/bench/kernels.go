@@ -104,6 +104,11 @@ func (r *kernelResults) fail(err error, scs ...kernelScenario) {
 var concurrentOnly = flag.Bool("kernels-concurrent-only", false,
 	"in the kernels section, measure only the twenty kernels started at once")
 
+// startsOnly narrows the kernel section to scenarios 1 and 5 (starts and deletes), with and
+// without sandboxes: the sandbox's start cost, compared without minutes of other scenarios.
+var startsOnly = flag.Bool("kernels-starts-only", false,
+	"in the kernels section, measure only kernel starts and deletes, with and without --sandbox")
+
 // kernelReport is the three columns of the kernel section; nil columns were not measured.
 // sandboxed is nbkube local with --sandbox, whose starts fill a row of nbkube's column.
 type kernelReport struct {
@@ -134,6 +139,16 @@ func measureKernels(servers []*server, python, work, nbkubeBin string) *kernelRe
 	}
 	for _, s := range servers {
 		waitQuiet(servers)
+		if *startsOnly {
+			r := newKernelResults(s.name)
+			r.fail(errors.New("not measured (-kernels-starts-only)"), scRoundTrip, scStream, scCPU, scMany)
+			if s.name == "nbkube" {
+				rep.nbkube = r
+			} else {
+				rep.jupyter = r
+			}
+			continue
+		}
 		r := measureServerKernels(s)
 		switch s.name {
 		case "nbkube":
@@ -142,7 +157,7 @@ func measureKernels(servers []*server, python, work, nbkubeBin string) *kernelRe
 			rep.jupyter = r
 		}
 	}
-	if python != "" {
+	if python != "" && !*startsOnly {
 		waitQuiet(servers)
 		rep.direct = measureFloor(python, filepath.Join(work, "floor"))
 	}
@@ -158,6 +173,9 @@ func measureKernels(servers []*server, python, work, nbkubeBin string) *kernelRe
 	measureStarts(rep, servers, sandboxed, python, filepath.Join(work, "floor"))
 	if sandboxed != nil {
 		sandboxed.stop()
+	}
+	if *startsOnly {
+		return rep
 	}
 	measureConcurrentRounds(rep, servers, python, filepath.Join(work, "floor"))
 	measureMany(rep, servers, python, filepath.Join(work, "floor"))

@@ -121,6 +121,10 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	var kernels *kernelReport
 	if only == "kernels" || only == "all" {
 		kernels = measureKernels(servers, python, work, nbkubeBin)
+		if *startsOnly {
+			// The starts are on stderr; the report's rows need the other scenarios.
+			return nil
+		}
 	}
 	var pages *pagesReport
 	if only == "pages" || only == "all" {
