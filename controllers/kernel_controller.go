@@ -484,32 +484,6 @@ func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (
 	return agents.Status(ctx, e)
 }
 
-// updateStatus writes the status when it changed and tells of a new failure with an event.
-// lost says that the status changed but another write won: our own status writes do not
-// bring the kernel back (see SetupWithManager), so the caller tries again.
-func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus) (lost bool, err error) {
-	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
-	res, written, err := writeStatus(ctx, r.Client, k, kernelStatusOf, st)
-	if err != nil {
-		return false, err
-	}
-	if res == statusWritten {
-		r.own.wrote(client.ObjectKeyFromObject(k), k.ResourceVersion, written)
-	}
-	after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed)
-	if res == statusWritten && after != nil && before == nil {
-		countFailure(k, k.Status, nbv1.ConditionReason(after.Reason))
-	}
-	if res == statusWritten && after != nil && (before == nil || before.Reason != after.Reason) {
-		// The failure is an event too, with the condition's reason, so that an admin
-		// watching events sees it.
-		recordEvent(r.Recorder, k, nil, corev1.EventTypeWarning, nbv1.EventReason(after.Reason), "Start", "%s", after.Message)
-	}
-	return res == statusLost, nil
-}
-
-func kernelStatusOf(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
-
 // SetupWithManager watches Kernels, their Pods and Secrets, and the KernelSpecs they run.
 // Updates of a Kernel's status alone are not watched: a running kernel's status changes
 // with its activity, and if each of our writes brought the kernel back its agent would be

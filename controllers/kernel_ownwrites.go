@@ -4,12 +4,14 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// ownWrites remembers the last status the controller wrote to each Kernel. Its own status
+// ownWrites remembers the last status the controller wrote to each Kernel. The write is an
+// apply with the version it was computed from as its precondition (applyKernelStatus). Its own status
 // writes do not bring a kernel back (see SetupWithManager), but a starting kernel's pod
 // changes in quick steps, and the reconcile a step brings often reads the Kernel from a cache
 // that has not yet seen the write before it. It would compare its observations with the
@@ -35,6 +37,9 @@ type ownWrite struct {
 	replaced []string
 	to       string
 	status   nbv1.KernelStatus
+	// managedFields changed with the status, and with the hand-over of the old status
+	// writers' fields (migrateStatusOwner).
+	managedFields []metav1.ManagedFieldsEntry
 }
 
 // wrote records the status write that made written of the Kernel at version from.
@@ -44,7 +49,8 @@ func (o *ownWrites) wrote(key types.NamespacedName, from string, written *nbv1.K
 	if o.last == nil {
 		o.last = map[types.NamespacedName]ownWrite{}
 	}
-	w := ownWrite{replaced: []string{from}, to: written.ResourceVersion, status: *written.Status.DeepCopy()}
+	w := ownWrite{replaced: []string{from}, to: written.ResourceVersion, status: *written.Status.DeepCopy(),
+		managedFields: written.DeepCopy().ManagedFields}
 	if prev, ok := o.last[key]; ok && prev.to == from {
 		// Written on top of our last write, which the cache may not have seen either.
 		w.replaced = append(prev.replaced, from)
@@ -69,6 +75,10 @@ func (o *ownWrites) catchUp(key types.NamespacedName, k *nbv1.Kernel) {
 		return
 	}
 	k.Status = *w.status.DeepCopy()
+	k.ManagedFields = make([]metav1.ManagedFieldsEntry, len(w.managedFields))
+	for i := range w.managedFields {
+		w.managedFields[i].DeepCopyInto(&k.ManagedFields[i])
+	}
 	k.ResourceVersion = w.to
 }
 
