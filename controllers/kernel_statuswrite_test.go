@@ -1,0 +1,139 @@
+package controllers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/controllers"
+)
+
+// The field managers of the Kernel's status writers, as the API server records them.
+const (
+	kernelControllerManager = "nbkube-kernel-controller"
+	cullerManager           = "nbkube-culler"
+	// legacyManager is the name the status writes before server-side apply were recorded
+	// under: the API server's name for the nbkube binary's client.
+	legacyManager = "nbkube"
+)
+
+// statusEntry is the managed fields entry of manager's operation op on the status, nil when
+// there is none.
+func statusEntry(k *nbv1.Kernel, manager string, op metav1.ManagedFieldsOperationType) *metav1.ManagedFieldsEntry {
+	for i, e := range k.ManagedFields {
+		if e.Manager == manager && e.Operation == op && e.Subresource == "status" {
+			return &k.ManagedFields[i]
+		}
+	}
+	return nil
+}
+
+// ownsCondition tells whether the entry owns the condition of type typ.
+func ownsCondition(e *metav1.ManagedFieldsEntry, typ string) bool {
+	return e != nil && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), fmt.Sprintf(`k:{\"type\":\"%s\"}`, typ))
+}
+
+// asWrittenByUpdate makes the Kernel's status fields owned as a Status().Update of the
+// controller before server-side apply left them: by an Update entry of legacyManager, with
+// no apply entry of the controller's.
+func asWrittenByUpdate(t *testing.T, k *nbv1.Kernel) {
+	t.Helper()
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	fields := k.DeepCopy().ManagedFields
+	found := false
+	for i := range fields {
+		if fields[i].Manager == kernelControllerManager && fields[i].Operation == metav1.ManagedFieldsOperationApply {
+			fields[i].Manager, fields[i].Operation, found = legacyManager, metav1.ManagedFieldsOperationUpdate, true
+		}
+	}
+	if !found {
+		t.Fatalf("the controller has no apply entry: %+v", k.ManagedFields)
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/managedFields", "value": fields},
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": k.ResourceVersion},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k8sClient.Patch(context.Background(), k, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	if e := statusEntry(k, legacyManager, metav1.ManagedFieldsOperationUpdate); !ownsCondition(e, nbv1.ConditionFailed) {
+		t.Fatalf("the old writer does not own the Failed condition: %+v", k.ManagedFields)
+	}
+}
+
+// A Kernel whose status the controller wrote with Status().Update before it applied its
+// status: its first apply takes those fields over, so a condition it no longer sets (Failed,
+// once the missing kernel spec exists) is really removed rather than kept by the old entry.
+func TestKernel_StatusOfTheOldUpdateIsTakenOverAndADroppedConditionRemoved(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecNotFound)
+	asWrittenByUpdate(t, k)
+
+	create(t, kernelSpec(ns, "python3"))
+	eventually(t, "the Failed condition removed", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); c != nil {
+			return fmt.Errorf("conditions %+v", k.Status.Conditions)
+		}
+		return nil
+	})
+	if e := statusEntry(k, legacyManager, metav1.ManagedFieldsOperationUpdate); e != nil {
+		t.Errorf("the old writer's entry stays: %s", e.FieldsV1.Raw)
+	}
+	if e := statusEntry(k, kernelControllerManager, metav1.ManagedFieldsOperationApply); !ownsCondition(e, nbv1.ConditionReady) {
+		t.Errorf("the controller does not own its Ready condition: %+v", k.ManagedFields)
+	}
+}
+
+// The culler's Culled condition survives the controller's next status write, and each owns
+// only its own conditions.
+func TestKernel_CullersConditionSurvivesTheControllersApply(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecNotFound)
+	c := &controllers.Culler{Client: k8sClient}
+	if err := c.ApplyCulledForTest(context.Background(), k, nbv1.ReasonKernelDead, "the kernel is dead", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	// The spec's arrival changes the controller's conditions (Failed goes, Ready's reason
+	// moves on), and the controller writes them.
+	create(t, kernelSpec(ns, "python3"))
+	eventually(t, "the controller's next status", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		if meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed) != nil {
+			return fmt.Errorf("conditions %+v", k.Status.Conditions)
+		}
+		return nil
+	})
+	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionCulled); c == nil || c.Reason != string(nbv1.ReasonKernelDead) {
+		t.Errorf("the Culled condition after the controller's write: %+v", k.Status.Conditions)
+	}
+	if e := statusEntry(k, kernelControllerManager, metav1.ManagedFieldsOperationApply); e == nil || ownsCondition(e, nbv1.ConditionCulled) {
+		t.Errorf("the controller owns the culler's condition: %+v", k.ManagedFields)
+	}
+	if e := statusEntry(k, cullerManager, metav1.ManagedFieldsOperationApply); !ownsCondition(e, nbv1.ConditionCulled) || ownsCondition(e, nbv1.ConditionReady) {
+		t.Errorf("the culler's fields: %+v", k.ManagedFields)
+	}
+}
