@@ -68,31 +68,8 @@ type KernelReconciler struct {
 	// one worker made the pods of twenty kernels started together one after the other.
 	Workers int
 
-	kernelMemory
-}
-
-// kernelMemory is what the Kernel controller keeps of each kernel between reconciles, beside
-// the Kernel itself; forget drops all of it once the kernel is gone.
-type kernelMemory struct {
-	// starts times starts for the metrics (kernel_starts.go).
-	starts kernelStarts
-	// replay is what each agent holds for replay, for the metrics (metrics.go).
-	replay replayHeld
-	// held are status writes held back during a start (kernel_hold.go).
-	held heldWrites
-	// own are the controller's own last status writes (kernel_ownwrites.go).
-	own ownWrites
-	// running are the kernels whose agents are polled (statuspoll.go).
-	running runningKernels
-}
-
-// forget drops what is kept of a kernel that is gone or going.
-func (m *kernelMemory) forget(key types.NamespacedName) {
-	m.starts.forget(key)
-	m.replay.forget(key)
-	m.held.forget(key)
-	m.own.forget(key)
-	m.running.mark(key, false)
+	// memory is what is kept of each kernel between reconciles.
+	memory kernelMemory
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -122,15 +99,15 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	began := r.Clock.Now()
 	kernel := &nbv1.Kernel{}
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
-		r.forget(req.NamespacedName)
+		r.memory.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
-		r.forget(req.NamespacedName)
+		r.memory.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	r.own.catchUp(req.NamespacedName, kernel)
+	r.memory.catchUp(req.NamespacedName, kernel)
 	var obs kernelObservation
 	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
 		r.reconcileSecret,
@@ -143,19 +120,19 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	switch {
 	case obs.agent != nil:
-		r.replay.set(req.NamespacedName, kernel.Spec.KernelSpec, obs.agent.ReplayBytes)
+		r.memory.setReplay(req.NamespacedName, kernel.Spec.KernelSpec, obs.agent.ReplayBytes)
 	case obs.stepErr == nil && !obs.running:
 		// The kernel ended, or never ran: its agent holds nothing. An agent that only missed
 		// an answer keeps its last report.
-		r.replay.forget(req.NamespacedName)
-		r.running.mark(req.NamespacedName, false)
+		r.memory.forgetReplay(req.NamespacedName)
+		r.memory.markRunning(req.NamespacedName, false)
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	st := kernelStatus(kernel, obs, now)
-	r.starts.observe(kernel, &obs, &st, began, now.Time)
+	r.memory.observeStart(kernel, &obs, &st, began, now.Time)
 	// The hold is timed by the real clock, as the requeue that ends it is: r.Clock stamps
 	// conditions and may be a test's, which only moves when told.
-	if wait := r.held.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 {
+	if wait := r.memory.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 {
 		// A routine step of a start (scheduled, container creating, not ready yet): the
 		// pod's next change, usually its readiness well within the wait, brings the kernel
 		// back and writes once what would have been two or three writes.
@@ -164,7 +141,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	lost, werr := r.updateStatus(ctx, kernel, st)
 	if lost && werr == nil {
 		// The Kernel changed since the cache's version: someone else wrote it (the culler,
-		// an edit), or the cache had not caught up with a write of ours that ownWrites did
+		// an edit), or the cache had not caught up with a write of ours that its memory did
 		// not know (one before a restart of the manager). The same observations are written
 		// again onto the live Kernel now, rather than a second later, which a client waiting
 		// for the kernel's address would wait too.
@@ -188,7 +165,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case obs.running:
 		// Nothing announces a running kernel's activity: its agent is asked again later.
-		return ctrl.Result{RequeueAfter: statusPollInterval(r.StatusInterval, r.running.mark(req.NamespacedName, true), r.MaxStatusPolls)}, nil
+		return ctrl.Result{RequeueAfter: statusPollInterval(r.StatusInterval, r.memory.markRunning(req.NamespacedName, true), r.MaxStatusPolls)}, nil
 	case obs.recheck > 0:
 		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}

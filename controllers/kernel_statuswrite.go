@@ -125,7 +125,7 @@ func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st 
 	key := client.ObjectKeyFromObject(k)
 	from := k.ResourceVersion
 	for _, w := range written {
-		r.own.wrote(key, from, w)
+		r.memory.wrote(key, from, w)
 		from = w.ResourceVersion
 	}
 	if err != nil {
