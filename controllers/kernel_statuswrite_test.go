@@ -39,7 +39,7 @@ func statusEntry(k *nbv1.Kernel, manager string, op metav1.ManagedFieldsOperatio
 
 // ownsCondition tells whether the entry owns the condition of type typ.
 func ownsCondition(e *metav1.ManagedFieldsEntry, typ string) bool {
-	return e != nil && e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), fmt.Sprintf(`k:{\"type\":\"%s\"}`, typ))
+	return e != nil && e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), fmt.Sprintf(`k:{\"type\":\"%s\"}`, typ))
 }
 
 // asWrittenByUpdate makes the Kernel's status fields owned as a Status().Update of the
@@ -96,7 +96,7 @@ func TestKernel_StatusOfTheOldUpdateIsTakenOverAndADroppedConditionRemoved(t *te
 		return nil
 	})
 	if e := statusEntry(k, legacyManager, metav1.ManagedFieldsOperationUpdate); e != nil {
-		t.Errorf("the old writer's entry stays: %s", e.FieldsV1.Raw)
+		t.Errorf("the old writer's entry stays: %s", e.FieldsV1.GetRawString())
 	}
 	if e := statusEntry(k, kernelControllerManager, metav1.ManagedFieldsOperationApply); !ownsCondition(e, nbv1.ConditionReady) {
 		t.Errorf("the controller does not own its Ready condition: %+v", k.ManagedFields)
