@@ -2,15 +2,20 @@ package controllers_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -135,5 +140,55 @@ func TestKernel_CullersConditionSurvivesTheControllersApply(t *testing.T) {
 	}
 	if e := statusEntry(k, cullerManager, metav1.ManagedFieldsOperationApply); !ownsCondition(e, nbv1.ConditionCulled) || ownsCondition(e, nbv1.ConditionReady) {
 		t.Errorf("the culler's fields: %+v", k.ManagedFields)
+	}
+}
+
+// applyCount counts the status applies made through it.
+type applyCount struct {
+	client.Client
+	n *atomic.Int32
+}
+
+func (c applyCount) Status() client.SubResourceWriter {
+	return applyCountWriter{SubResourceWriter: c.Client.Status(), n: c.n}
+}
+
+type applyCountWriter struct {
+	client.SubResourceWriter
+	n *atomic.Int32
+}
+
+func (w applyCountWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	w.n.Add(1)
+	return w.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+// A status the Kernel already has is not applied again, with the culler's condition among
+// the controller's: the order the API server merges the two writers' conditions in does not
+// make the controller's copy look changed.
+func TestKernel_AnUnchangedStatusIsNotAppliedAgain(t *testing.T) {
+	ns := namespace(t)
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecNotFound)
+	c := &controllers.Culler{Client: k8sClient}
+	if err := c.ApplyCulledForTest(context.Background(), k, nbv1.ReasonKernelDead, "the kernel is dead", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// The controller applies its conditions again, beside the culler's.
+	create(t, kernelSpec(ns, "python3"))
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonPodPending)
+	var applies atomic.Int32
+	r := &controllers.KernelReconciler{
+		Client: applyCount{Client: k8sClient, n: &applies}, APIReader: k8sClient,
+		Recorder: events.NewFakeRecorder(10), Clock: clk, Rand: rand.Reader, Options: opts, StatusInterval: statusInterval,
+	}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := applies.Load(); n != 0 {
+		t.Errorf("%d applies of a status the kernel has", n)
 	}
 }
