@@ -86,7 +86,7 @@ const (
 )
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;patch
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels/finalizers,verbs=update
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete

@@ -5,18 +5,22 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
@@ -190,5 +194,58 @@ func TestKernel_AnUnchangedStatusIsNotAppliedAgain(t *testing.T) {
 	}
 	if n := applies.Load(); n != 0 {
 		t.Errorf("%d applies of a status the kernel has", n)
+	}
+}
+
+// The Kernel controller's status write, the hand-over from the old writer included, needs no
+// more than the manager's role as make manifests generates it (the chart's).
+func TestKernel_StatusWriteNeedsOnlyTheManagersRole(t *testing.T) {
+	ns := namespace(t)
+	data, err := os.ReadFile("../config/rbac/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &generated); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager"}, Rules: generated.Rules}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manager"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "manager"}}}
+	create(t, role, binding)
+	cfg := rest.CopyConfig(restConfig)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":manager"}
+	manager, err := client.New(cfg, client.Options{Scheme: kinds})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	kernelCondition(t, k, nbv1.ConditionFailed, metav1.ConditionTrue, nbv1.ReasonKernelSpecNotFound)
+	asWrittenByUpdate(t, k)
+	// The old writer's last status, which the controller corrects: a failed kernel is dead.
+	// (A status write alone does not wake the suite's controller.)
+	k.Status.ExecutionState = nbv1.ExecutionStateIdle
+	if err := k8sClient.Status().Update(context.Background(), k, client.FieldOwner(legacyManager)); err != nil {
+		t.Fatal(err)
+	}
+
+	r := &controllers.KernelReconciler{
+		Client: manager, APIReader: manager,
+		Recorder: events.NewFakeRecorder(10), Clock: clk, Rand: rand.Reader, Options: opts, StatusInterval: statusInterval,
+	}
+	if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(k)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := get(k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Status.ExecutionState != nbv1.ExecutionStateDead {
+		t.Errorf("execution state %q after the reconcile, want dead", k.Status.ExecutionState)
+	}
+	if e := statusEntry(k, legacyManager, metav1.ManagedFieldsOperationUpdate); e != nil {
+		t.Errorf("the old writer's entry stays: %s", e.FieldsV1.GetRawString())
 	}
 }
