@@ -38,7 +38,8 @@ var kernelConditions = []string{nbv1.ConditionReady, nbv1.ConditionFailed, nbv1.
 // the fields its own manager owned, so fields that these Update entries own would stay when
 // the controller stops setting them (a Failed condition after a kernel recovers); each
 // Kernel's entries are handed over to kernelFieldOwner once, before its next apply
-// (migrateStatusOwner).
+// (migrateStatusOwner). A Culled condition an old culler wrote goes over with them: its
+// kernel was deleted right after, so no apply of the controller's follows.
 var legacyStatusManagers = sets.New("nbkube")
 
 // applyKernelStatus writes st as k's status unless k already has it: a server-side apply of
