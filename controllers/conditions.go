@@ -64,9 +64,9 @@ const (
 // lost to a newer version of the object (a conflict) is no error: writeStatus says so
 // (statusLost) and the caller decides. The Session, Cluster and KernelSpec controllers watch
 // their kinds' status updates, so the newer version brings the object back to be
-// reconciled again. The Kernel controller does not (see KernelReconciler.SetupWithManager):
-// it writes the same observations onto the live Kernel at once. An object deleted
-// meanwhile is no error either: it has no status left to write.
+// reconciled again. (The Kernel controller applies its status instead, as one of several
+// writers: see applyKernelStatus.) An object deleted meanwhile is no error either: it has
+// no status left to write.
 //
 // written is the object as the write left it (its new resourceVersion), when it wrote.
 func writeStatus[T client.Object, S any](ctx context.Context, c client.Client, obj T, status func(T) *S, desired S) (res statusWrite, written T, err error) {

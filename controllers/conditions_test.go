@@ -19,6 +19,8 @@ func fakeClientWith(t *testing.T, k *nbv1.Kernel) client.Client {
 	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(k).WithStatusSubresource(k).Build()
 }
 
+func kernelStatusOf(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
+
 // A kernel deleted while its reconcile ran has no status left to write: that is no error
 // (which the controller would log and retry), and nothing is written.
 func TestWriteStatus_OfADeletedKernelIsNoError(t *testing.T) {

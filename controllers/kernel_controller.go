@@ -68,31 +68,8 @@ type KernelReconciler struct {
 	// one worker made the pods of twenty kernels started together one after the other.
 	Workers int
 
-	kernelMemory
-}
-
-// kernelMemory is what the Kernel controller keeps of each kernel between reconciles, beside
-// the Kernel itself; forget drops all of it once the kernel is gone.
-type kernelMemory struct {
-	// starts times starts for the metrics (kernel_starts.go).
-	starts kernelStarts
-	// replay is what each agent holds for replay, for the metrics (metrics.go).
-	replay replayHeld
-	// held are status writes held back during a start (kernel_hold.go).
-	held heldWrites
-	// own are the controller's own last status writes (kernel_ownwrites.go).
-	own ownWrites
-	// running are the kernels whose agents are polled (statuspoll.go).
-	running runningKernels
-}
-
-// forget drops what is kept of a kernel that is gone or going.
-func (m *kernelMemory) forget(key types.NamespacedName) {
-	m.starts.forget(key)
-	m.replay.forget(key)
-	m.held.forget(key)
-	m.own.forget(key)
-	m.running.mark(key, false)
+	// memory is what is kept of each kernel between reconciles.
+	memory kernelMemory
 }
 
 // AgentStatus asks a kernel's agent how its kernel is; *agentclient.Client is one.
@@ -109,7 +86,7 @@ const (
 )
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=kernels/status,verbs=get;patch
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels/finalizers,verbs=update
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;delete
@@ -122,15 +99,15 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	began := r.Clock.Now()
 	kernel := &nbv1.Kernel{}
 	if err := r.Get(ctx, req.NamespacedName, kernel); err != nil {
-		r.forget(req.NamespacedName)
+		r.memory.forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if kernel.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
-		r.forget(req.NamespacedName)
+		r.memory.forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
-	r.own.catchUp(req.NamespacedName, kernel)
+	r.memory.catchUp(req.NamespacedName, kernel)
 	var obs kernelObservation
 	for _, step := range []func(context.Context, *nbv1.Kernel, *kernelObservation) error{
 		r.reconcileSecret,
@@ -143,19 +120,19 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	switch {
 	case obs.agent != nil:
-		r.replay.set(req.NamespacedName, kernel.Spec.KernelSpec, obs.agent.ReplayBytes)
+		r.memory.setReplay(req.NamespacedName, kernel.Spec.KernelSpec, obs.agent.ReplayBytes)
 	case obs.stepErr == nil && !obs.running:
 		// The kernel ended, or never ran: its agent holds nothing. An agent that only missed
 		// an answer keeps its last report.
-		r.replay.forget(req.NamespacedName)
-		r.running.mark(req.NamespacedName, false)
+		r.memory.forgetReplay(req.NamespacedName)
+		r.memory.markRunning(req.NamespacedName, false)
 	}
 	now := metav1.NewTime(r.Clock.Now())
 	st := kernelStatus(kernel, obs, now)
-	r.starts.observe(kernel, &obs, &st, began, now.Time)
+	r.memory.observeStart(kernel, &obs, &st, began, now.Time)
 	// The hold is timed by the real clock, as the requeue that ends it is: r.Clock stamps
 	// conditions and may be a test's, which only moves when told.
-	if wait := r.held.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 {
+	if wait := r.memory.hold(req.NamespacedName, kernel.Status, st, time.Now()); wait > 0 {
 		// A routine step of a start (scheduled, container creating, not ready yet): the
 		// pod's next change, usually its readiness well within the wait, brings the kernel
 		// back and writes once what would have been two or three writes.
@@ -164,7 +141,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	lost, werr := r.updateStatus(ctx, kernel, st)
 	if lost && werr == nil {
 		// The Kernel changed since the cache's version: someone else wrote it (the culler,
-		// an edit), or the cache had not caught up with a write of ours that ownWrites did
+		// an edit), or the cache had not caught up with a write of ours that its memory did
 		// not know (one before a restart of the manager). The same observations are written
 		// again onto the live Kernel now, rather than a second later, which a client waiting
 		// for the kernel's address would wait too.
@@ -188,7 +165,7 @@ func (r *KernelReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	case obs.running:
 		// Nothing announces a running kernel's activity: its agent is asked again later.
-		return ctrl.Result{RequeueAfter: statusPollInterval(r.StatusInterval, r.running.mark(req.NamespacedName, true), r.MaxStatusPolls)}, nil
+		return ctrl.Result{RequeueAfter: statusPollInterval(r.StatusInterval, r.memory.markRunning(req.NamespacedName, true), r.MaxStatusPolls)}, nil
 	case obs.recheck > 0:
 		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}
@@ -483,32 +460,6 @@ func askAgent(ctx context.Context, agents AgentStatus, e agentclient.Endpoint) (
 	defer cancel()
 	return agents.Status(ctx, e)
 }
-
-// updateStatus writes the status when it changed and tells of a new failure with an event.
-// lost says that the status changed but another write won: our own status writes do not
-// bring the kernel back (see SetupWithManager), so the caller tries again.
-func (r *KernelReconciler) updateStatus(ctx context.Context, k *nbv1.Kernel, st nbv1.KernelStatus) (lost bool, err error) {
-	before := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed)
-	res, written, err := writeStatus(ctx, r.Client, k, kernelStatusOf, st)
-	if err != nil {
-		return false, err
-	}
-	if res == statusWritten {
-		r.own.wrote(client.ObjectKeyFromObject(k), k.ResourceVersion, written)
-	}
-	after := meta.FindStatusCondition(st.Conditions, nbv1.ConditionFailed)
-	if res == statusWritten && after != nil && before == nil {
-		countFailure(k, k.Status, nbv1.ConditionReason(after.Reason))
-	}
-	if res == statusWritten && after != nil && (before == nil || before.Reason != after.Reason) {
-		// The failure is an event too, with the condition's reason, so that an admin
-		// watching events sees it.
-		recordEvent(r.Recorder, k, nil, corev1.EventTypeWarning, nbv1.EventReason(after.Reason), "Start", "%s", after.Message)
-	}
-	return res == statusLost, nil
-}
-
-func kernelStatusOf(k *nbv1.Kernel) *nbv1.KernelStatus { return &k.Status }
 
 // SetupWithManager watches Kernels, their Pods and Secrets, and the KernelSpecs they run.
 // Updates of a Kernel's status alone are not watched: a running kernel's status changes

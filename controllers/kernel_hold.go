@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,41 +16,25 @@ import (
 // (starting, then ready with its address) rather than once per step of the pod.
 const holdWindow = 2 * time.Second
 
-// heldWrites remembers, per kernel, since when a routine status change waits unwritten.
-type heldWrites struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
-}
-
 // hold tells how long the write of desired over current may wait: zero to write it now. Only
 // a routine step waits: the kernel was already not ready and still is, for another reason of
 // a start going as it should, and nothing else changed. Each wait counts from the first
-// change held, so a step is never more than holdWindow late.
-func (h *heldWrites) hold(key types.NamespacedName, current, desired nbv1.KernelStatus, now time.Time) time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !routineStep(current, desired) {
-		delete(h.since, key)
-		return 0
-	}
-	first, ok := h.since[key]
-	if !ok {
-		if h.since == nil {
-			h.since = map[types.NamespacedName]time.Time{}
+// change held (kernelRecord.heldSince), so a step is never more than holdWindow late.
+func (m *kernelMemory) hold(key types.NamespacedName, current, desired nbv1.KernelStatus, now time.Time) (wait time.Duration) {
+	routine := routineStep(current, desired)
+	m.with(key, func(rec *kernelRecord) {
+		if !routine {
+			rec.heldSince = time.Time{}
+			return
 		}
-		h.since[key], first = now, now
-	}
-	if wait := holdWindow - now.Sub(first); wait > 0 {
-		return wait
-	}
-	delete(h.since, key)
-	return 0
-}
-
-func (h *heldWrites) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.since, key)
+		if rec.heldSince.IsZero() {
+			rec.heldSince = now
+		}
+		if wait = holdWindow - now.Sub(rec.heldSince); wait <= 0 {
+			rec.heldSince, wait = time.Time{}, 0
+		}
+	})
+	return wait
 }
 
 // routineStep tells a change of the Ready=False condition's reason alone, between two states

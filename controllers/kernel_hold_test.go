@@ -48,14 +48,14 @@ func TestRoutineStep(t *testing.T) {
 	}
 }
 
-func TestHeldWrites_WaitAtMostTheWindowFromTheFirstHeldStep(t *testing.T) {
+func TestHold_WaitAtMostTheWindowFromTheFirstHeldStep(t *testing.T) {
 	pending := holdStatus(metav1.ConditionFalse, nbv1.ReasonPodPending, nbv1.ExecutionStateStarting, "")
 	creating := holdStatus(metav1.ConditionFalse, "ContainerCreating", nbv1.ExecutionStateStarting, "")
 	notReady := holdStatus(metav1.ConditionFalse, nbv1.ReasonPodNotReady, nbv1.ExecutionStateStarting, "")
 	ready := holdStatus(metav1.ConditionTrue, nbv1.ReasonAgentReady, nbv1.ExecutionStateIdle, "10.0.0.7")
 	key := types.NamespacedName{Namespace: "ns", Name: "k"}
 	t0 := time.Unix(1000, 0)
-	var h heldWrites
+	var h kernelMemory
 	if got := h.hold(key, pending, creating, t0); got != holdWindow {
 		t.Fatalf("first routine step waits %v, want %v", got, holdWindow)
 	}
@@ -77,7 +77,7 @@ func TestHeldWrites_WaitAtMostTheWindowFromTheFirstHeldStep(t *testing.T) {
 		t.Fatalf("after readiness a step waits %v, want a new window", got)
 	}
 	h.forget(key)
-	if len(h.since) != 0 {
-		t.Fatalf("forget left %v", h.since)
+	if len(h.kernels) != 0 {
+		t.Fatalf("forget left %v", h.kernels)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,8 +32,8 @@ type conflictCountWriter struct {
 	n *atomic.Int32
 }
 
-func (w conflictCountWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	err := w.SubResourceWriter.Update(ctx, obj, opts...)
+func (w conflictCountWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	err := w.SubResourceWriter.Apply(ctx, obj, opts...)
 	if apierrors.IsConflict(err) {
 		w.n.Add(1)
 	}

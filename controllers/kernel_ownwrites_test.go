@@ -18,7 +18,7 @@ func TestOwnWrites_CatchUpOnlyFromVersionsOurWritesReplaced(t *testing.T) {
 	addressed := nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateStarting, PodIP: "10.0.0.7"}
 	ready := nbv1.KernelStatus{ExecutionState: nbv1.ExecutionStateIdle, PodIP: "10.0.0.7"}
 
-	var o ownWrites
+	var o kernelMemory
 	o.wrote(key, "10", at("11", pending))
 	o.wrote(key, "11", at("12", addressed))
 	for _, rv := range []string{"10", "11"} {

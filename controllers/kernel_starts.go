@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,15 +41,10 @@ func startPhaseOf(obs *kernelObservation, ready bool) startPhase {
 // maxTrackedStarts bounds the starts timed at once; more are left untimed.
 const maxTrackedStarts = 10000
 
-// kernelStarts times kernel starts by the controller's own sight of each phase: the
+// kernelStart times one kernel's start by the controller's own sight of each phase: the
 // resources' timestamps are whole seconds, too coarse for starts that take one. Only starts
 // seen from the beginning are timed (a kernel whose start the controller first sees half
 // way, after a restart or a change of leader, is not); a start that fails is not timed.
-type kernelStarts struct {
-	mu     sync.Mutex
-	starts map[types.NamespacedName]*kernelStart
-}
-
 type kernelStart struct {
 	uid  types.UID
 	spec string
@@ -60,56 +54,44 @@ type kernelStart struct {
 	reached startPhase
 }
 
-// observe takes what one reconcile of k observed and the status it computed: began is when
-// the reconcile began, now when it observed.
-func (s *kernelStarts) observe(k *nbv1.Kernel, obs *kernelObservation, status *nbv1.KernelStatus, began, now time.Time) {
+// observeStart takes what one reconcile of k observed and the status it computed: began is
+// when the reconcile began, now when it observed.
+func (m *kernelMemory) observeStart(k *nbv1.Kernel, obs *kernelObservation, status *nbv1.KernelStatus, began, now time.Time) {
 	phase := startPhaseOf(obs, meta.IsStatusConditionTrue(status.Conditions, nbv1.ConditionReady))
 	failed := meta.IsStatusConditionTrue(status.Conditions, nbv1.ConditionFailed)
-	key := types.NamespacedName{Namespace: k.Namespace, Name: k.Name}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.starts[key]
-	if st != nil && st.uid != k.UID {
-		delete(s.starts, key)
-		st = nil
-	}
-	if st == nil {
-		// A Kernel no reconcile has written a status for yet is starting now.
-		if len(k.Status.Conditions) > 0 || failed || phase == phaseReady || len(s.starts) >= maxTrackedStarts {
+	m.with(types.NamespacedName{Namespace: k.Namespace, Name: k.Name}, func(rec *kernelRecord) {
+		st := rec.start
+		if st != nil && st.uid != k.UID {
+			rec.start, st = nil, nil
+		}
+		if st == nil {
+			// A Kernel no reconcile has written a status for yet is starting now.
+			if len(k.Status.Conditions) > 0 || failed || phase == phaseReady || m.starts >= maxTrackedStarts {
+				return
+			}
+			st = &kernelStart{uid: k.UID, spec: k.Spec.KernelSpec}
+			st.at[phaseNone] = began
+			rec.start = st
+		}
+		if failed {
+			rec.start = nil
 			return
 		}
-		if s.starts == nil {
-			s.starts = map[types.NamespacedName]*kernelStart{}
+		if phase > st.reached {
+			st.at[phase], st.reached = now, phase
 		}
-		st = &kernelStart{uid: k.UID, spec: k.Spec.KernelSpec}
-		st.at[phaseNone] = began
-		s.starts[key] = st
-	}
-	if failed {
-		delete(s.starts, key)
-		return
-	}
-	if phase > st.reached {
-		st.at[phase], st.reached = now, phase
-	}
-	if phase < phaseReady {
-		return
-	}
-	prev := st.at[phaseNone]
-	for p := phasePodCreated; p <= phaseReady; p++ {
-		if st.at[p].IsZero() {
-			continue
+		if phase < phaseReady {
+			return
 		}
-		kernelStartPhaseSeconds.WithLabelValues(st.spec, phaseNames[p]).Observe(st.at[p].Sub(prev).Seconds())
-		prev = st.at[p]
-	}
-	kernelStartSeconds.WithLabelValues(st.spec).Observe(now.Sub(st.at[phaseNone]).Seconds())
-	delete(s.starts, key)
-}
-
-// forget drops the start of a kernel that is gone or going.
-func (s *kernelStarts) forget(key types.NamespacedName) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.starts, key)
+		prev := st.at[phaseNone]
+		for p := phasePodCreated; p <= phaseReady; p++ {
+			if st.at[p].IsZero() {
+				continue
+			}
+			kernelStartPhaseSeconds.WithLabelValues(st.spec, phaseNames[p]).Observe(st.at[p].Sub(prev).Seconds())
+			prev = st.at[p]
+		}
+		kernelStartSeconds.WithLabelValues(st.spec).Observe(now.Sub(st.at[phaseNone]).Seconds())
+		rec.start = nil
+	})
 }

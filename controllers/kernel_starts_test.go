@@ -94,14 +94,14 @@ func TestKernelStarts_TimesOnlyStartsSeenFromTheBeginning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := "spec of " + tc.name
-			var starts kernelStarts
+			var starts kernelMemory
 			for _, s := range tc.steps {
 				k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "k", UID: s.uid}, Spec: nbv1.KernelParameters{KernelSpec: spec}}
 				if !s.fresh {
 					k.Status.Conditions = []metav1.Condition{{Type: nbv1.ConditionReady, Status: metav1.ConditionFalse}}
 				}
 				// Every reconcile began at t0: only a fresh kernel's first one counts it.
-				starts.observe(k, s.obs, s.status, t0, t0.Add(s.at))
+				starts.observeStart(k, s.obs, s.status, t0, t0.Add(s.at))
 			}
 			got := map[string][2]float64{}
 			for _, phase := range phaseNames[1:] {
@@ -118,8 +118,8 @@ func TestKernelStarts_TimesOnlyStartsSeenFromTheBeginning(t *testing.T) {
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("(-want +got):\n%s", d)
 			}
-			if len(starts.starts) != 0 {
-				t.Errorf("starts still held: %v", starts.starts)
+			if len(starts.kernels) != 0 || starts.starts != 0 {
+				t.Errorf("starts still held: %v (%d)", starts.kernels, starts.starts)
 			}
 		})
 	}

@@ -1,8 +1,6 @@
 package controllers
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -80,45 +78,42 @@ func countFailure(k *nbv1.Kernel, before nbv1.KernelStatus, reason nbv1.Conditio
 	kernelFailures.WithLabelValues(k.Spec.KernelSpec, string(reason), stage).Inc()
 }
 
-// replayHeld keeps each running kernel's last reported replay bytes, so that the gauge of its
-// spec, the sum over the spec's kernels, loses a kernel's share when the kernel ends. The
-// gauge is per spec rather than per kernel: a label per kernel would grow without bound as
-// kernels come and go, and an admin sizes memory by kernel spec.
-type replayHeld struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]replayShare
-}
-
+// replayShare is a running kernel's last reported replay bytes, kept so that the gauge of
+// its spec, the sum over the spec's kernels, loses the kernel's share when the kernel ends.
+// The gauge is per spec rather than per kernel: a label per kernel would grow without bound
+// as kernels come and go, and an admin sizes memory by kernel spec.
 type replayShare struct {
 	spec  string
 	bytes int64
 }
 
-// set records what a kernel's agent reported. The gauge moves by the difference, which is
-// exact: the bytes are integers far below 2^53.
-func (h *replayHeld) set(key types.NamespacedName, spec string, bytes int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.last == nil {
-		h.last = map[types.NamespacedName]replayShare{}
-	}
-	old, ok := h.last[key]
-	// The spec is immutable, but a Kernel deleted and made again under its name between two
-	// reconciles may run another.
-	if ok && old.spec != spec {
-		kernelReplayBytes.WithLabelValues(old.spec).Sub(float64(old.bytes))
-		old = replayShare{}
-	}
-	kernelReplayBytes.WithLabelValues(spec).Add(float64(bytes - old.bytes))
-	h.last[key] = replayShare{spec: spec, bytes: bytes}
+// setReplay records what a kernel's agent reported. The gauge moves by the difference, which
+// is exact: the bytes are integers far below 2^53.
+func (m *kernelMemory) setReplay(key types.NamespacedName, spec string, bytes int64) {
+	m.with(key, func(rec *kernelRecord) {
+		// The spec is immutable, but a Kernel deleted and made again under its name between
+		// two reconciles may run another.
+		if rec.replay != nil && rec.replay.spec != spec {
+			rec.dropReplay()
+		}
+		var old int64
+		if rec.replay != nil {
+			old = rec.replay.bytes
+		}
+		kernelReplayBytes.WithLabelValues(spec).Add(float64(bytes - old))
+		rec.replay = &replayShare{spec: spec, bytes: bytes}
+	})
 }
 
-// forget takes a kernel that is gone or no longer running out of the sum.
-func (h *replayHeld) forget(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if old, ok := h.last[key]; ok {
-		kernelReplayBytes.WithLabelValues(old.spec).Sub(float64(old.bytes))
-		delete(h.last, key)
+// forgetReplay takes a kernel that no longer runs out of the sum.
+func (m *kernelMemory) forgetReplay(key types.NamespacedName) {
+	m.with(key, func(rec *kernelRecord) { rec.dropReplay() })
+}
+
+// dropReplay takes the kernel's share out of the sum.
+func (r *kernelRecord) dropReplay() {
+	if r.replay != nil {
+		kernelReplayBytes.WithLabelValues(r.replay.spec).Sub(float64(r.replay.bytes))
+		r.replay = nil
 	}
 }

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,23 +22,12 @@ func statusPollInterval(interval time.Duration, running int, maxPolls float64) t
 	return max(interval, time.Duration(float64(running)/maxPolls*float64(time.Second)))
 }
 
-// runningKernels counts the kernels whose agents are polled.
-type runningKernels struct {
-	mu  sync.Mutex
-	set map[types.NamespacedName]struct{}
-}
-
-// mark records whether the kernel runs and returns how many do.
-func (r *runningKernels) mark(key types.NamespacedName, running bool) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if running {
-		if r.set == nil {
-			r.set = map[types.NamespacedName]struct{}{}
-		}
-		r.set[key] = struct{}{}
-	} else {
-		delete(r.set, key)
-	}
-	return len(r.set)
+// markRunning records whether the kernel runs and returns how many do.
+func (m *kernelMemory) markRunning(key types.NamespacedName, running bool) (n int) {
+	m.with(key, func(rec *kernelRecord) {
+		// with counts the change once fn returns.
+		n = m.running + count(running) - count(rec.running)
+		rec.running = running
+	})
+	return n
 }

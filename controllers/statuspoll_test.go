@@ -23,9 +23,9 @@ func TestStatusPollInterval_CapsTheRateOfAllPolls(t *testing.T) {
 			t.Errorf("%d running, at most %v/s: every %s, want %s", c.running, c.max, got, c.want)
 		}
 	}
-	var r runningKernels
+	var r kernelMemory
 	a, b := types.NamespacedName{Name: "a"}, types.NamespacedName{Name: "b"}
-	if r.mark(a, true) != 1 || r.mark(b, true) != 2 || r.mark(a, true) != 2 || r.mark(a, false) != 1 || r.mark(a, false) != 1 {
+	if r.markRunning(a, true) != 1 || r.markRunning(b, true) != 2 || r.markRunning(a, true) != 2 || r.markRunning(a, false) != 1 || r.markRunning(a, false) != 1 {
 		t.Error("the count of running kernels is off")
 	}
 }
