@@ -3,7 +3,7 @@
 import '../shell/base.css';
 import './dashboard.css';
 import { ServerConnection, type Session } from '@jupyterlab/services';
-import { config, notebookURL, treeURL, url } from '../shell/config';
+import { config, fileURL, filesURL, notebookURL, treeURL, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
 import { markReady, markRendered } from '../shell/ready';
@@ -56,8 +56,8 @@ const listing = new Listing(
   {
     dir: treeURL,
     notebook: notebookURL,
-    file: (p) => url('files', p),
-    download: (p) => url('files', p) + '?download=1',
+    file: fileURL,
+    download: (p) => filesURL(p, true),
   },
   {
     async rename(path, newName) {
