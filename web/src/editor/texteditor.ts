@@ -52,7 +52,7 @@ export class TextEditor {
           indentUnit.of(o.indent),
           EditorState.tabSize.of(o.indent === '\t' ? 8 : 4),
           // Colours, and tok-* classes on the tokens too (what the tests look for).
-          syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+          syntaxHighlighting(defaultHighlightStyle),
           syntaxHighlighting(classHighlighter),
           bracketMatching(),
           highlightActiveLine(),
