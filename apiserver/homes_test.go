@@ -17,7 +17,7 @@ import (
 
 // homesServer is an API server over a real store whose users ann and ben have homes from
 // template, and root is an admin; as(user) are the headers that authenticate as user.
-func homesServer(t *testing.T, template string) (*testServer, func(user string) []string) {
+func homesServer(t *testing.T, template string, opts ...serverOption) (*testServer, func(user string) []string) {
 	t.Helper()
 	tpl, err := homes.Parse(template)
 	if err != nil {
@@ -30,10 +30,10 @@ func homesServer(t *testing.T, template string) (*testServer, func(user string) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newServer(t, func(o *apiserver.Options) {
+	s := newServer(t, append([]serverOption{func(o *apiserver.Options) {
 		o.Providers = []identity.Provider{users}
 		o.Homes = tpl
-	})
+	}}, opts...)...)
 	return s, func(user string) []string { return []string{"Authorization", "token " + tokens[user]} }
 }
 

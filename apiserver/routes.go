@@ -51,6 +51,8 @@ func (s *Server) routes() *gin.Engine {
 	pages.GET("tree", s.page(s.getTree))
 	pages.GET("tree/*path", s.page(s.getTree))
 	pages.GET("new", s.sameSiteNavigation, s.page(s.getNew))
+	pages.GET("edit/*path", s.page(s.getEdit))
+	pages.GET("view/*path", s.page(s.getView))
 	byID := base.Group("", s.notebookIDsOnly, s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
 	byID.GET(":id", s.page(s.getNotebookPage))
 	byID.GET(":id/copy", s.sameSiteNavigation, s.page(s.getCopyPage))

@@ -12,6 +12,8 @@ const options = {
     dashboard: 'src/dashboard/main.ts',
     notebook: 'src/notebook/main.ts',
     print: 'src/print/main.ts',
+    editor: 'src/editor/main.ts',
+    viewer: 'src/viewer/main.ts',
   },
   bundle: true,
   format: 'esm',

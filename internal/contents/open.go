@@ -2,9 +2,12 @@ package contents
 
 import (
 	"context"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/nbkube/nbkube/internal/domainerr"
 )
@@ -43,4 +46,33 @@ func (s *Store) Open(_ context.Context, path string) (*os.File, fs.FileInfo, err
 // handlers answer those with 404 (reads) or 400 (changes) before asking the store.
 func (s *Store) RefusesHidden(path string) bool {
 	return !s.opts.AllowHidden && s.IsHidden(path)
+}
+
+// IsText reports whether the file at path is text as Jupyter's contents API decides it when
+// no format is asked: its bytes decode as UTF-8 (else the model carries base64). A file past
+// MaxReadSize is not text here, as no model may carry its content. What Open refuses, IsText
+// refuses with the same error.
+func (s *Store) IsText(ctx context.Context, path string) (bool, error) {
+	f, fi, err := s.Open(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	limit := s.opts.MaxReadSize
+	if fi.Size() > limit {
+		return false, nil
+	}
+	n, err := eachRunes(io.LimitReader(f, limit+1), make([]byte, streamChunk), func(chunk []byte) error {
+		if !utf8.Valid(chunk) {
+			return errNotUTF8
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errNotUTF8):
+		return false, nil
+	case err != nil:
+		return false, fsError(path, err)
+	}
+	return n <= limit, nil
 }

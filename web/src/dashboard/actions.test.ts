@@ -25,6 +25,7 @@ test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New
   const calls: string[] = [];
   const bar = new Toolbar('/base/new', 'a b/c', {
     newFolder: () => calls.push('folder'),
+    newFile: (ext) => calls.push(`file ${ext}`),
     upload: (fs) => calls.push(`upload ${fs.length}`),
   });
   document.body.replaceChildren(bar.element);
@@ -56,6 +57,39 @@ test('the toolbar: a GET form to /new with dir and a labelled Kernel select, New
   assert.deepEqual(calls, ['folder']);
   const input = bar.element.querySelector<HTMLInputElement>('.nb-upload input[type=file]')!;
   assert.equal(input.labels![0].textContent, 'Upload');
+});
+
+test('New file: a menu of text, Markdown and Python files that opens and closes as a disclosure', () => {
+  const calls: string[] = [];
+  const bar = new Toolbar('/new', '', {
+    newFolder: () => calls.push('folder'),
+    newFile: (ext) => calls.push(ext),
+    upload: () => calls.push('upload'),
+  });
+  document.body.replaceChildren(bar.element);
+  const button = bar.element.querySelector<HTMLButtonElement>('button[data-action=new-file]')!;
+  const menu = document.getElementById(button.getAttribute('aria-controls')!)!;
+  assert.equal(button.textContent, 'New file');
+  assert.equal(menu.getAttribute('aria-label'), 'New file');
+  assert.equal(menu.hidden, true);
+  assert.equal(button.getAttribute('aria-expanded'), 'false');
+  button.click();
+  assert.equal(menu.hidden, false);
+  assert.equal(button.getAttribute('aria-expanded'), 'true');
+  const items = [...menu.querySelectorAll('button')];
+  assert.deepEqual(
+    items.map((b) => b.textContent),
+    ['Text file', 'Markdown file', 'Python file'],
+  );
+  assert.equal(document.activeElement, items[0], 'the first kind has the focus');
+  // Escape closes it and gives the focus back to the button.
+  items[0].dispatchEvent(new window.KeyboardEvent('keydown', { key: 'Escape', bubbles: true }));
+  assert.equal(menu.hidden, true);
+  assert.equal(document.activeElement, button);
+  button.click();
+  items[2].click();
+  assert.equal(menu.hidden, true);
+  assert.deepEqual(calls, ['.py']);
 });
 
 test('UploadProgress shows bytes sent, then the outcome', () => {

@@ -6,6 +6,8 @@ import { formatSize } from './format';
 
 export interface ToolbarActions {
   newFolder(): void;
+  /** newFile makes an untitled file with the extension (".txt") and opens it. */
+  newFile(ext: string): void;
   upload(files: File[]): void;
 }
 
@@ -41,6 +43,7 @@ export class Toolbar {
     );
     const newFolder = h('button', { type: 'button', 'data-action': 'new-folder' }, 'New folder');
     newFolder.addEventListener('click', () => actions.newFolder());
+    const newFile = newFileMenu((ext) => actions.newFile(ext));
     const file = h('input', { type: 'file', multiple: true, class: 'nb-upload-input', id: 'nb-upload' });
     file.addEventListener('change', () => {
       const files = Array.from(file.files ?? []);
@@ -65,6 +68,7 @@ export class Toolbar {
         this.newNotebookButton,
       ),
       newFolder,
+      newFile,
       upload,
     );
   }
@@ -84,6 +88,53 @@ export class Toolbar {
     this.kernel.disabled = opts.length === 0;
     this.newNotebookButton.disabled = opts.length === 0;
   }
+}
+
+/** The kinds of file "New file" makes. */
+export const newFileKinds = [
+  { ext: '.txt', label: 'Text file' },
+  { ext: '.md', label: 'Markdown file' },
+  { ext: '.py', label: 'Python file' },
+];
+
+/** newFileMenu is the "New file" button and the menu of kinds it opens (a disclosure: the
+ * button says whether it is open; Escape or a click elsewhere closes it). */
+function newFileMenu(make: (ext: string) => void): HTMLElement {
+  const button = h(
+    'button',
+    { type: 'button', 'aria-expanded': 'false', 'aria-controls': 'nb-new-file-menu', 'data-action': 'new-file' },
+    'New file',
+  );
+  const menu = h('ul', { id: 'nb-new-file-menu', class: 'nb-menu', 'aria-label': 'New file' });
+  menu.hidden = true;
+  const wrap = h('div', { class: 'nb-menu-wrap' }, button, menu);
+  const show = (open: boolean, focusButton = false) => {
+    menu.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+    if (focusButton) button.focus();
+  };
+  for (const k of newFileKinds) {
+    const item = h('button', { type: 'button', 'data-ext': k.ext }, k.label);
+    item.addEventListener('click', () => {
+      show(false);
+      make(k.ext);
+    });
+    menu.append(h('li', {}, item));
+  }
+  button.addEventListener('click', () => {
+    show(menu.hidden);
+    if (!menu.hidden) menu.querySelector('button')?.focus();
+  });
+  wrap.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && !menu.hidden) {
+      e.preventDefault();
+      show(false, true);
+    }
+  });
+  wrap.addEventListener('focusout', (e) => {
+    if (!wrap.contains(e.relatedTarget as Node | null)) show(false);
+  });
+  return wrap;
 }
 
 /** UploadProgress is one file's line in the uploads list: its name, a progress bar, the result. */

@@ -3,7 +3,7 @@
 import '../shell/base.css';
 import './dashboard.css';
 import { ServerConnection, type Session } from '@jupyterlab/services';
-import { config, notebookURL, treeURL, url } from '../shell/config';
+import { config, editURL, fileURL, filesURL, notebookURL, treeURL, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
 import { markReady, markRendered } from '../shell/ready';
@@ -56,8 +56,8 @@ const listing = new Listing(
   {
     dir: treeURL,
     notebook: notebookURL,
-    file: (p) => url('files', p),
-    download: (p) => url('files', p) + '?download=1',
+    file: fileURL,
+    download: (p) => filesURL(p, true),
   },
   {
     async rename(path, newName) {
@@ -260,6 +260,14 @@ const toolbar = new Toolbar(url('new'), dir, {
         listing.startRename(m.path);
       },
     );
+  },
+  newFile(ext) {
+    void act('Cannot make a file', () => manager.contents.newUntitled({ path: dir, type: 'file', ext })).then((m) => {
+      if (m) {
+        // As a new notebook opens: in this tab, ready for typing.
+        window.location.assign(editURL(m.path));
+      }
+    });
   },
   upload(files) {
     void upload(files);

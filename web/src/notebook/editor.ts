@@ -10,43 +10,18 @@ import {
   type CompletionResult,
 } from '@codemirror/autocomplete';
 import { defaultKeymap, history, historyKeymap, indentLess, indentMore } from '@codemirror/commands';
-import { markdown } from '@codemirror/lang-markdown';
-import { python } from '@codemirror/lang-python';
 import {
   bracketMatching,
   defaultHighlightStyle,
   indentOnInput,
   indentUnit,
-  StreamLanguage,
   syntaxHighlighting,
 } from '@codemirror/language';
-import { julia } from '@codemirror/legacy-modes/mode/julia';
-import { r } from '@codemirror/legacy-modes/mode/r';
-import { shell } from '@codemirror/legacy-modes/mode/shell';
-import { EditorState, type Extension } from '@codemirror/state';
+import { EditorState } from '@codemirror/state';
 import { drawSelection, EditorView, highlightSpecialChars, keymap } from '@codemirror/view';
+import { languageExtension } from '../editor/languages';
+import { pageNonce, theme } from '../editor/view';
 import type { EditContext } from './keyboard';
-
-/** languageExtension is the CodeMirror language of a kernel language or cell type. */
-export function languageExtension(lang: string): Extension {
-  switch (lang) {
-    case 'python':
-    case 'ipython':
-    case 'python3':
-      return python();
-    case 'markdown':
-      return markdown();
-    case 'r':
-      return StreamLanguage.define(r);
-    case 'julia':
-      return StreamLanguage.define(julia);
-    case 'bash':
-    case 'sh':
-    case 'shell':
-      return StreamLanguage.define(shell);
-  }
-  return [];
-}
 
 /** Positions in Jupyter's messages count Unicode code points; JavaScript's count UTF-16 units. */
 export function toCodePoints(s: string, jsIndex: number): number {
@@ -118,26 +93,6 @@ export interface EditorOptions {
   onChange: (doc: string) => void;
   onFocus: () => void;
   help: () => KernelHelp | null;
-}
-
-const theme = EditorView.theme({
-  '&': { fontSize: '14px' },
-  '.cm-content': { fontFamily: 'var(--nb-mono)', padding: '4px 0' },
-  '.cm-scroller': { fontFamily: 'var(--nb-mono)', lineHeight: '1.4' },
-  '&.cm-focused': { outline: 'none' },
-});
-
-let nonce: string | undefined | null = null;
-
-/** pageNonce is the CSP nonce the server gave the page's own elements, if any: CodeMirror puts
- * its styles in a <style> element, which a style-src without 'unsafe-inline' admits only with
- * the page's nonce. */
-function pageNonce(): string | undefined {
-  if (nonce === null) {
-    const el = document.querySelector<HTMLElement>('script[nonce], style[nonce], link[nonce]');
-    nonce = el?.nonce || el?.getAttribute('nonce') || undefined;
-  }
-  return nonce;
 }
 
 /** createEditor makes a cell's editor. */

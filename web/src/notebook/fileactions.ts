@@ -1,15 +1,17 @@
 // The notebook file's actions that talk to the user: save (with the choice a conflict needs),
 // reload, checkpoint, revert to a checkpoint, rename.
+import type * as nbformat from '@jupyterlab/nbformat';
 import type { KernelSession } from './kernel';
-import { alert, choose, messageOf, pick, prompt } from './dialogs';
+import { alert, messageOf, pick, prompt } from '../shell/dialogs';
 import type { NotebookModel } from './model';
-import { basename, type Saver, withIpynb } from './save';
+import { basename, saveAsking, type Saver } from '../shell/saver';
+import { withIpynb } from './save';
 import type { Toolbar } from './toolbar';
 
 /** FileHost is what the file's actions need of the page. */
 export interface FileHost {
   readonly model: NotebookModel;
-  readonly saver: Saver;
+  readonly saver: Saver<nbformat.INotebookContent>;
   readonly toolbar: Toolbar;
   readonly kernel: KernelSession;
   /** loaded shows the notebook the model was loaded with again. */
@@ -27,40 +29,19 @@ export class FileActions {
   async save(force = false, quiet = false): Promise<void> {
     const { model, toolbar } = this.host;
     const version = model.version;
-    toolbar.setSaveState('Saving…');
-    let r;
-    try {
-      r = await this.host.saver.save(model.toJSON(), force);
-    } catch (err) {
-      toolbar.setSaveState('Save failed');
-      if (!quiet) void alert('Save failed', messageOf(err));
-      return;
-    }
-    if (r === 'conflict') {
-      toolbar.setSaveState('');
-      const c = await choose(
-        'Notebook changed on the server',
-        'The file was changed since it was opened or last saved here. Overwrite it with this page’s notebook, or reload the file (losing this page’s changes)?',
-        [
-          { value: 'cancel', label: 'Cancel' },
-          { value: 'reload', label: 'Reload' },
-          { value: 'overwrite', label: 'Overwrite', primary: true },
-        ],
-      );
-      if (c === 'overwrite') {
-        await this.save(true, quiet);
-      } else if (c === 'reload') {
-        await this.reload();
-      }
-      return;
-    }
-    if (model.version === version) {
+    const r = await saveAsking(
+      this.host.saver,
+      () => model.toJSON(),
+      'Notebook',
+      (s) => toolbar.setSaveState(s),
+      force,
+      quiet,
+    );
+    if (r === 'reload') {
+      await this.reload();
+    } else if (r === 'saved' && model.version === version) {
       model.setDirty(false);
     }
-    const t = new Date();
-    toolbar.setSaveState(
-      `Saved at ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}`,
-    );
   }
 
   /** reload reads the file again (after a conflict or a revert). */

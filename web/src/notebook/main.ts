@@ -1,13 +1,14 @@
 // The notebook page: loads the notebook, shows it, connects its kernel.
 import '../shell/base.css';
+import '../shell/filepage.css';
 import './notebook.css';
-import { config, treeURL } from '../shell/config';
+import { config } from '../shell/config';
 import { h } from '../shell/dom';
-import { header } from '../shell/header';
+import { folderLink, header } from '../shell/header';
 import { markReady, markRendered } from '../shell/ready';
 import { services } from '../shell/server';
 import { NotebookPage } from './notebook';
-import { basename, dirname } from './save';
+import { basename, dirname } from '../shell/saver';
 
 async function main(): Promise<void> {
   const c = config();
@@ -25,18 +26,8 @@ async function main(): Promise<void> {
     ),
     page.toolbar.node,
   );
-  // Before the name, the way back to the notebook's folder (the dashboard opens notebooks in a
-  // tab of their own).
-  const dir = dirname(c.path);
-  top
-    .querySelector('.nb-title')
-    ?.before(
-      h(
-        'a',
-        { class: 'nb-folder', href: treeURL(dir), title: 'The folder in the dashboard' },
-        dir ? dir + '/' : 'root /',
-      ),
-    );
+  // Before the name, the way back to the notebook's folder.
+  top.querySelector('.nb-title')?.before(folderLink(dirname(c.path)));
   // A cell brought into view stops below them.
   new ResizeObserver(() => {
     document.documentElement.style.setProperty('--nb-top-height', `${top.offsetHeight}px`);

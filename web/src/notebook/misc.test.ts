@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fromCodePoints, toCodePoints } from './editor';
 import { shownStatus } from './kernel';
-import { isNewer, withIpynb } from './save';
+import { isNewer } from '../shell/saver';
+import { withIpynb } from './save';
 
 test('kernel status as shown: connecting after a connection is reconnecting', () => {
   assert.equal(shownStatus('idle', 'connected', true), 'idle');

@@ -6,8 +6,9 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import { renderOutput } from '../render/index';
 import { config, url } from '../shell/config';
 import { h, startDownload } from '../shell/dom';
+import { setTitle } from '../shell/header';
 import { CellView } from './cellview';
-import { alert, choose, messageOf } from './dialogs';
+import { alert, choose, messageOf } from '../shell/dialogs';
 import { editorModule, loadEditor } from './editorloader';
 import { FileActions } from './fileactions';
 import { KernelSession, type ShownStatus } from './kernel';
@@ -16,14 +17,15 @@ import { LazyEditors } from './lazyeditors';
 import { isNew, makeCell, NotebookModel, type CellType, type Change } from './model';
 import { DisplayRegistry } from './outputs';
 import { CellRunner } from './run';
-import { Autosave, basename, Saver } from './save';
+import { Autosave } from './save';
+import { basename, Saver } from '../shell/saver';
 import { Toolbar, type Action } from './toolbar';
 
 export class NotebookPage {
   readonly model = new NotebookModel();
   readonly registry = new DisplayRegistry();
   readonly kernel: KernelSession;
-  readonly saver: Saver;
+  readonly saver: Saver<nbformat.INotebookContent>;
   readonly toolbar: Toolbar;
   readonly cellsNode: HTMLElement;
   private views: CellView[] = [];
@@ -41,7 +43,7 @@ export class NotebookPage {
     path: string,
   ) {
     this.kernel = new KernelSession(manager);
-    this.saver = new Saver(manager, path);
+    this.saver = new Saver(manager, path, 'notebook');
     this.toolbar = new Toolbar(
       (a) => void this.action(a),
       (t) => this.setType(t),
@@ -140,11 +142,7 @@ export class NotebookPage {
 
   private setTitle(): void {
     const name = basename(this.path);
-    document.title = `${name.replace(/\.ipynb$/i, '')} – nbkube`;
-    const t = document.querySelector('.nb-title');
-    if (t) {
-      t.textContent = name;
-    }
+    setTitle(name, name.replace(/\.ipynb$/i, ''));
   }
 
   private onStatus(s: ShownStatus): void {

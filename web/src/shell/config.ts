@@ -2,14 +2,14 @@
 // (<script id="nbkube-config" type="application/json">): data, never code, so the pages'
 // Content-Security-Policy can refuse every inline script.
 
-export type PageKind = 'dashboard' | 'notebook' | 'print';
+export type PageKind = 'dashboard' | 'notebook' | 'print' | 'editor' | 'viewer';
 
 export interface PageConfig {
   /** The server's base URL path, ending in "/" (e.g. "/" or "/user/ann/"). */
   baseUrl: string;
   /** Which page this is. */
   page: PageKind;
-  /** The contents path the page shows: a directory (dashboard) or a notebook. */
+  /** The contents path the page shows: a directory (dashboard), a notebook or a file. */
   path: string;
   /** The notebook's id (notebook and print pages). */
   notebookId?: string;
@@ -52,4 +52,39 @@ export function treeURL(dir: string): string {
 /** notebookURL is the page of a notebook by its path (the server sends it on to its id). */
 export function notebookURL(path: string): string {
   return url('tree', path);
+}
+
+/** fileURL is where a file other than a notebook opens: the viewer for what a browser shows
+ * by itself (viewKind), else the editor (whose server sends a file that is not text on to the
+ * viewer). */
+export function fileURL(path: string): string {
+  return url(viewKind(path) ? 'view' : 'edit', path);
+}
+
+/** editURL is the editor's page of a file. */
+export function editURL(path: string): string {
+  return url('edit', path);
+}
+
+/** filesURL is a file's bytes (/files/), as an attachment when download. */
+export function filesURL(path: string, download = false): string {
+  return url('files', path) + (download ? '?download=1' : '');
+}
+
+/** ViewKind is how the viewer shows a file. */
+export type ViewKind = 'image' | 'pdf' | 'html';
+
+const viewKinds = new Map<string, ViewKind>([
+  ...['png', 'jpg', 'jpeg', 'gif', 'webp', 'avif', 'bmp', 'ico', 'svg'].map((e) => [e, 'image'] as const),
+  ['pdf', 'pdf'],
+  ['html', 'html'],
+  ['htm', 'html'],
+]);
+
+/** viewKind is how a browser shows a file by itself, by its name's extension; undefined when
+ * it does not (the file is edited as text, or downloaded). */
+export function viewKind(path: string): ViewKind | undefined {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const dot = name.lastIndexOf('.');
+  return dot > 0 ? viewKinds.get(name.slice(dot + 1).toLowerCase()) : undefined;
 }

@@ -20,3 +20,23 @@ export function header(title: string, ...extra: Node[]): HTMLElement {
     ),
   );
 }
+
+/** setTitle shows a file's name in the header and, as short (the name without the extension
+ * its page implies), in the window's title. */
+export function setTitle(name: string, short = name): void {
+  document.title = `${short} – nbkube`;
+  const t = document.querySelector('.nb-title');
+  if (t) {
+    t.textContent = name;
+  }
+}
+
+/** folderLink leads back to the folder of a file's page in the dashboard (the dashboard opens
+ * files in a tab of their own); it goes before the file's name. */
+export function folderLink(dir: string): HTMLElement {
+  return h(
+    'a',
+    { class: 'nb-folder', href: treeURL(dir), title: 'The folder in the dashboard' },
+    dir ? dir + '/' : 'root /',
+  );
+}

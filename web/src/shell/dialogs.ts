@@ -1,6 +1,7 @@
 // Modal dialogs (the native <dialog>: focus kept inside, Esc cancels): a choice among
 // buttons, a text prompt, and a pick from a list.
-import { h } from '../shell/dom';
+import './dialogs.css';
+import { h } from './dom';
 
 export interface Choice {
   value: string;
@@ -101,4 +102,20 @@ export async function pick(title: string, message: string, items: Choice[], okLa
 /** messageOf is an error's message, for a dialog. */
 export function messageOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** askOnConflict asks what to do when a save finds the file changed on the server since it
+ * was loaded or last saved here: overwrite it, reload it (losing this page's changes), or
+ * neither (null). */
+export async function askOnConflict(what: 'Notebook' | 'File'): Promise<'overwrite' | 'reload' | null> {
+  const c = await choose(
+    `${what} changed on the server`,
+    `The file was changed since it was opened or last saved here. Overwrite it with this page’s ${what === 'Notebook' ? 'notebook' : 'text'}, or reload the file (losing this page’s changes)?`,
+    [
+      { value: 'cancel', label: 'Cancel' },
+      { value: 'reload', label: 'Reload' },
+      { value: 'overwrite', label: 'Overwrite', primary: true },
+    ],
+  );
+  return c === 'overwrite' || c === 'reload' ? c : null;
 }
