@@ -18,10 +18,14 @@ import (
 
 // Main is the agent's command line (`nbkube-agent [flags] -- ARGV...`, also `nbkube agent`):
 // flags, then the pod's environment, then Run. It logs JSON lines to stderr. With
-// agentapi.CommandRenderRST first it is the reStructuredText renderer instead (RenderRSTMain).
+// agentapi.CommandRenderRST first it is the reStructuredText renderer instead (RenderRSTMain),
+// with agentapi.CommandTerminal a terminal's agent (TerminalMain).
 func Main(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == agentapi.CommandRenderRST {
 		return RenderRSTMain(ctx, name, args[1:], getenv, stderr)
+	}
+	if len(args) > 0 && args[0] == agentapi.CommandTerminal {
+		return TerminalMain(ctx, name, args[1:], getenv, stderr)
 	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)

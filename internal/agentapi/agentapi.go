@@ -241,3 +241,22 @@ const MaxRSTBytes = 1 << 20
 // MaxRSTHTMLBytes bounds the HTML of one PathRenderRST answer: a renderer that would write
 // more is stopped, and its callers read no more.
 const MaxRSTHTMLBytes = 16 << 20
+
+// CommandTerminal makes the agent's binary a terminal's agent instead of a kernel's
+// (`nbkube-agent terminal [flags] -- SHELL ARGS...`): it runs the shell on a pseudo-terminal
+// and serves it to terminado's clients. It reads EnvPodIP, EnvAgentPort, EnvSecretDir
+// (SecretKeyToken only) and EnvTerminationLog as a kernel's agent does, serves PathHealthz and
+// PathReadyz without a token, and PathStatus (a TerminalStatus), PathTerminal and
+// PathShutdown with it. It exits when the shell has ended.
+const CommandTerminal = "terminal"
+
+// PathTerminal (GET) is the terminal's WebSocket, speaking terminado's JSON messages.
+const PathTerminal = "/terminal"
+
+// TerminalStatus is what a terminal's agent reports on PathStatus.
+type TerminalStatus struct {
+	// LastActivity is when a client last typed or the shell last printed.
+	LastActivity time.Time `json:"last_activity"`
+	// Connections is how many clients are attached.
+	Connections int `json:"connections"`
+}
