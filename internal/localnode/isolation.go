@@ -230,17 +230,26 @@ func sandboxHostIDs(ip string) *podns.HostIDs {
 
 // decideSandboxUsers sets whether the node's sandboxes run as users of the machine of their
 // own: when nbkube runs as root (only root may map other users) and the machine can show the
-// volumes through idmapped mounts (Linux 5.12, and the data directory's file system), which
-// one sandbox tries. Otherwise every sandbox runs as nbkube's user, and says why in the log.
+// volumes through idmapped mounts (Linux 5.12, and the file systems of the data directory and
+// the claims' directories), which one sandbox and a mount of each claim's directory try. Otherwise every sandbox runs as nbkube's user, and says why in the log.
 func (n *Node) decideSandboxUsers(logger logr.Logger) {
 	if os.Geteuid() != 0 {
 		return
 	}
+	ids := podns.HostIDs{UID: sandboxIDBase, GID: sandboxIDBase}
 	scratch := filepath.Join(n.cfg.DataDir, "sandbox-users-check")
 	err := os.MkdirAll(scratch, 0o700)
 	if err == nil {
-		err = podns.CheckHost(scratch, n.sandboxInit(), podns.HostIDs{UID: sandboxIDBase, GID: sandboxIDBase})
+		err = podns.CheckHost(scratch, n.sandboxInit(), ids)
 		_ = os.RemoveAll(scratch)
+	}
+	// The claims' directories (the contents root) may be on other file systems.
+	for _, dir := range n.cfg.ClaimDirs {
+		if err == nil {
+			if _, serr := os.Stat(dir); serr == nil {
+				err = podns.CheckIdmap(dir, n.sandboxInit(), ids)
+			}
+		}
 	}
 	if err != nil {
 		logger.Info("Every pod's sandbox runs as nbkube's user on this machine: a user of its own for each needs idmapped mounts of the data directory", "error", err.Error())

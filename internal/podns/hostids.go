@@ -161,3 +161,19 @@ func attachMount(root, target string, fd int) error {
 	}
 	return unix.MoveMount(fd, "", unix.AT_FDCWD, at, unix.MOVE_MOUNT_F_EMPTY_PATH)
 }
+
+// CheckIdmap tells why the file system of dir cannot be shown to a sandbox of host's through
+// an idmapped mount, if it cannot; it mounts nothing and writes nothing. init is as
+// NewCommand's.
+func CheckIdmap(dir, init string, host HostIDs) error {
+	userns, err := idmapUserns(init, host)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(userns) }()
+	f, err := idmappedMount(Mount{Source: dir, Target: "/", ReadOnly: true}, userns)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	return f.Close()
+}

@@ -114,3 +114,17 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 	t.Fatalf("timed out waiting for %s", what)
 }
+
+func TestCheckIdmap_AcceptsAnIdmappableDirectoryAndRefusesOtherwise(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root may idmap a mount")
+	}
+	host := HostIDs{UID: testHostID, GID: testHostID}
+	if err := CheckIdmap(t.TempDir(), "", host); err != nil {
+		t.Errorf("a directory of the test's file system: %v", err)
+	}
+	// procfs cannot be idmapped.
+	if err := CheckIdmap("/proc/self", "", host); err == nil {
+		t.Error("/proc/self passed the check")
+	}
+}
