@@ -2,8 +2,8 @@ package main
 
 // The web pages' budgets, measured in Chromium (Debian's chromium, driven by chromedp) against
 // the nbkube under test: the dashboard of a directory of 1,000 notebooks, a notebook of 200
-// cells with outputs, the JavaScript each page loads, and the frames of a page printing
-// 10,000 lines. Times are the pages' own performance marks (web/src/shell/ready.ts), counted
+// cells with outputs, the text editor on a Python file of 3,000 lines, the JavaScript each
+// page loads, and the frames of a page printing 10,000 lines. Times are the pages' own performance marks (web/src/shell/ready.ts), counted
 // from the start of the navigation.
 
 import (
@@ -26,6 +26,7 @@ import (
 type pagesReport struct {
 	dashboardRendered, dashboardReady []time.Duration
 	notebookRendered, notebookReady   []time.Duration
+	editorReady                       []time.Duration
 	scripts                           map[string]int // page → JavaScript bytes loaded (as sent: gzipped)
 	frames                            frameReport
 	load                              string // the machine's load average when measured
@@ -143,6 +144,25 @@ func (r *pagesReport) measure(nb *server, root string) error {
 		r.notebookReady = append(r.notebookReady, ready)
 	}
 
+	// The text editor on a Python file of 3,000 lines: ready when the text is in the editor
+	// and its language's highlighting loaded.
+	for i := range pageRuns + 1 {
+		if err := step(time.Minute, chromedp.Navigate(nb.base+"edit/pages/three-thousand.py")); err != nil {
+			return err
+		}
+		ready, err := mark("nbkube-ready-editor")
+		if err != nil {
+			return fmt.Errorf("editor: %w", err)
+		}
+		if i == 0 {
+			if r.scripts["editor"], err = scripts(); err != nil {
+				return err
+			}
+			continue
+		}
+		r.editorReady = append(r.editorReady, ready)
+	}
+
 	// 10,000 printed lines: count the frames while they arrive.
 	if err := step(2*time.Minute,
 		chromedp.Navigate(nb.base+"new?dir=pages"),
@@ -174,8 +194,8 @@ func (r *pagesReport) measure(nb *server, root string) error {
 	}
 	r.frames = frameReport{frames: f.N, maxGap: time.Duration(f.MaxGap * float64(time.Millisecond)),
 		duration: time.Duration((f.End - f.Start) * float64(time.Millisecond))}
-	fmt.Fprintf(os.Stderr, "pages: dashboard rendered %v ready %v, notebook rendered %v ready %v, scripts %v, frames %+v\n",
-		r.dashboardRendered, r.dashboardReady, r.notebookRendered, r.notebookReady, r.scripts, r.frames)
+	fmt.Fprintf(os.Stderr, "pages: dashboard rendered %v ready %v, notebook rendered %v ready %v, editor ready %v, scripts %v, frames %+v\n",
+		r.dashboardRendered, r.dashboardReady, r.notebookRendered, r.notebookReady, r.editorReady, r.scripts, r.frames)
 	return nil
 }
 
@@ -235,7 +255,14 @@ func pagesFixture(root string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(root, "pages", "two-hundred.ipynb"), data, 0o644)
+	if err := os.WriteFile(filepath.Join(root, "pages", "two-hundred.ipynb"), data, 0o644); err != nil {
+		return err
+	}
+	var py strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&py, "def f%d(x):\n    return [v * %d for v in range(x)]  # a comment\n\n", i, i)
+	}
+	return os.WriteFile(filepath.Join(root, "pages", "three-thousand.py"), []byte(py.String()), 0o644)
 }
 
 // writePages writes the pages' section of the report.
@@ -264,8 +291,9 @@ func writePages(b *strings.Builder, r *pagesReport) {
 	row("the same, ready", r.dashboardReady, 0)
 	row("notebook of 200 cells with outputs, interactive", r.notebookRendered, time.Second)
 	row("the same, ready (kernel connected and idle)", r.notebookReady, 0)
+	row("text editor on a Python file of 3,000 lines, ready (text shown, editable)", r.editorReady, 300*time.Millisecond)
 	b.WriteString("\n| page | JavaScript loaded (gzipped) | budget | within |\n|---|---|---|---|\n")
-	for _, page := range []string{"dashboard", "notebook"} {
+	for _, page := range []string{"dashboard", "notebook", "editor"} {
 		fmt.Fprintf(b, "| %s | %d KiB | 600 KiB | %v |\n", page, r.scripts[page]/1024, r.scripts[page] <= 600<<10)
 	}
 	f := r.frames
