@@ -20,9 +20,10 @@ import (
 // node serves inside it, at an address no pod gets: the proxy connects, from the host, only
 // where the pod's egress NetworkPolicies let it, as a network that enforces them would. The
 // environment of every sandboxed container names it (HTTP_PROXY, HTTPS_PROXY and their
-// lower-case forms), which pip, git, curl, conda, requests and urllib follow; names are
-// resolved by the node, so a sandbox needs no DNS server. Other protocols than HTTP and
-// CONNECT tunnels (TLS, SSH over a proxy command) have no way out.
+// lower-case forms), which pip, git, curl, conda, requests and urllib follow; the names it is
+// asked for are resolved by the node (the sandbox's own DNS, dns.go, only answers names).
+// Other protocols than HTTP and CONNECT tunnels (TLS, SSH over a proxy command) have no way
+// out.
 const (
 	egressProxyIP   = "127.0.0.100"
 	egressProxyPort = 3128

@@ -58,6 +58,12 @@ func (w *podWorker) sandboxSpec(c *container, mounts mountTable, declared []core
 	spec.Path = exe
 	spec.Mounts = append(spec.Mounts, extra...)
 
+	if resolv, at, err := w.resolvConf(); err != nil {
+		return podns.Spec{}, err
+	} else if resolv != "" {
+		spec.Mounts = append(spec.Mounts, podns.Mount{Source: resolv, Target: at, ReadOnly: true})
+	}
+
 	host := w.node.hostEnv
 	host.path, host.home, host.proxy = containerPath, "/", egressProxyURL
 	if host.forkServer != "" {
@@ -256,4 +262,19 @@ func (n *Node) decideSandboxUsers(logger logr.Logger) {
 		return
 	}
 	n.ownUsers = true
+}
+
+// resolvConf is the file shown in the sandbox at at, the machine's /etc/resolv.conf or where
+// that links to (a resolver's file under /run, which the sandbox gets in its own root), which
+// names the node's DNS relay inside it (dns.go); "" when the machine has none.
+func (w *podWorker) resolvConf() (file, at string, err error) {
+	at, err = filepath.EvalSymlinks("/etc/resolv.conf")
+	if err != nil {
+		return "", "", nil
+	}
+	file = filepath.Join(w.podDir, "resolv.conf")
+	if err := os.WriteFile(file, []byte(sandboxResolvConf), 0o644); err != nil {
+		return "", "", fmt.Errorf("writing the sandbox's resolv.conf: %w", err)
+	}
+	return file, at, nil
 }

@@ -91,6 +91,9 @@ type Config struct {
 	// directories read-only, its own processes only, and a network of its own into which the
 	// node forwards its declared ports. Off: containers are processes of the host.
 	Sandbox bool
+	// SandboxDNS are the name servers (host:port) that the DNS inside each sandbox relays
+	// to; default those of the machine's /etc/resolv.conf.
+	SandboxDNS []string
 }
 
 // Node is a local node: the scheduler and kubelet of a one-node cluster whose containers are
@@ -193,7 +196,11 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 		n.forkServer = newForkServer(opts)
 	}
 	if cfg.Sandbox {
-		n.network = newPodNetwork()
+		dns := cfg.SandboxDNS
+		if len(dns) == 0 {
+			dns = machineNameServers("/etc/resolv.conf")
+		}
+		n.network = newPodNetwork(dns)
 	}
 	return n, nil
 }

@@ -46,6 +46,8 @@ type podNetwork struct {
 	policies   networkinglisters.NetworkPolicyLister
 	services   corelisters.ServiceLister
 	namespaces corelisters.NamespaceLister
+	// dnsServers are where the sandboxes' DNS relays (dns.go).
+	dnsServers []string
 
 	mu    sync.Mutex
 	links map[*sandboxLink]bool
@@ -54,8 +56,9 @@ type podNetwork struct {
 	kick    chan struct{}
 }
 
-func newPodNetwork() *podNetwork {
-	return &podNetwork{links: map[*sandboxLink]bool{}, kick: make(chan struct{}, 1)}
+// newPodNetwork is the network of a node whose sandboxes' DNS relays to dnsServers.
+func newPodNetwork(dnsServers []string) *podNetwork {
+	return &podNetwork{links: map[*sandboxLink]bool{}, kick: make(chan struct{}, 1), dnsServers: dnsServers}
 }
 
 // sandboxLink is one sandboxed container's place in the pod network.
@@ -76,6 +79,9 @@ type sandboxLink struct {
 	out map[string]net.Listener
 	// egress is the egress proxy's listener inside the sandbox (egress.go).
 	egress net.Listener
+	// dns and dnsTCP are the DNS relay's sockets inside the sandbox (dns.go).
+	dns    net.PacketConn
+	dnsTCP net.Listener
 }
 
 // attach links a sandboxed container into the network: its declared ports are reachable at
@@ -94,6 +100,10 @@ func (n *podNetwork) attach(ctx context.Context, pod *corev1.Pod, ip string, c *
 	if err := l.listenEgress(n); err != nil {
 		l.close()
 		return nil, err
+	}
+	if err := l.listenDNS(n.dnsServers); err != nil {
+		l.close()
+		return nil, fmt.Errorf("serving the sandbox's DNS: %w", err)
 	}
 	n.mu.Lock()
 	n.links[l] = true
@@ -401,6 +411,10 @@ func (l *sandboxLink) close() {
 	}
 	if l.egress != nil {
 		l.egress.Close()
+	}
+	if l.dns != nil {
+		l.dns.Close()
+		l.dnsTCP.Close()
 	}
 	l.in, l.out = map[int32]net.Listener{}, map[string]net.Listener{}
 }

@@ -30,7 +30,8 @@ import (
 func TestSandboxedNode(t *testing.T) {
 	cp := testenv.ControlPlane(t, true)
 	client := kubernetes.NewForConfigOrDie(cp.RESTConfig())
-	startNode(t, client, localnode.Config{DataDir: t.TempDir(), Sandbox: true, CrashLoopBackOff: 200 * time.Millisecond})
+	startNode(t, client, localnode.Config{DataDir: t.TempDir(), Sandbox: true, CrashLoopBackOff: 200 * time.Millisecond,
+		SandboxDNS: []string{startNameServer(t)}})
 
 	// The node listens at the pod IP for the sandbox's ports from the start; a TCP probe must
 	// reach the container's own socket, not that listener, or a server that does not listen
@@ -79,6 +80,7 @@ func TestSandboxedNode(t *testing.T) {
 
 	t.Run("EgressFollowsThePodsPolicies", func(t *testing.T) { egressFollowsThePodsPolicies(t, client) })
 	t.Run("EachPodRunsAsAUserOfItsOwn", func(t *testing.T) { eachPodRunsAsAUserOfItsOwn(t, client) })
+	t.Run("NamesResolveThroughTheNodesDNS", func(t *testing.T) { namesResolveThroughTheNodesDNS(t, client) })
 }
 
 // eachPodRunsAsAUserOfItsOwn: under root, two pods that share a volume (as a user's kernels

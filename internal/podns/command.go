@@ -37,8 +37,10 @@ type initSpec struct {
 
 // initCaps are the capabilities, in its own user namespace, that the init builds the
 // sandbox with: mounts and pivot_root, the loopback interface, the hostname, and dropping the
-// bounding set.
-var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SYS_CHROOT, unix.CAP_SETPCAP}
+// bounding set; and, kept by the threads that answer the node's requests (not the one that
+// starts commands, which drops every capability), ports below 1024 for the node's servers
+// inside (the sandbox's DNS).
+var initCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SYS_CHROOT, unix.CAP_SETPCAP, unix.CAP_NET_BIND_SERVICE}
 
 // startTimeout bounds how long the init may take to build the sandbox and start the command.
 const startTimeout = 30 * time.Second

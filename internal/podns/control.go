@@ -27,7 +27,9 @@ type dialRequest struct {
 	ID     uint64 `json:"id"`
 	Port   int    `json:"port,omitempty"`
 	Listen string `json:"listen,omitempty"`
-	Exec   *Exec  `json:"exec,omitempty"`
+	// UDP makes a Listen request's socket a UDP one.
+	UDP  bool  `json:"udp,omitempty"`
+	Exec *Exec `json:"exec,omitempty"`
 }
 
 type dialReply struct {
@@ -119,6 +121,17 @@ func (c *Control) Listen(ctx context.Context, ip string, port int) (net.Listener
 	}
 	defer f.Close()
 	return net.FileListener(f)
+}
+
+// ListenPacket is Listen for UDP: a socket bound at ip:port inside the sandbox's network
+// namespace, which its caller serves from outside.
+func (c *Control) ListenPacket(ctx context.Context, ip string, port int) (net.PacketConn, error) {
+	f, err := c.ask(ctx, dialRequest{Port: port, Listen: ip, UDP: true})
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return net.FilePacketConn(f)
 }
 
 // ask sends req and waits for the socket of its answer.

@@ -189,13 +189,20 @@ func answerDial(conn *net.UnixConn, req dialRequest, podIP string) {
 	var rights []byte
 	var f *os.File
 	var err error
-	if req.Listen != "" {
+	switch {
+	case req.Listen != "" && req.UDP:
+		var pc net.PacketConn
+		if pc, err = net.ListenPacket("udp", net.JoinHostPort(req.Listen, strconv.Itoa(req.Port))); err == nil {
+			f, err = pc.(*net.UDPConn).File()
+			pc.Close()
+		}
+	case req.Listen != "":
 		var ln net.Listener
 		if ln, err = net.Listen("tcp", net.JoinHostPort(req.Listen, strconv.Itoa(req.Port))); err == nil {
 			f, err = ln.(*net.TCPListener).File()
 			ln.Close()
 		}
-	} else {
+	default:
 		var c net.Conn
 		if c, err = net.DialTimeout("tcp", net.JoinHostPort(podIP, strconv.Itoa(req.Port)), dialTimeout); err == nil {
 			f, err = c.(*net.TCPConn).File()

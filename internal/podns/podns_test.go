@@ -348,13 +348,13 @@ func TestSandbox_WorksForAnOrdinaryUser(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^TestSandbox_(SeesItsVolumesAndTheSystemOnly|ReachesNothingOnTheNetwork|DialConnectsToAServerInside)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^TestSandbox_(SeesItsVolumesAndTheSystemOnly|ReachesNothingOnTheNetwork|DialConnectsToAServerInside|ListenPacketServesAPrivilegedPortInsideButTheCommandGetsNone)$", "-test.count=1", "-test.v")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + dir, "HOME=" + dir}
 	cmd.Dir = dir
 	const nobody = 65534
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.Count(string(out), "--- PASS") != 3 {
+	if err != nil || strings.Count(string(out), "--- PASS") != 4 {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }
@@ -415,5 +415,65 @@ func TestSandbox_ExecRunsInsideAndReportsTheEnd(t *testing.T) {
 	// The sandbox's command still runs.
 	if err := s.cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the sandbox ended: %v", err)
+	}
+}
+
+func TestSandbox_ListenPacketServesAPrivilegedPortInsideButTheCommandGetsNone(t *testing.T) {
+	// The command asks the node's server at 127.0.0.100:53 (as a resolver asks its DNS
+	// server) until it answers, and tries to bind a port below 1024 itself.
+	spec := Spec{Path: "/usr/bin/python3", Argv: []string{"python3", "-c", `
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(0.1)
+for _ in range(200):
+    s.sendto(b"ping", ("127.0.0.100", 53))
+    try:
+        print("answer=" + s.recv(100).decode())
+        break
+    except socket.timeout:
+        pass
+try:
+    socket.socket().bind(("127.0.0.1", 80))
+    print("bind80=yes")
+except PermissionError:
+    print("bind80=no")
+`}, Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000, Root: t.TempDir()}
+	if os.Getuid() == 0 {
+		// A user of the machine of its own too, as nbkube's sandboxes under root.
+		spec.Host = &HostIDs{UID: testHostID, GID: testHostID}
+	}
+	c, err := NewCommand(spec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	c.Cmd.Stdout, c.Cmd.Stderr = &out, &out
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	control, err := c.Started()
+	if err != nil {
+		_ = c.Cmd.Wait()
+		t.Fatalf("starting the sandbox: %v\n%s", err, out.String())
+	}
+	defer control.Close()
+	pc, err := control.ListenPacket(context.Background(), "127.0.0.100", 53)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 100)
+		n, from, err := pc.ReadFrom(buf)
+		if err == nil {
+			_, _ = pc.WriteTo(append([]byte("pong to "), buf[:n]...), from)
+		}
+	}()
+	if err := c.Cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	got := results(out.String())
+	if got["answer"] != "pong to ping" || got["bind80"] != "no" {
+		t.Fatalf("the command inside: %s", out.String())
 	}
 }

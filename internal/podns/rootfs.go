@@ -203,9 +203,13 @@ func bindAs(root, source, target string, ro, device bool) error {
 func mountPoint(root, target string, dir bool) (string, error) {
 	at := filepath.Join(root, target)
 	var err error
-	if dir {
+	switch _, statErr := os.Stat(at); {
+	case dir:
 		err = os.MkdirAll(at, 0o755)
-	} else {
+	case statErr == nil:
+		// A file there already (one of the system's, under a read-only directory): mounted
+		// over as it is.
+	default:
 		err = os.MkdirAll(filepath.Dir(at), 0o755)
 		if err == nil {
 			var f *os.File
