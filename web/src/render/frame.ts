@@ -56,6 +56,8 @@ export function renderFramed(mime: string, value: unknown, metadata: nbformat.Ou
     sandbox: 'allow-scripts',
     title: mime === 'application/vnd.plotly.v1+json' ? 'Plotly figure' : 'Output that runs scripts',
     referrerpolicy: 'no-referrer',
+    // A long notebook's frames load as they come near the view.
+    loading: 'lazy',
     'data-mime-type': mime,
   });
   let sent = false;
