@@ -149,7 +149,7 @@ func inFrame[T any](sel, expr string, out *T, ok func(T) bool) Act {
 			}
 			select {
 			case <-ctx.Done():
-				return chromedp.Void{}, fmt.Errorf("in the frame %s, %s is %v (%v): %w", sel, expr, v, err, ctx.Err())
+				return chromedp.Void{}, fmt.Errorf("in the frame %s, %s is %v (%w): %w", sel, expr, v, err, ctx.Err())
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
@@ -161,8 +161,11 @@ func inFrame[T any](sel, expr string, out *T, ok func(T) bool) Act {
 func frameEval[T any](ctx context.Context, tg *chromedp.Target, sel, expr string) (T, error) {
 	var zero T
 	nodes, err := chromedp.Nodes(chromedp.CSS(sel))(ctx, tg)
-	if err != nil || len(nodes) == 0 || nodes[0].FrameID == "" {
-		return zero, fmt.Errorf("no frame %s: %v", sel, err)
+	if err != nil {
+		return zero, err
+	}
+	if len(nodes) == 0 || nodes[0].FrameID == "" {
+		return zero, fmt.Errorf("no frame %s", sel)
 	}
 	fid := nodes[0].FrameID
 	var raw []byte
