@@ -46,6 +46,7 @@ func (s *Server) routes() *gin.Engine {
 	base.GET(assetsPath+"*file", s.getAsset)
 	base.GET(faviconPath, s.getFavicon)
 	base.HEAD(faviconPath, s.getFavicon)
+	base.GET(outputFramePath, s.getOutputFrame)
 	base.GET("", s.loginFirst, s.authenticate, s.openContents, s.getRoot)
 	pages := base.Group("", s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
 	pages.GET("tree", s.page(s.getTree))

@@ -12,7 +12,8 @@
 //
 // Every output element has the class nb-output, and nb-output-scrolled, which caps its height
 // with a scroll bar (render.css; remove the class to show an output in full; print ignores it).
-// HTML and SVG are always sanitised and never run scripts (see sanitize.ts).
+// HTML and SVG shown in the page are always sanitised and never run scripts (see sanitize.ts);
+// outputs that need scripts run in a sandboxed frame of their own (frame.ts).
 // render.css @imports katex/dist/katex.min.css, so every page using the renderers gets KaTeX's
 // styles and fonts (imported from CSS rather than here: the unit tests' bundle keeps packages
 // external, and Node cannot load a package's .css).
@@ -21,7 +22,7 @@ import type * as nbformat from '@jupyterlab/nbformat';
 import { h } from '../shell/dom';
 import { ansiToFragment } from './ansi';
 import { markdownToHTML } from './markdown';
-import { pickMime, renderMime, text } from './mime';
+import { pickMime, renderMime, text, unknownTypes } from './mime';
 import { sanitizeHTML } from './sanitize';
 import { writeStream } from './stream';
 
@@ -59,8 +60,7 @@ export function renderOutput(output: nbformat.IOutput, opts: RenderOptions): HTM
         'data-mime-type': mime,
       });
       if (mime === undefined) {
-        const types = Object.keys(data);
-        el.append(h('p', { class: 'nb-unsupported' }, types.length ? `No view for ${types.join(', ')}` : ''));
+        el.append(h('p', { class: 'nb-unsupported' }, unknownTypes(Object.keys(data))));
       } else {
         el.append(renderMime(mime, data, d.metadata, opts.trusted));
       }

@@ -1,14 +1,24 @@
 // Rich outputs (execute_result, display_data): the first MIME type of the bundle, in Jupyter's
-// order, rendered by its renderer.
+// order, rendered by its renderer. Outputs that need JavaScript run in a frame (frame.ts);
+// widgets and types nothing here knows say what they are.
 import type * as nbformat from '@jupyterlab/nbformat';
 import { h } from '../shell/dom';
+import { needsFrame, renderFramed } from './frame';
 import { markdownToHTML } from './markdown';
 import { stripDelimiters, texToHTML } from './math';
 import { sanitizeHTML, sanitizeSVG } from './sanitize';
 import { writeStream } from './stream';
 
-/** The bundle types in the order they are chosen, as Jupyter's. */
+/** WIDGET_TYPE is an ipywidgets widget's view, which the page does not run. */
+export const WIDGET_TYPE = 'application/vnd.jupyter.widget-view+json';
+
+/** The bundle types in the order they are chosen, as Notebook 6's (a widget first, so that it
+ * says what it is rather than show its text), with Plotly's figure before the HTML that
+ * stands in for it. */
 export const MIME_PRIORITY = [
+  WIDGET_TYPE,
+  'application/vnd.plotly.v1+json',
+  'application/javascript',
   'text/html',
   'image/png',
   'image/jpeg',
@@ -40,7 +50,15 @@ export function renderMime(
   trusted: boolean,
 ): HTMLElement {
   const value = data[mime];
+  if (needsFrame(mime, mime === 'text/html' ? text(value) : '')) {
+    return renderFramed(mime, mime === 'application/vnd.plotly.v1+json' ? value : text(value), metadata);
+  }
   switch (mime) {
+    case WIDGET_TYPE:
+      return unsupported(
+        'This output is an interactive widget (ipywidgets); nbkube’s page does not run widgets yet.',
+        data,
+      );
     case 'text/html': {
       const el = h('div', { class: 'nb-html' });
       el.append(sanitizeHTML(text(value), trusted));
@@ -75,6 +93,30 @@ export function renderMime(
       return el;
     }
   }
+}
+
+/** unsupported says why an output is not shown, with its text/plain beside (a widget's repr). */
+export function unsupported(why: string, data: nbformat.IMimeBundle): HTMLElement {
+  const el = h('div', { class: 'nb-unsupported-output' }, h('p', { class: 'nb-unsupported' }, why));
+  const plain = text(data['text/plain']);
+  if (plain.trim() !== '') {
+    const pre = h('pre', { class: 'nb-text' });
+    writeStream(pre, plain);
+    el.append(pre);
+  }
+  return el;
+}
+
+/** unknownTypes says that a bundle has no type the page can show, and names them (nothing for
+ * an empty bundle, as Jupyter). */
+export function unknownTypes(types: string[]): string {
+  if (types.length === 0) {
+    return '';
+  }
+  const named = types.join(', ');
+  return types.length === 1
+    ? `This output is of type ${named}, which nbkube’s page cannot show.`
+    : `This output is of types ${named}, none of which nbkube’s page can show.`;
 }
 
 function safeParse(s: string): unknown {

@@ -3,9 +3,9 @@
 // is read back into nodes in ansi.ts, never parsed as HTML.)
 //
 // Scripts never run in the page: DOMPurify drops <script>, on* handlers and javascript: URLs,
-// and the pages' Content-Security-Policy (script-src 'self') refuses inline scripts anyway. So
-// outputs that need JavaScript in the page (ipywidgets, Bokeh/Plotly's JS, application/javascript)
-// are not supported; their static fallbacks (text/html, image/png, text/plain) are shown instead.
+// and the pages' Content-Security-Policy (script-src 'self') refuses inline scripts anyway.
+// Outputs that need JavaScript (HTML with a <script>, application/javascript, Plotly figures)
+// never come here: they run in a sandboxed frame of their own (frame.ts).
 // The one difference trust makes: a trusted notebook's HTML may carry <style> (pandas' tables),
 // an untrusted one's may not, nor forms.
 import DOMPurify, { type Config, type DOMPurify as Purifier } from 'dompurify';
