@@ -276,8 +276,7 @@ export class NotebookModel {
     if (!c) return 0;
     const parts = splitSource(c.source, offsets);
     if (parts.length < 2) return 1;
-    c.source = parts[0];
-    this.emit({ kind: 'source', index });
+    this.setSource(index, parts[0]);
     this.insert(index + 1, ...parts.slice(1).map((s) => makeCell(c.type, s)));
     return parts.length;
   }
@@ -296,6 +295,23 @@ export class NotebookModel {
       delete c.attachments;
     }
     this.emit({ kind: 'type', index });
+    this.setDirty(true);
+  }
+
+  /** setSource changes a cell's source from outside its editor (find and replace). */
+  setSource(index: number, source: string): void {
+    const c = this.cells[index];
+    if (!c || c.source === source) return;
+    c.source = source;
+    this.emit({ kind: 'source', index });
+    this.setDirty(true);
+  }
+
+  /** setMetadata replaces a cell's metadata. */
+  setMetadata(index: number, metadata: PartialJSONObject): void {
+    const c = this.cells[index];
+    if (!c) return;
+    c.metadata = metadata;
     this.setDirty(true);
   }
 

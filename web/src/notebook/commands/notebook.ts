@@ -3,6 +3,8 @@
 // shortcuts help all come from this one list.
 import { config, url } from '../../shell/config';
 import { dirname } from '../../shell/saver';
+import { editMetadata } from '../cellmeta';
+import { openFind } from '../find';
 import type { NotebookPage } from '../notebook';
 import { DOWNLOADS } from '../toolbar';
 import { openPalette, showShortcuts } from './palette';
@@ -95,6 +97,14 @@ export function notebookCommands(p: NotebookPage): CommandSpec[] {
       run: () => ops().move(-1),
     },
     { id: 'move-down', label: 'Move cells down', menu: 'Edit', command: ['Alt-Down'], run: () => ops().move(1) },
+    {
+      id: 'find',
+      label: 'Find and replace…',
+      menu: 'Edit',
+      group: true,
+      command: ['F'],
+      run: () => openFind(p),
+    },
     { id: 'select-all', label: 'Select all cells', menu: 'Edit', group: true, run: () => ops().selectAll() },
     {
       id: 'extend-up',
@@ -207,6 +217,13 @@ export function notebookCommands(p: NotebookPage): CommandSpec[] {
       run: () => ops().clearOutputs(false),
     },
     { id: 'clear-all-output', label: 'Clear all outputs', menu: 'Cell', run: () => ops().clearOutputs(true) },
+    {
+      id: 'edit-metadata',
+      label: 'Edit tags and metadata…',
+      menu: 'Cell',
+      group: true,
+      run: () => editMetadata(p),
+    },
     {
       id: 'complete',
       label: 'Complete',
