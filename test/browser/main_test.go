@@ -78,8 +78,13 @@ func start() (*instance, error) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, err
 	}
+	jupyterPath, err := secondKernelSpec(binDir)
+	if err != nil {
+		return nil, err
+	}
 	l, err := testenv.LaunchLocal(testenv.LocalConfig{Bin: filepath.Join(binDir, "nbkube"), DataDir: filepath.Join(binDir, "data"), Root: root,
-		Args: []string{"--listen", "127.0.0.1:0"}, LogPath: filepath.Join(binDir, "nbkube-local.log")})
+		Args: []string{"--listen", "127.0.0.1:0"}, LogPath: filepath.Join(binDir, "nbkube-local.log"),
+		Env: []string{"JUPYTER_PATH=" + jupyterPath}})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +102,21 @@ func start() (*instance, error) {
 	u.Host = inst.proxy.addr()
 	inst.url = u.String()
 	return inst, nil
+}
+
+// secondKernelSpec makes a Jupyter data directory with a second Python kernel spec,
+// "python3-second", so that a test can change a notebook's kernel to another: the host's
+// host's python3 under another name. It returns the directory, for
+// JUPYTER_PATH (the host's own specs are found after it).
+func secondKernelSpec(dir string) (string, error) {
+	jp := filepath.Join(dir, "jupyter")
+	spec := filepath.Join(jp, "kernels", "python3-second")
+	if err := os.MkdirAll(spec, 0o755); err != nil {
+		return "", err
+	}
+	kernel := `{"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+ "display_name": "Python 3 (second)", "language": "python"}`
+	return jp, os.WriteFile(filepath.Join(spec, "kernel.json"), []byte(kernel), 0o644)
 }
 
 func (i *instance) stop() {

@@ -90,18 +90,6 @@ export async function openFind(p: NotebookPage): Promise<void> {
     current = undefined;
     status.textContent = `Replaced ${all.length} ${all.length === 1 ? 'match' : 'matches'}.`;
   };
-  find.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter') {
-      e.preventDefault();
-      findNext();
-    }
-  });
-  repl.addEventListener('keydown', (e) => {
-    if (e.key === 'Enter') {
-      e.preventDefault();
-      replaceOne();
-    }
-  });
   const { dialog, result } = openDialog(
     'Find and replace',
     [
@@ -120,6 +108,14 @@ export async function openFind(p: NotebookPage): Promise<void> {
     [{ value: 'cancel', label: 'Close' }],
   );
   dialog.classList.add('nb-find');
+  // Enter in a field finds (or replaces) rather than closing the dialog.
+  dialog.querySelector('form')?.addEventListener('submit', (e) => {
+    const a = document.activeElement;
+    if (a !== find && a !== repl) return;
+    e.preventDefault();
+    if (a === find) findNext();
+    else replaceOne();
+  });
   find.focus();
   await result;
   p.refocus();
