@@ -1,9 +1,7 @@
 package browser
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -13,27 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 )
-
-// apiGet reads an API answer with the instance's token.
-func apiGet(t *testing.T, srv *instance, path string, out any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, srv.url+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+srv.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s", path, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-}
 
 // savedSources are the cells' sources of the notebook as the contents API has it.
 func savedSources(t *testing.T, srv *instance, path string) []string {

@@ -13,6 +13,14 @@ export function shortcut(commands: CommandRegistry, id: string): string {
   return commands.keys(id, 'command')[0] ?? commands.keys(id, 'edit')[0] ?? '';
 }
 
+/** consume keeps a key that was acted on from the page and the browser. */
+function consume(e: KeyboardEvent, handled: boolean): void {
+  if (handled) {
+    e.preventDefault();
+    e.stopPropagation();
+  }
+}
+
 export class MenuBar {
   readonly node: HTMLElement;
   private tops: HTMLElement[] = [];
@@ -48,7 +56,7 @@ export class MenuBar {
       top.addEventListener('mouseenter', () => {
         if (this.openIndex >= 0 && this.openIndex !== i) this.open(i, 'first');
       });
-      top.addEventListener('keydown', (e) => this.onTopKey(e, i));
+      top.addEventListener('keydown', (e) => consume(e, this.onTopKey(e.key, i)));
       this.tops.push(top);
       this.node.append(top);
     });
@@ -66,6 +74,12 @@ export class MenuBar {
     if (a && !this.node.contains(a)) this.returnTo = a;
   }
 
+  /** leave closes the menus and gives the focus back. */
+  private leave(): void {
+    this.close(false);
+    this.giveBack();
+  }
+
   /** giveBack returns the focus to where it was before the menu bar. */
   private giveBack(): void {
     const r = this.returnTo;
@@ -79,12 +93,13 @@ export class MenuBar {
     this.tops[i].focus();
   }
 
-  private onTopKey(e: KeyboardEvent, i: number): void {
+  /** onTopKey acts on a key on menu bar item i; false leaves the key alone. */
+  private onTopKey(key: string, i: number): boolean {
     const n = this.tops.length;
-    switch (e.key) {
+    switch (key) {
       case 'ArrowRight':
       case 'ArrowLeft': {
-        const j = (i + (e.key === 'ArrowRight' ? 1 : n - 1)) % n;
+        const j = (i + (key === 'ArrowRight' ? 1 : n - 1)) % n;
         if (this.openIndex >= 0) this.open(j, 'first');
         else this.focusTop(j);
         break;
@@ -104,14 +119,12 @@ export class MenuBar {
         this.open(i, 'last');
         break;
       case 'Escape':
-        this.close(false);
-        this.giveBack();
+        this.leave();
         break;
       default:
-        return;
+        return false;
     }
-    e.preventDefault();
-    e.stopPropagation();
+    return true;
   }
 
   /** open shows menu i, its first or last item focused (or the focus left alone). */
@@ -125,7 +138,7 @@ export class MenuBar {
       groupStarted = true;
       menu.append(this.item(c));
     }
-    menu.addEventListener('keydown', (e) => this.onMenuKey(e));
+    menu.addEventListener('keydown', (e) => consume(e, this.onMenuKey(e.key)));
     const top = this.tops[i];
     top.setAttribute('aria-expanded', 'true');
     this.tops.forEach((t, j) => t.setAttribute('tabindex', j === i ? '0' : '-1'));
@@ -162,11 +175,12 @@ export class MenuBar {
     return this.popup ? [...this.popup.querySelectorAll<HTMLElement>('[role=menuitem]')] : [];
   }
 
-  private onMenuKey(e: KeyboardEvent): void {
+  /** onMenuKey acts on a key in the open menu; false leaves the key alone. */
+  private onMenuKey(key: string): boolean {
     const items = this.items();
     const i = items.indexOf(document.activeElement as HTMLElement);
     const n = items.length;
-    switch (e.key) {
+    switch (key) {
       case 'ArrowDown':
         items[(i + 1) % n]?.focus();
         break;
@@ -182,7 +196,7 @@ export class MenuBar {
       case 'ArrowRight':
       case 'ArrowLeft': {
         const m = this.tops.length;
-        this.open((this.openIndex + (e.key === 'ArrowRight' ? 1 : m - 1)) % m, 'first');
+        this.open((this.openIndex + (key === 'ArrowRight' ? 1 : m - 1)) % m, 'first');
         break;
       }
       case 'Enter':
@@ -193,22 +207,19 @@ export class MenuBar {
         this.close(true);
         break;
       case 'Tab':
-        this.close(false);
-        this.giveBack();
+        this.leave();
         break;
       default:
-        return;
+        return false;
     }
-    e.preventDefault();
-    e.stopPropagation();
+    return true;
   }
 
   /** activate closes the menu, gives the focus back, and runs the item's command. */
   private activate(el: HTMLElement): void {
     if (el.getAttribute('aria-disabled') === 'true') return;
     const id = el.dataset.command ?? '';
-    this.close(false);
-    this.giveBack();
+    this.leave();
     this.commands.run(id);
   }
 
