@@ -204,3 +204,14 @@ test('clear output clears the selected cells or all; L and Shift-L toggle line n
     [false, false],
   );
 });
+
+test('Shift-click extends the selection from where it began', () => {
+  const p = page(['markdown', 'a'], ['markdown', 'b'], ['markdown', 'c']);
+  const cell = (i: number) => p.cellsNode.querySelector(`[data-cell-index="${i}"]`)!;
+  cell(2).dispatchEvent(new window.MouseEvent('mousedown', { bubbles: true, shiftKey: true }));
+  assert.deepEqual(marked(p), ['0', '1', '2']);
+  assert.equal(selected(p), '2');
+  cell(1).dispatchEvent(new window.MouseEvent('mousedown', { bubbles: true }));
+  assert.deepEqual(marked(p), []);
+  assert.equal(selected(p), '1');
+});
