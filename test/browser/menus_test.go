@@ -25,18 +25,17 @@ func savedSources(t *testing.T, srv *instance, path string) []string {
 	apiGet(t, srv, "api/contents/"+(&url.URL{Path: path}).EscapedPath(), &m)
 	var out []string
 	for _, c := range m.Content.Cells {
-		switch s := c.Source.(type) {
-		case string:
-			out = append(out, s)
-		case []any:
-			var b strings.Builder
-			for _, l := range s {
-				b.WriteString(fmt.Sprint(l))
-			}
-			out = append(out, b.String())
-		}
+		out = append(out, sourceText(c.Source))
 	}
 	return out
+}
+
+// sourceText is a cell's source, which nbformat writes as a string or a list of lines.
+func sourceText(v any) string {
+	if lines, ok := v.([]any); ok {
+		return fmt.Sprint(lines...) // strings side by side are joined without spaces
+	}
+	return fmt.Sprint(v)
 }
 
 // key presses a key with modifiers.
@@ -268,7 +267,8 @@ func TestMenus_FindReplaceAndCellMetadata(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`dialog[open] textarea[aria-label^="Tags"]`), "keep, slow"),
 		chromedp.Evaluate[chromedp.Void](`document.querySelector('dialog[open] textarea[aria-label^="Metadata"]').value = '{"collapsed": true}'`),
 		dialogButton("Set"),
-		until(`!document.querySelector('dialog[open]')`),
+		// Gone from the page once its answer is taken (closed, it may still be there).
+		until(`!document.querySelector('dialog')`),
 		key("s", chromedp.ModifierCtrl),
 		until(`document.body.dataset.dirty === "false"`),
 	)
@@ -276,11 +276,7 @@ func TestMenus_FindReplaceAndCellMetadata(t *testing.T) {
 	var sources []string
 	for _, c := range onDisk(t, file)["cells"].([]any) {
 		cell := c.(map[string]any)
-		src := cell["source"]
-		if lines, ok := src.([]any); ok {
-			src = fmt.Sprint(lines...)
-		}
-		sources = append(sources, fmt.Sprint(src))
+		sources = append(sources, sourceText(cell["source"]))
 		if m, _ := cell["metadata"].(map[string]any); m["tags"] != nil {
 			tagged = append(tagged, m)
 		}
