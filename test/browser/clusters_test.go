@@ -1,9 +1,7 @@
 package browser
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,23 +16,14 @@ import (
 // me is the name the server knows the token's user by.
 func (i *instance) me(t *testing.T) string {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, i.url+"api/me", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "token "+i.token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var me struct {
 		Identity struct {
 			Username string `json:"username"`
 		} `json:"identity"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&me); err != nil || me.Identity.Username == "" {
-		t.Fatalf("GET /api/me: %v", err)
+	apiGet(t, i, "api/me", &me)
+	if me.Identity.Username == "" {
+		t.Fatal("GET /api/me: no user name")
 	}
 	return me.Identity.Username
 }

@@ -6,7 +6,9 @@ package browser
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -78,8 +80,13 @@ func start() (*instance, error) {
 	if err := os.Mkdir(root, 0o755); err != nil {
 		return nil, err
 	}
+	jupyterPath, err := secondKernelSpec(binDir)
+	if err != nil {
+		return nil, err
+	}
 	l, err := testenv.LaunchLocal(testenv.LocalConfig{Bin: filepath.Join(binDir, "nbkube"), DataDir: filepath.Join(binDir, "data"), Root: root,
-		Args: []string{"--listen", "127.0.0.1:0"}, LogPath: filepath.Join(binDir, "nbkube-local.log")})
+		Args: []string{"--listen", "127.0.0.1:0"}, LogPath: filepath.Join(binDir, "nbkube-local.log"),
+		Env: []string{"JUPYTER_PATH=" + jupyterPath}})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +104,21 @@ func start() (*instance, error) {
 	u.Host = inst.proxy.addr()
 	inst.url = u.String()
 	return inst, nil
+}
+
+// secondKernelSpec makes a Jupyter data directory with a second Python kernel spec,
+// "python3-second", so that a test can change a notebook's kernel to another: the host's
+// host's python3 under another name. It returns the directory, for
+// JUPYTER_PATH (the host's own specs are found after it).
+func secondKernelSpec(dir string) (string, error) {
+	jp := filepath.Join(dir, "jupyter")
+	spec := filepath.Join(jp, "kernels", "python3-second")
+	if err := os.MkdirAll(spec, 0o755); err != nil {
+		return "", err
+	}
+	kernel := `{"argv": ["/usr/bin/python3", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+ "display_name": "Python 3 (second)", "language": "python"}`
+	return jp, os.WriteFile(filepath.Join(spec, "kernel.json"), []byte(kernel), 0o644)
 }
 
 func (i *instance) stop() {
@@ -237,4 +259,25 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 		t.Fatalf("evaluate %s: %v", expr, err)
 	}
 	return v
+}
+
+// apiGet reads an API answer with the instance's token.
+func apiGet(t *testing.T, srv *instance, path string, out any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.url+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+srv.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", path, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
 }

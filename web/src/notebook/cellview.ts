@@ -13,8 +13,8 @@ export interface CellHost {
   language: () => string;
   registry: DisplayRegistry;
   help: () => KernelHelp | null;
-  /** The cell was clicked or its editor focused. */
-  select: (v: CellView, edit: boolean) => void;
+  /** The cell was clicked (extend: with Shift) or its editor focused. */
+  select: (v: CellView, edit: boolean, extend?: boolean) => void;
   /** The cell's source or outputs changed. */
   changed: () => void;
   /** Whether the notebook's markup is trusted (it is sanitised either way). */
@@ -44,6 +44,8 @@ export class CellView {
    * keystroke is lost to a command (or to nothing) in between. */
   private fallback: HTMLTextAreaElement | null = null;
   readonly inspectPanel: HTMLElement;
+  /** The editor shows line numbers (L). */
+  lineNumbers = false;
 
   constructor(cell: CellModel, index: number, host: CellHost) {
     this.cell = cell;
@@ -141,6 +143,11 @@ export class CellView {
     if (t.closest('.nb-outputs input, .nb-outputs a, .nb-outputs button, .nb-outputs textarea, .nb-outputs select')) {
       return;
     }
+    if (e.shiftKey && !this.node.classList.contains('nb-editing')) {
+      e.preventDefault(); // Shift-click extends the selection of cells
+      this.host.select(this, false, true);
+      return;
+    }
     if (this.staticCode && this.staticCode.contains(t)) {
       // Make the editor where the static code was, with the cursor where the click was.
       e.preventDefault();
@@ -197,6 +204,7 @@ export class CellView {
       },
       onFocus: () => this.host.select(this, true),
       help: this.cell.type === 'code' ? this.host.help : () => null,
+      lineNumbers: this.lineNumbers,
     });
     if (at) {
       m.setSelection(this.editor, at[0], at[1]);
@@ -253,6 +261,18 @@ export class CellView {
   setExecutionCount(n: number | null): void {
     this.cell.executionCount = n;
     this.drawPrompt();
+  }
+
+  /** setMarked shows the cell as one of several selected. */
+  setMarked(on: boolean): void {
+    this.node.classList.toggle('nb-marked', on);
+  }
+
+  /** setLineNumbers shows or hides line numbers in the cell's editor (as it is made, if it
+   * has none yet). */
+  setLineNumbers(on: boolean): void {
+    this.lineNumbers = on;
+    if (this.editor) editorModule()?.setLineNumbers(this.editor, on);
   }
 
   setSelected(on: boolean): void {

@@ -17,8 +17,8 @@ import {
   indentUnit,
   syntaxHighlighting,
 } from '@codemirror/language';
-import { EditorState } from '@codemirror/state';
-import { drawSelection, EditorView, highlightSpecialChars, keymap } from '@codemirror/view';
+import { Compartment, EditorState } from '@codemirror/state';
+import { drawSelection, EditorView, highlightSpecialChars, keymap, lineNumbers } from '@codemirror/view';
 import { languageExtension } from '../editor/languages';
 import { pageNonce, theme } from '../editor/view';
 import type { EditContext } from './keyboard';
@@ -93,6 +93,15 @@ export interface EditorOptions {
   onChange: (doc: string) => void;
   onFocus: () => void;
   help: () => KernelHelp | null;
+  lineNumbers?: boolean;
+}
+
+/** The line numbers of an editor, turned on and off (L). */
+const numbers = new Compartment();
+
+/** setLineNumbers shows or hides an editor's line numbers. */
+export function setLineNumbers(view: EditorView, on: boolean): void {
+  view.dispatch({ effects: numbers.reconfigure(on ? lineNumbers() : []) });
 }
 
 /** createEditor makes a cell's editor. */
@@ -105,6 +114,7 @@ export function createEditor(o: EditorOptions): EditorView {
       doc: o.doc,
       extensions: [
         highlightSpecialChars(),
+        numbers.of(o.lineNumbers ? lineNumbers() : []),
         history(),
         drawSelection(),
         indentOnInput(),

@@ -269,6 +269,15 @@ export class KernelSession {
     }
   }
 
+  /** changeKernel gives the session a new kernel of spec name (the old one shuts down). */
+  async changeKernel(name: string): Promise<void> {
+    const s = this.session;
+    if (!s) return;
+    this.everConnected = false;
+    await s.changeKernel({ name });
+    this.update();
+  }
+
   /** setPath tells the session that the notebook was renamed. */
   async setPath(path: string, name: string): Promise<void> {
     await this.session?.setPath(path);

@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { resolve, type KeyState } from './keyboard';
+import { notebookCommands } from './commands/notebook';
+import { CommandRegistry, type EditContext, type KeyState, type Mode } from './commands/registry';
+import type { Key } from './commands/keys';
+import type { NotebookPage } from './notebook';
+
+// The page's real commands; the page itself is not needed until one runs.
+const registry = new CommandRegistry(notebookCommands({} as NotebookPage));
+const resolve = (mode: Mode, k: Key, state: KeyState = {}, ctx: EditContext = {}) =>
+  registry.resolve(mode, k, state, ctx);
 
 test('Jupyter run keys in both modes', () => {
   for (const mode of ['command', 'edit'] as const) {

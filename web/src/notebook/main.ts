@@ -13,7 +13,7 @@ import { basename, dirname } from '../shell/saver';
 async function main(): Promise<void> {
   const c = config();
   const page = new NotebookPage(services(), c.path);
-  // The header (name, kernel status, save state) and the toolbar stay in view together.
+  // The header (name, kernel status, save state), the menus and the toolbar stay in view together.
   const top = h(
     'div',
     { class: 'nb-top' },
@@ -24,6 +24,7 @@ async function main(): Promise<void> {
       page.toolbar.dirty,
       page.toolbar.saveState,
     ),
+    page.menubar.node,
     page.toolbar.node,
   );
   // Before the name, the way back to the notebook's folder.

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type * as nbformat from '@jupyterlab/nbformat';
-import { makeCell, NotebookModel, type Change } from './model';
+import { makeCell, mergeSources, NotebookModel, splitSource, type Change } from './model';
 
 function nb(...sources: string[]): nbformat.INotebookContent {
   return {
@@ -114,4 +114,70 @@ test('duplicate ids in a file are made unique', () => {
   file.cells[1].id = 'same';
   const m = NotebookModel.fromJSON(file);
   assert.notEqual(m.cells[0].id, m.cells[1].id);
+});
+
+test('merge joins sources with a newline and drops the outputs; split cuts at offsets', () => {
+  assert.equal(mergeSources(['a = 1', 'b = 2', '']), 'a = 1\nb = 2\n');
+  assert.deepEqual(splitSource('a = 1\nb = 2', [6]), ['a = 1', 'b = 2']);
+  assert.deepEqual(splitSource('abc', [0, 3]), ['abc']);
+  assert.deepEqual(splitSource('one two three', [4, 7]), ['one ', 'two', ' three']);
+  const m = new NotebookModel();
+  m.load({
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: [
+      {
+        cell_type: 'code',
+        source: 'x',
+        metadata: {},
+        outputs: [{ output_type: 'stream', name: 'stdout', text: '1' }],
+        execution_count: 3,
+      },
+      { cell_type: 'code', source: 'y', metadata: {}, outputs: [], execution_count: null },
+      { cell_type: 'markdown', source: '# z', metadata: {} },
+    ],
+  });
+  m.merge(0, 3);
+  assert.equal(m.cells.length, 1);
+  assert.equal(m.cells[0].source, 'x\ny\n# z');
+  assert.deepEqual(m.cells[0].outputs, []);
+  assert.equal(m.cells[0].executionCount, null);
+  assert.equal(m.canUndoDelete, false, 'merged cells are not deleted cells');
+  assert.equal(m.split(0, [1, 3]), 3);
+  assert.deepEqual(
+    m.cells.map((c) => [c.type, c.source]),
+    [
+      ['code', 'x'],
+      ['code', 'y'],
+      ['code', '# z'],
+    ],
+  );
+});
+
+test('several cells move, delete and come back together', () => {
+  const m = new NotebookModel();
+  m.load({
+    nbformat: 4,
+    nbformat_minor: 5,
+    metadata: {},
+    cells: ['a', 'b', 'c', 'd'].map((s) => ({
+      cell_type: 'code',
+      source: s,
+      metadata: {},
+      outputs: [],
+      execution_count: null,
+    })),
+  });
+  const src = () => m.cells.map((c) => c.source).join('');
+  assert.equal(m.move(1, 1, 2), 2);
+  assert.equal(src(), 'adbc');
+  assert.equal(m.move(2, -1, 2), 1);
+  assert.equal(src(), 'abcd');
+  assert.equal(m.move(0, -1, 2), 0, 'the first cells cannot move up');
+  assert.equal(m.move(2, 1, 2), 2, 'the last cells cannot move down');
+  m.remove(1, 2);
+  assert.equal(src(), 'ad');
+  assert.equal(m.undoDelete(), 1);
+  assert.equal(src(), 'abcd');
 });

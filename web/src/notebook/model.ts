@@ -25,6 +25,7 @@ export type Change =
   | { kind: 'remove'; index: number; count: number }
   | { kind: 'move'; from: number; to: number }
   | { kind: 'type'; index: number }
+  | { kind: 'source'; index: number }
   | { kind: 'reset' };
 
 let idCounter = 0;
@@ -225,17 +226,59 @@ export class NotebookModel {
     return index;
   }
 
-  /** move moves the cell at index by delta places; returns its new index. */
-  move(index: number, delta: number): number {
-    const to = this.clampIndex(index + delta, this.cells.length - 1);
-    if (index < 0 || index >= this.cells.length || to === index) {
+  get canUndoDelete(): boolean {
+    return this.deleted.length > 0;
+  }
+
+  /** move moves count cells at index by one place up (delta < 0) or down; returns the
+   * index of the first of them. */
+  move(index: number, delta: number, count = 1): number {
+    const step = delta < 0 ? -1 : 1;
+    if (index < 0 || index + count > this.cells.length || count < 1) {
       return index;
     }
-    const [c] = this.cells.splice(index, 1);
+    // Moving a block by one is moving the one cell beside it to its other end.
+    const from = step < 0 ? index - 1 : index + count;
+    if (from < 0 || from >= this.cells.length) {
+      return index;
+    }
+    const to = step < 0 ? index + count - 1 : index;
+    const [c] = this.cells.splice(from, 1);
     this.cells.splice(to, 0, c);
-    this.emit({ kind: 'move', from: index, to });
+    this.emit({ kind: 'move', from, to });
     this.setDirty(true);
-    return to;
+    return index + step;
+  }
+
+  /** merge joins count cells at index (at least two) into the first, as Jupyter does: their
+   * sources joined by a newline; the first keeps its type and id, a code cell loses its
+   * outputs (they were not of the merged code). The others go without an undo. */
+  merge(index: number, count: number): void {
+    if (index < 0 || count < 2 || index + count > this.cells.length) {
+      return;
+    }
+    const first = this.cells[index];
+    first.source = mergeSources(this.cells.slice(index, index + count).map((c) => c.source));
+    if (first.type === 'code') {
+      first.outputs.length = 0;
+      first.executionCount = null;
+    }
+    this.cells.splice(index + 1, count - 1);
+    this.emit({ kind: 'remove', index: index + 1, count: count - 1 });
+    this.emit({ kind: 'type', index });
+    this.setDirty(true);
+  }
+
+  /** split cuts the cell at index at the offsets of its source: it keeps the first part (and
+   * its outputs), new cells of its type below take the rest. Returns how many cells it is. */
+  split(index: number, offsets: number[]): number {
+    const c = this.cells[index];
+    if (!c) return 0;
+    const parts = splitSource(c.source, offsets);
+    if (parts.length < 2) return 1;
+    this.setSource(index, parts[0]);
+    this.insert(index + 1, ...parts.slice(1).map((s) => makeCell(c.type, s)));
+    return parts.length;
   }
 
   /** setType changes a cell's type; a code cell loses its outputs and count on becoming text. */
@@ -252,6 +295,23 @@ export class NotebookModel {
       delete c.attachments;
     }
     this.emit({ kind: 'type', index });
+    this.setDirty(true);
+  }
+
+  /** setSource changes a cell's source from outside its editor (find and replace). */
+  setSource(index: number, source: string): void {
+    const c = this.cells[index];
+    if (!c || c.source === source) return;
+    c.source = source;
+    this.emit({ kind: 'source', index });
+    this.setDirty(true);
+  }
+
+  /** setMetadata replaces a cell's metadata. */
+  setMetadata(index: number, metadata: PartialJSONObject): void {
+    const c = this.cells[index];
+    if (!c) return;
+    c.metadata = metadata;
     this.setDirty(true);
   }
 
@@ -285,6 +345,28 @@ export class NotebookModel {
     const ks = this.metadata.kernelspec as { language?: string } | undefined;
     return (li?.name || ks?.language || 'python').toLowerCase();
   }
+}
+
+/** mergeSources joins cells' sources as Jupyter's merge does: one newline between them. */
+export function mergeSources(sources: string[]): string {
+  return sources.join('\n');
+}
+
+/** splitSource cuts a source at offsets (e.g. the cursor, or the ends of the selection): the
+ * parts lose the line break they were split at; offsets at either end make no empty part. */
+export function splitSource(src: string, offsets: number[]): string[] {
+  const cuts = [...new Set(offsets.filter((o) => o > 0 && o < src.length))].sort((a, b) => a - b);
+  const parts: string[] = [];
+  let at = 0;
+  for (const o of [...cuts, src.length]) {
+    parts.push(src.slice(at, o));
+    at = o;
+  }
+  return parts.map((p, i) => {
+    let q = i > 0 ? p.replace(/^\n/, '') : p;
+    q = i < parts.length - 1 ? q.replace(/\n$/, '') : q;
+    return q;
+  });
 }
 
 /** isNew tells a notebook with nothing in it yet: no cell, or one empty cell without outputs. */

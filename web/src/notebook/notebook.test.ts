@@ -124,3 +124,94 @@ test("mode: keys are the notebook's on a cell or an output box, not in inputs or
   (p.cellsNode.querySelector('.nb-cell') as HTMLElement).focus();
   assert.equal(p.mode(), 'command');
 });
+
+const sources = (p: InstanceType<typeof NotebookPage>) => p.model.cells.map((c) => c.source);
+const marked = (p: InstanceType<typeof NotebookPage>) =>
+  [...p.cellsNode.querySelectorAll<HTMLElement>('.nb-marked')].map((c) => c.dataset.cellIndex);
+
+test('Shift-Down selects several cells; they are copied, moved, deleted and undone together', () => {
+  const p = page(['code', 'a'], ['code', 'b'], ['code', 'c'], ['code', 'd']);
+  p.command('extend-down');
+  assert.deepEqual(marked(p), ['0', '1']);
+  assert.equal(selected(p), '1', 'the cursor cell moves with the selection');
+  p.command('move-down');
+  assert.deepEqual(sources(p), ['c', 'a', 'b', 'd']);
+  assert.deepEqual(marked(p), ['1', '2']);
+  p.command('copy');
+  p.command('delete');
+  assert.deepEqual(sources(p), ['c', 'd']);
+  assert.deepEqual(marked(p), [], 'one cell is selected after a delete');
+  p.command('undo-delete');
+  assert.deepEqual(sources(p), ['c', 'a', 'b', 'd'], 'undo brings back every deleted cell');
+  p.select(3, false);
+  p.command('paste');
+  assert.deepEqual(sources(p), ['c', 'a', 'b', 'd', 'a', 'b']);
+  p.command('extend-up');
+  p.command('extend-up');
+  assert.deepEqual(marked(p), ['2', '3', '4']);
+  p.command('select-next');
+  assert.deepEqual(marked(p), [], 'moving without Shift selects one cell');
+  assert.equal(selected(p), '3', 'from the cursor cell');
+});
+
+test('Shift-M merges the selected cells, or the cell with the one below', () => {
+  const p = page(['code', 'a'], ['code', 'b'], ['markdown', 'c'], ['code', 'd']);
+  p.command('merge');
+  assert.deepEqual(sources(p), ['a\nb', 'c', 'd']);
+  p.select(1, false);
+  p.command('extend-down');
+  p.command('merge');
+  assert.deepEqual(sources(p), ['a\nb', 'c\nd']);
+  assert.equal(p.model.cells[1].type, 'markdown', 'the first cell keeps its type');
+  assert.equal(selected(p), '1');
+  assert.equal(p.command('merge'), false, 'the last cell has nothing below to merge with');
+});
+
+test('clear output clears the selected cells or all; L and Shift-L toggle line numbers', () => {
+  const p = page(['code', 'a'], ['code', 'b']);
+  for (const c of p.model.cells) {
+    c.outputs.push({ output_type: 'stream', name: 'stdout', text: 'out' });
+    c.executionCount = 1;
+  }
+  p.model.load(p.model.toJSON());
+  p.select(0, false);
+  p.command('clear-output');
+  assert.deepEqual(
+    p.model.cells.map((c) => [c.outputs.length, c.executionCount]),
+    [
+      [0, null],
+      [1, 1],
+    ],
+  );
+  p.command('clear-all-output');
+  assert.deepEqual(
+    p.model.cells.map((c) => c.outputs.length),
+    [0, 0],
+  );
+  p.command('line-numbers');
+  assert.deepEqual(
+    p.views.map((v) => v.lineNumbers),
+    [true, false],
+  );
+  p.command('all-line-numbers');
+  assert.deepEqual(
+    p.views.map((v) => v.lineNumbers),
+    [true, true],
+  );
+  p.command('all-line-numbers');
+  assert.deepEqual(
+    p.views.map((v) => v.lineNumbers),
+    [false, false],
+  );
+});
+
+test('Shift-click extends the selection from where it began', () => {
+  const p = page(['markdown', 'a'], ['markdown', 'b'], ['markdown', 'c']);
+  const cell = (i: number) => p.cellsNode.querySelector(`[data-cell-index="${i}"]`)!;
+  cell(2).dispatchEvent(new window.MouseEvent('mousedown', { bubbles: true, shiftKey: true }));
+  assert.deepEqual(marked(p), ['0', '1', '2']);
+  assert.equal(selected(p), '2');
+  cell(1).dispatchEvent(new window.MouseEvent('mousedown', { bubbles: true }));
+  assert.deepEqual(marked(p), []);
+  assert.equal(selected(p), '1');
+});

@@ -3,23 +3,28 @@
 import type { KernelMessage } from '@jupyterlab/services';
 import type { Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
-import { renderOutput } from '../render/index';
-import { config, url } from '../shell/config';
+import { url } from '../shell/config';
 import { h, startDownload } from '../shell/dom';
 import { setTitle } from '../shell/header';
 import { CellView } from './cellview';
-import { alert, choose, messageOf } from '../shell/dialogs';
+import { alert, messageOf } from '../shell/dialogs';
+import { CellOps } from './cellops';
+import { notebookCommands } from './commands/notebook';
+import { CommandRegistry } from './commands/registry';
+import { MenuBar } from './commands/menubar';
 import { editorModule, loadEditor } from './editorloader';
 import { FileActions } from './fileactions';
 import { KernelSession, type ShownStatus } from './kernel';
-import { installKeyboard, type Command, type EditContext, type Mode } from './keyboard';
+import { KernelActions } from './kernelactions';
+import { installKeyboard, type EditContext, type Mode } from './keyboard';
 import { LazyEditors } from './lazyeditors';
-import { isNew, makeCell, NotebookModel, type CellType, type Change } from './model';
+import { isNew, NotebookModel, type Change } from './model';
 import { DisplayRegistry } from './outputs';
 import { CellRunner } from './run';
 import { Autosave } from './save';
 import { basename, Saver } from '../shell/saver';
-import { Toolbar, type Action } from './toolbar';
+import { CellSelection } from './selection';
+import { Toolbar } from './toolbar';
 
 export class NotebookPage {
   readonly model = new NotebookModel();
@@ -28,27 +33,42 @@ export class NotebookPage {
   readonly saver: Saver<nbformat.INotebookContent>;
   readonly toolbar: Toolbar;
   readonly cellsNode: HTMLElement;
-  private views: CellView[] = [];
-  private selected = 0;
+  readonly menubar: MenuBar;
+  readonly commands: CommandRegistry;
+  readonly ops = new CellOps(this);
+  readonly kernelActions = new KernelActions(this);
+  readonly file: FileActions;
+  readonly sel = new CellSelection();
+  /** New cells' editors show line numbers (Shift-L turned them on in all cells). */
+  lineNumbers = false;
+  /** The cells' views, in the model's order. */
+  views: CellView[] = [];
   /** The view shown selected: after cells were inserted or removed before it, it is no longer
-   * the one at this.selected, and must still be deselected. */
+   * the one at sel.head, and must still be deselected. */
   private shownSelected: CellView | undefined;
+  /** The views shown as part of a selection of several cells. */
+  private marked = new Set<CellView>();
   private lazy: LazyEditors;
   private autosave: Autosave;
   private runner: CellRunner;
-  private file: FileActions;
 
   constructor(
-    private manager: Services,
+    readonly manager: Services,
     path: string,
   ) {
     this.kernel = new KernelSession(manager);
     this.saver = new Saver(manager, path, 'notebook');
+    this.commands = new CommandRegistry(notebookCommands(this));
     this.toolbar = new Toolbar(
-      (a) => void this.action(a),
-      (t) => this.setType(t),
+      (id) => {
+        // A button acts on the selected cells as a key would: from the notebook.
+        this.refocus();
+        this.commands.run(id);
+      },
+      (t) => this.ops.setType(t),
       (format) => void this.download(format),
     );
+    this.menubar = new MenuBar(this.commands, () => this.refocus());
     this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
     this.lazy = new LazyEditors(() => this.views);
     this.runner = new CellRunner(this.kernel, () => this.model.markChanged());
@@ -57,7 +77,7 @@ export class NotebookPage {
       saver: this.saver,
       toolbar: this.toolbar,
       kernel: this.kernel,
-      loaded: () => this.select(Math.min(this.selected, this.views.length - 1), false),
+      loaded: () => this.select(Math.min(this.sel.head, this.views.length - 1), false),
       renamed: () => this.setTitle(),
       refocus: () => this.refocus(),
     });
@@ -103,11 +123,7 @@ export class NotebookPage {
         e.returnValue = '';
       }
     });
-    installKeyboard(document, {
-      mode: () => this.mode(),
-      editContext: () => this.editContext(),
-      run: (c) => this.command(c),
-    });
+    installKeyboard(document, this);
   }
 
   async connectKernel(): Promise<void> {
@@ -123,7 +139,7 @@ export class NotebookPage {
 
   /** noteKernel shows the kernel's name and writes its spec and language into the notebook's
    * metadata (as Jupyter does: the file then says which kernel and language it is for). */
-  private async noteKernel(): Promise<void> {
+  async noteKernel(): Promise<void> {
     const k = this.kernel.kernel;
     if (!k) return;
     try {
@@ -168,11 +184,13 @@ export class NotebookPage {
       language: () => this.model.language,
       registry: this.registry,
       help: () => (this.kernel.kernel ? this.kernel : null),
-      select: (view, edit) => this.select(view.getIndex(), edit),
+      select: (view, edit, extend) =>
+        extend && !edit ? this.selectRange(this.sel.anchor, view.getIndex()) : this.select(view.getIndex(), edit),
       changed: () => this.model.markChanged(),
       trusted: () => true,
     });
     v.node.setAttribute('role', 'listitem');
+    v.lineNumbers = this.lineNumbers;
     this.lazy.observe(v);
     return v;
   }
@@ -213,13 +231,14 @@ export class NotebookPage {
         this.views[c.index].build();
         from = c.index;
         break;
+      case 'source':
+        this.views[c.index].refreshSource();
+        return;
     }
     for (let i = from; i < this.views.length; i++) {
       this.views[i].setIndex(i);
     }
-    if (this.selected >= this.views.length) {
-      this.selected = this.views.length - 1;
-    }
+    this.sel.clamp(this.views.length);
   }
 
   private destroyView(v: CellView): void {
@@ -227,20 +246,34 @@ export class NotebookPage {
     v.destroy();
   }
 
-  private get current(): CellView | undefined {
-    return this.views[this.selected];
+  /** current is the cursor cell's view (the one selected, that keys act on). */
+  get current(): CellView | undefined {
+    return this.views[this.sel.head];
   }
 
-  /** select makes cell i the selected one, in edit mode or command mode. */
+  /** select makes cell i the selected one (and only it), in edit mode or command mode. */
   select(i: number, edit: boolean, focus = true): void {
     i = Math.max(0, Math.min(this.views.length - 1, i));
+    this.sel.set(i);
+    this.showCursor(i, edit, focus);
+  }
+
+  /** selectRange selects the cells from anchor to head, in command mode; head is the cursor. */
+  selectRange(anchor: number, head: number): void {
+    const n = this.views.length;
+    this.sel.anchor = Math.max(0, Math.min(n - 1, anchor));
+    this.sel.extendTo(Math.max(0, Math.min(n - 1, head)));
+    this.showCursor(this.sel.head, false, true);
+  }
+
+  private showCursor(i: number, edit: boolean, focus: boolean): void {
+    this.showMarks();
     const prev = this.shownSelected;
     const v = this.views[i];
     if (prev && prev !== v) {
       prev.setSelected(false);
       prev.leaveEdit();
     }
-    this.selected = i;
     this.shownSelected = v;
     if (!v) {
       return;
@@ -258,6 +291,28 @@ export class NotebookPage {
     if (focus) {
       v.node.scrollIntoView?.({ block: 'nearest' });
     }
+  }
+
+  /** showMarks shows which cells a selection of several holds. */
+  private showMarks(): void {
+    const now = new Set<CellView>();
+    if (this.sel.count > 1) {
+      for (let i = this.sel.from; i <= this.sel.to; i++) now.add(this.views[i]);
+    }
+    for (const v of this.marked) if (!now.has(v)) v.setMarked(false);
+    for (const v of now) if (!this.marked.has(v)) v.setMarked(true);
+    this.marked = now;
+  }
+
+  /** refocus gives the focus back to the notebook (after a dialog or a button). */
+  refocus(): void {
+    if (this.sel.count > 1) this.selectRange(this.sel.anchor, this.sel.head);
+    else this.select(this.sel.head, false);
+  }
+
+  /** command runs a command by id; false when it did not apply. */
+  command(id: string): boolean {
+    return this.commands.run(id);
   }
 
   /** mode is where the focus is: in a cell's editor (edit), on the notebook (command), or in
@@ -278,206 +333,10 @@ export class NotebookPage {
     return a.matches('input, textarea, select, button, a[href], [contenteditable]') ? 'other' : 'command';
   }
 
-  private editContext(): EditContext {
+  editContext(): EditContext {
     const e = this.current?.editor;
     const m = editorModule();
     return e && m ? m.editContext(e) : {};
-  }
-
-  // ---- Commands (keyboard and toolbar) ----
-
-  /** command runs a keyboard command; false lets the key go on. */
-  command(c: Command): boolean {
-    const i = this.selected;
-    const v = this.current;
-    const editing = this.mode() === 'edit';
-    switch (c) {
-      case 'run-select-next':
-        return this.runAndAdvance();
-      case 'run':
-        void this.runCells([i]);
-        this.select(i, false);
-        return true;
-      case 'run-insert-below':
-        void this.runCells([i]);
-        this.model.insert(i + 1, makeCell('code'));
-        this.select(i + 1, true);
-        return true;
-      case 'command-mode':
-        if (v?.cell.type === 'markdown' && v.cell.source.trim() !== '') {
-          // As Jupyter: leaving a markdown cell's editor keeps it unrendered until run.
-        }
-        this.select(i, false);
-        return true;
-      case 'edit-mode':
-        this.select(i, true);
-        return true;
-      case 'insert-above':
-        this.model.insert(i, makeCell('code'));
-        this.select(i, false);
-        return true;
-      case 'insert-below':
-        this.model.insert(i + 1, makeCell('code'));
-        this.select(i + 1, false);
-        return true;
-      case 'delete':
-        this.model.remove(i);
-        this.select(Math.min(i, this.views.length - 1), false);
-        return true;
-      case 'to-markdown':
-      case 'to-code':
-      case 'to-raw':
-        this.setType(c === 'to-markdown' ? 'markdown' : c === 'to-code' ? 'code' : 'raw');
-        return true;
-      case 'cut':
-        this.model.cut(i);
-        this.select(Math.min(i, this.views.length - 1), false);
-        return true;
-      case 'copy':
-        this.model.copy(i);
-        return true;
-      case 'paste':
-        if (this.model.paste(i + 1) > 0) {
-          this.select(i + 1, false);
-        }
-        return true;
-      case 'select-prev':
-        if (i === 0) return !editing;
-        this.select(i - 1, editing);
-        if (editing) this.cursorTo(this.selected, 'end');
-        return true;
-      case 'select-next':
-        if (i >= this.views.length - 1) return !editing;
-        this.select(i + 1, editing);
-        if (editing) this.cursorTo(this.selected, 'start');
-        return true;
-      case 'undo-delete': {
-        const at = this.model.undoDelete();
-        if (at >= 0) this.select(at, false);
-        return true;
-      }
-      case 'move-up':
-        this.select(this.model.move(i, -1), false);
-        return true;
-      case 'move-down':
-        this.select(this.model.move(i, 1), false);
-        return true;
-      case 'save':
-        void this.save();
-        return true;
-      case 'complete':
-        if (!v?.editor || v.cell.type !== 'code') return false;
-        editorModule()?.complete(v.editor);
-        return true;
-      case 'inspect':
-        if (!v?.editor || v.cell.type !== 'code') return false;
-        void this.inspect(v);
-        return true;
-      case 'interrupt':
-        void this.kernel.interrupt();
-        return true;
-      case 'restart':
-        void this.restart(false);
-        return true;
-    }
-    return false;
-  }
-
-  private cursorTo(i: number, where: 'start' | 'end'): void {
-    const e = this.views[i]?.editor;
-    if (e) {
-      e.dispatch({ selection: { anchor: where === 'start' ? 0 : e.state.doc.length } });
-    }
-  }
-
-  private runAndAdvance(): boolean {
-    const i = this.selected;
-    void this.runCells([i]);
-    if (i === this.views.length - 1) {
-      this.model.insert(i + 1, makeCell('code'));
-      this.select(i + 1, true);
-    } else {
-      this.select(i + 1, false);
-    }
-    return true;
-  }
-
-  private setType(t: CellType): void {
-    const i = this.selected;
-    const wasEditing = this.mode() === 'edit';
-    this.model.setType(i, t);
-    this.views[i]?.unrender();
-    this.select(i, wasEditing);
-  }
-
-  private refocus(): void {
-    this.select(this.selected, false);
-  }
-
-  /** action runs a toolbar button's action. */
-  async action(a: Action): Promise<void> {
-    const i = this.selected;
-    switch (a) {
-      case 'save':
-        await this.save();
-        return;
-      case 'insert-below':
-        this.command('insert-below');
-        return;
-      case 'cut':
-      case 'copy':
-      case 'paste':
-      case 'move-up':
-      case 'move-down':
-        this.command(a);
-        this.refocus();
-        return;
-      case 'run':
-        this.runAndAdvance();
-        this.refocus();
-        return;
-      case 'run-all':
-        this.refocus();
-        await this.runCells(this.views.map((_, j) => j));
-        return;
-      case 'run-above':
-        this.refocus();
-        await this.runCells(this.views.slice(0, i).map((_, j) => j));
-        return;
-      case 'run-below':
-        this.refocus();
-        await this.runCells(this.views.slice(i).map((_, j) => i + j));
-        return;
-      case 'interrupt':
-        await this.kernel.interrupt();
-        return;
-      case 'restart':
-        await this.restart(false);
-        return;
-      case 'restart-run-all':
-        await this.restart(true);
-        return;
-      case 'shutdown':
-        await this.shutdown();
-        return;
-      case 'checkpoint':
-        await this.file.checkpoint();
-        return;
-      case 'revert':
-        await this.file.revert();
-        return;
-      case 'rename':
-        await this.file.rename();
-        return;
-      case 'copy-notebook':
-      case 'print':
-        // Both show the file: save first what is only on the page.
-        if (this.model.dirty) {
-          await this.save();
-        }
-        window.open(url(config().notebookId ?? '', a === 'print' ? 'print' : 'copy'), '_blank', 'noopener');
-        return;
-    }
   }
 
   /** download saves what is only on the page, then downloads the notebook in format (an
@@ -509,79 +368,6 @@ export class NotebookPage {
       done.push(this.runner.run(v));
     }
     await Promise.all(done);
-  }
-
-  private async inspect(v: CellView): Promise<void> {
-    if (!v.editor) return;
-    const m = editorModule();
-    if (!m) return;
-    const { code, pos } = m.cursorCode(v.editor);
-    const data = await this.kernel.inspect(code, pos);
-    if (!data) {
-      v.showInspect(h('p', {}, 'No information.'));
-      return;
-    }
-    v.showInspect(
-      renderOutput(
-        { output_type: 'display_data', data: data as nbformat.IMimeBundle, metadata: {} },
-        { trusted: true },
-      ),
-    );
-  }
-
-  private async restart(runAll: boolean): Promise<void> {
-    const ok = await choose(
-      runAll ? 'Restart and run all?' : 'Restart the kernel?',
-      'The kernel’s variables will be lost.',
-      [
-        { value: 'cancel', label: 'Cancel' },
-        { value: 'restart', label: runAll ? 'Restart and run all' : 'Restart', primary: true },
-      ],
-    );
-    if (ok !== 'restart') {
-      this.refocus();
-      return;
-    }
-    this.refocus();
-    if (!this.kernel.session) {
-      await this.connectKernel();
-    } else {
-      try {
-        await this.kernel.restart();
-      } catch {
-        // A kernel that is gone cannot restart: start a new one for the notebook instead.
-        await this.kernel.shutdown().catch(() => undefined);
-        await this.connectKernel();
-      }
-    }
-    for (const v of this.views) {
-      v.setRunning(null);
-    }
-    if (runAll) {
-      await this.kernel.whenIdle(60000);
-      await this.runCells(this.views.map((_, j) => j));
-    }
-  }
-
-  private async shutdown(): Promise<void> {
-    const ok = await choose(
-      'Shut down the kernel?',
-      'The kernel’s variables will be lost; running a cell starts a new kernel.',
-      [
-        { value: 'cancel', label: 'Cancel' },
-        { value: 'shutdown', label: 'Shut down', primary: true },
-      ],
-    );
-    this.refocus();
-    if (ok !== 'shutdown') return;
-    try {
-      await this.kernel.shutdown();
-    } catch (err) {
-      void alert('Shut down failed', messageOf(err));
-    }
-    for (const v of this.views) {
-      v.setRunning(null);
-    }
   }
 
   // ---- Saving ----

@@ -1,30 +1,9 @@
-// The notebook's toolbar: buttons with accessible names in a role=toolbar (arrow keys move
-// between them), the cell type select, the kernel status and the dirty indicator.
+// The notebook's toolbar: buttons that run commands (commands/notebook.ts), with accessible
+// names, in a role=toolbar (arrow keys move between them); the cell type select, the kernel
+// status and the dirty indicator.
 import { h } from '../shell/dom';
 import type { CellType } from './model';
 import type { ShownStatus } from './kernel';
-
-export type Action =
-  | 'save'
-  | 'insert-below'
-  | 'cut'
-  | 'copy'
-  | 'paste'
-  | 'move-up'
-  | 'move-down'
-  | 'run'
-  | 'run-all'
-  | 'run-above'
-  | 'run-below'
-  | 'interrupt'
-  | 'restart'
-  | 'restart-run-all'
-  | 'shutdown'
-  | 'checkpoint'
-  | 'revert'
-  | 'rename'
-  | 'copy-notebook'
-  | 'print';
 
 /** DOWNLOADS are the formats the notebook downloads in (the server's /nbconvert exporters). */
 export const DOWNLOADS: { format: string; label: string }[] = [
@@ -38,7 +17,8 @@ export const DOWNLOADS: { format: string; label: string }[] = [
 ];
 
 interface ButtonSpec {
-  action: Action;
+  /** The command the button runs (commands/notebook.ts). */
+  action: string;
   label: string;
   text: string;
   title?: string;
@@ -63,7 +43,7 @@ const GROUPS: ButtonSpec[][] = [
     { action: 'move-down', label: 'Move down', text: '↓', title: 'Move cell down' },
   ],
   [
-    { action: 'run', label: 'Run', text: '▶ Run', title: 'Run cell (Ctrl-Enter)' },
+    { action: 'run-select-next', label: 'Run', text: '▶ Run', title: 'Run cell and select below (Shift-Enter)' },
     { action: 'run-all', label: 'Run all', text: 'Run all' },
     { action: 'run-above', label: 'Run all above', text: 'Run above' },
     { action: 'run-below', label: 'Run all below', text: 'Run below' },
@@ -98,7 +78,7 @@ export class Toolbar {
   private typeSelect: HTMLSelectElement;
   private downloadSelect: HTMLSelectElement;
 
-  constructor(run: (a: Action) => void, setType: (t: CellType) => void, download: (format: string) => void) {
+  constructor(run: (command: string) => void, setType: (t: CellType) => void, download: (format: string) => void) {
     this.node = h('div', { class: 'nb-toolbar', role: 'toolbar', 'aria-label': 'Notebook' });
     for (const g of GROUPS) {
       const group = h('div', { class: 'nb-toolbar-group', role: 'group' });

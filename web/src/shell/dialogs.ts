@@ -9,7 +9,9 @@ export interface Choice {
   primary?: boolean;
 }
 
-function open(
+/** openDialog shows a modal dialog of body and buttons; result is the value of the button
+ * that closed it, or null (Esc, or a cancel button). */
+export function openDialog(
   title: string,
   body: Node[],
   buttons: Choice[],
@@ -43,7 +45,7 @@ function open(
 
 /** choose asks a question with buttons; resolves with the value chosen, or null (Esc). */
 export function choose(title: string, message: string, buttons: Choice[]): Promise<string | null> {
-  return open(title, [h('p', {}, message)], buttons).result;
+  return openDialog(title, [h('p', {}, message)], buttons).result;
 }
 
 /** alert shows a message with one OK button. */
@@ -54,7 +56,7 @@ export async function alert(title: string, message: string): Promise<void> {
 /** prompt asks for a line of text; resolves with it, or null when cancelled. */
 export async function prompt(title: string, label: string, value: string, okLabel = 'OK'): Promise<string | null> {
   const input = h('input', { type: 'text', class: 'nb-dialog-input', value, 'aria-label': label, required: true });
-  const { dialog, result } = open(
+  const { dialog, result } = openDialog(
     title,
     [h('label', { class: 'nb-dialog-label' }, label, input)],
     [
@@ -84,7 +86,7 @@ export async function pick(title: string, message: string, items: Choice[], okLa
   items.forEach((it, i) => {
     list.append(h('label', {}, h('input', { type: 'radio', name, value: it.value, checked: i === 0 }), ' ', it.label));
   });
-  const { result } = open(
+  const { result } = openDialog(
     title,
     [list],
     [
