@@ -236,20 +236,8 @@ func TestSandbox_ListenTakesConnectionsMadeInside(t *testing.T) {
 		`for ((i = 0; i < 400; i++)); do { exec 3<>/dev/tcp/127.0.0.77/9999; } 2>/dev/null && break; sleep 0.05; done
 		echo ping >&3 && read -r answer <&3 && echo "answer=$answer"`},
 		Env: []string{"PATH=/usr/bin:/bin"}, UID: 1000, GID: 1000, PodIP: "127.0.0.9", Root: t.TempDir()}
-	c, err := NewCommand(spec, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
-	c.Cmd.Stdout, c.Cmd.Stderr = &out, &out
-	if err := c.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	control, err := c.Started()
-	if err != nil {
-		_ = c.Cmd.Wait()
-		t.Fatalf("starting the sandbox: %v\n%s", err, out.String())
-	}
+	c, control := startInto(t, spec, &out)
 	defer control.Close()
 	ln, err := control.Listen(context.Background(), "127.0.0.77", 9999)
 	if err != nil {
@@ -442,20 +430,8 @@ except PermissionError:
 		// A user of the machine of its own too, as nbkube's sandboxes under root.
 		spec.Host = &HostIDs{UID: testHostID, GID: testHostID}
 	}
-	c, err := NewCommand(spec, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out strings.Builder
-	c.Cmd.Stdout, c.Cmd.Stderr = &out, &out
-	if err := c.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	control, err := c.Started()
-	if err != nil {
-		_ = c.Cmd.Wait()
-		t.Fatalf("starting the sandbox: %v\n%s", err, out.String())
-	}
+	c, control := startInto(t, spec, &out)
 	defer control.Close()
 	pc, err := control.ListenPacket(context.Background(), "127.0.0.100", 53)
 	if err != nil {
@@ -476,4 +452,24 @@ except PermissionError:
 	if got["answer"] != "pong to ping" || got["bind80"] != "no" {
 		t.Fatalf("the command inside: %s", out.String())
 	}
+}
+
+// startInto starts spec's sandbox with its output in out; the caller waits for its command
+// and closes its control.
+func startInto(t *testing.T, spec Spec, out *strings.Builder) (*Command, *Control) {
+	t.Helper()
+	c, err := NewCommand(spec, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Cmd.Stdout, c.Cmd.Stderr = out, out
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	control, err := c.Started()
+	if err != nil {
+		_ = c.Cmd.Wait()
+		t.Fatalf("starting the sandbox: %v\n%s", err, out.String())
+	}
+	return c, control
 }

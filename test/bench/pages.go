@@ -92,75 +92,49 @@ func (r *pagesReport) measure(nb *server, root string) error {
 		return err
 	}
 
-	// The dashboard of 1,000 notebooks, from a fresh navigation each time (the browser's cache
-	// keeps the scripts, as it would for a user coming back).
-	for i := range pageRuns + 1 {
-		if err := step(time.Minute, chromedp.Navigate(nb.base+"tree/pages/thousand")); err != nil {
-			return err
-		}
-		rendered, err := mark("nbkube-rendered-dashboard")
-		if err != nil {
-			return fmt.Errorf("dashboard: %w", err)
-		}
-		ready, err := mark("nbkube-ready-dashboard")
-		if err != nil {
-			return fmt.Errorf("dashboard: %w", err)
-		}
-		if i == 0 {
-			// The first load fills the cache; it also tells the scripts' size.
-			if r.scripts["dashboard"], err = scripts(); err != nil {
-				return err
+	// loads navigates to url pageRuns+1 times, from a fresh navigation each time (the browser's
+	// cache keeps the scripts, as it would for a user coming back), and gives the times of
+	// the page's marks in each load but the first, which fills the cache and tells the
+	// scripts' size.
+	loads := func(kind, url string) (rendered, ready []time.Duration, err error) {
+		for i := range pageRuns + 1 {
+			if err := step(time.Minute, chromedp.Navigate(url)); err != nil {
+				return nil, nil, err
 			}
-			continue
+			rd, err := mark("nbkube-rendered-" + kind)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", kind, err)
+			}
+			ry, err := mark("nbkube-ready-" + kind)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", kind, err)
+			}
+			if i == 0 {
+				if r.scripts[kind], err = scripts(); err != nil {
+					return nil, nil, err
+				}
+				continue
+			}
+			rendered, ready = append(rendered, rd), append(ready, ry)
 		}
-		r.dashboardRendered = append(r.dashboardRendered, rendered)
-		r.dashboardReady = append(r.dashboardReady, ready)
+		return rendered, ready, nil
 	}
-
+	var err error
+	// The dashboard of 1,000 notebooks.
+	if r.dashboardRendered, r.dashboardReady, err = loads("dashboard", nb.base+"tree/pages/thousand"); err != nil {
+		return err
+	}
 	// The notebook of 200 cells: rendered (cells shown, editable), then ready (kernel idle).
 	id, err := notebookID(nb, "pages/two-hundred.ipynb")
 	if err != nil {
 		return err
 	}
-	for i := range pageRuns + 1 {
-		if err := step(time.Minute, chromedp.Navigate(nb.base+id)); err != nil {
-			return err
-		}
-		rendered, err := mark("nbkube-rendered-notebook")
-		if err != nil {
-			return fmt.Errorf("notebook: %w", err)
-		}
-		ready, err := mark("nbkube-ready-notebook")
-		if err != nil {
-			return fmt.Errorf("notebook: %w", err)
-		}
-		if i == 0 {
-			if r.scripts["notebook"], err = scripts(); err != nil {
-				return err
-			}
-			continue
-		}
-		r.notebookRendered = append(r.notebookRendered, rendered)
-		r.notebookReady = append(r.notebookReady, ready)
+	if r.notebookRendered, r.notebookReady, err = loads("notebook", nb.base+id); err != nil {
+		return err
 	}
-
-	// The text editor on a Python file of 3,000 lines: ready when the text is in the editor
-	// and its language's highlighting loaded.
-	for i := range pageRuns + 1 {
-		if err := step(time.Minute, chromedp.Navigate(nb.base+"edit/pages/three-thousand.py")); err != nil {
-			return err
-		}
-		ready, err := mark("nbkube-ready-editor")
-		if err != nil {
-			return fmt.Errorf("editor: %w", err)
-		}
-		if i == 0 {
-			if r.scripts["editor"], err = scripts(); err != nil {
-				return err
-			}
-			continue
-		}
-		r.editorReady = append(r.editorReady, ready)
+	// The text editor on a Python file of 3,000 lines: ready when the text is in the editor.
+	if _, r.editorReady, err = loads("editor", nb.base+"edit/pages/three-thousand.py"); err != nil {
+		return err
 	}
 
 	// 10,000 printed lines: count the frames while they arrive.
