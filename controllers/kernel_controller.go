@@ -420,14 +420,28 @@ func (r *KernelReconciler) recordRoom(ctx context.Context, k *nbv1.Kernel, pod *
 	// Recorded again, the room would stay held until the usage controller's grace for starts
 	// under way had passed, and refuse the owner's next start. So only a kernel that still
 	// exists, read around the cache, is recorded.
-	live := &nbv1.Kernel{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(k), live); err != nil || live.UID != k.UID || live.DeletionTimestamp != nil {
+	if !r.existsLive(ctx, k) {
 		return
 	}
 	room := quota.KernelRoom(k.Name, k.Spec.KernelSpec, pod.Spec.Containers[0].Resources)
 	if _, _, err := ledger.Reserve(ctx, quota.Request{Owner: string(k.Spec.Owner), Reservation: room, Record: true}); err != nil {
 		log.FromContext(ctx).Error(err, "Recording the kernel in its owner's usage failed")
+		return
 	}
+	// The deletion and its release may also fall between that read and this write: read
+	// again, and give back what was written for a kernel that is gone.
+	if !r.existsLive(ctx, k) {
+		if err := ledger.Release(ctx, string(k.Spec.Owner), nbv1.ReservationKernel, k.Name); err != nil {
+			log.FromContext(ctx).Error(err, "Releasing the room of a kernel deleted while it was recorded failed")
+		}
+	}
+}
+
+// existsLive says whether k, read around the cache, still exists and is not being deleted.
+func (r *KernelReconciler) existsLive(ctx context.Context, k *nbv1.Kernel) bool {
+	live := &nbv1.Kernel{}
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(k), live)
+	return err == nil && live.UID == k.UID && live.DeletionTimestamp == nil
 }
 
 // reconcileAgent asks a running kernel's agent for the kernel's state. An agent that does

@@ -351,3 +351,62 @@ func TestQuota_AReconcileOfADeletedKernelDoesNotHoldItsRoomAgain(t *testing.T) {
 		t.Errorf("after a reconcile of the deleted kernel: %v", err)
 	}
 }
+
+// readThen is a reader around the cache that runs then once, right after its first read of a
+// Kernel: what another writer does between a reconcile's read and its write.
+type readThen struct {
+	client.Reader
+	then func()
+}
+
+func (r *readThen) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if _, ok := obj.(*nbv1.Kernel); ok && r.then != nil {
+		then := r.then
+		r.then = nil
+		then()
+	}
+	return err
+}
+
+// TestQuota_AKernelDeletedWhileItsRoomIsRecordedDoesNotHoldIt: the API server deletes the
+// kernel and gives its room back between the reconcile's read of the live kernel and its
+// write of the room; the room is still free after the reconcile.
+func TestQuota_AKernelDeletedWhileItsRoomIsRecordedDoesNotHoldIt(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"), userPolicy(ns, "ann-limit", nbv1.UserPolicySpec{Users: []string{"ann"}, Limits: nbv1.UserLimits{Kernels: i32(2)}}))
+	k := kernelOf(ns, "k1", "python3", "ann")
+	create(t, k)
+	pod := kernelPod(t, k)
+	userUsage(t, ns, "ann", reserved("1/2", k.Name))
+	ledger := &quota.Ledger{Client: k8sClient, Reader: k8sClient, APIReader: k8sClient, Namespace: ns}
+	// The ledger read by the reconcile lacks the room (a cache behind the API server's
+	// reservation); then the kernel is read live, and deleted and released right after.
+	if err := ledger.Release(context.Background(), "ann", nbv1.ReservationKernel, k.Name); err != nil {
+		t.Fatal(err)
+	}
+	read := k.DeepCopy()
+	if err := get(read); err != nil {
+		t.Fatal(err)
+	}
+	live := &readThen{Reader: k8sClient, then: func() {
+		if err := k8sClient.Delete(context.Background(), k); err != nil {
+			t.Error(err)
+		}
+		if err := ledger.Release(context.Background(), "ann", nbv1.ReservationKernel, k.Name); err != nil {
+			t.Error(err)
+		}
+	}}
+	r := &controllers.KernelReconciler{Client: k8sClient, APIReader: live, Quota: ledger}
+	r.RecordRoomForTest(context.Background(), read, pod)
+	if live.then != nil {
+		t.Fatal("the reconcile did not read the kernel live")
+	}
+	u := &nbv1.UserUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nbv1.UsageName("ann")}}
+	if err := get(u); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserved("0/2")(u); err != nil {
+		t.Errorf("after a reconcile that recorded the room of a kernel deleted meanwhile: %v", err)
+	}
+}

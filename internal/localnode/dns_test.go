@@ -77,7 +77,7 @@ func namesResolveThroughTheNodesDNS(t *testing.T, client kubernetes.Interface) {
 	ns := newNamespace(t, client)
 	out := t.TempDir()
 	pod := basicPod(ns, "resolver", corev1.RestartPolicyNever, "python3", "-c",
-		`import socket; open("/out/ip", "w").write(socket.gethostbyname("pypi.nbkube-test.example"))`)
+		`import os, socket; ip = socket.gethostbyname("pypi.nbkube-test.example"); open("/out/ip.new", "w").write(ip); os.rename("/out/ip.new", "/out/ip")`)
 	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
 	pod.Spec.Volumes = []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: out}}}}
 	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}

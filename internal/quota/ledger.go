@@ -153,6 +153,13 @@ func (l *Ledger) reserve(ctx context.Context, policies []nbv1.UserPolicy, req Re
 	reader := l.Reader
 	for attempt := 0; ; attempt++ {
 		lim, err := l.reserveOnce(ctx, reader, policies, req, room)
+		var ex *Exceeded
+		if errors.As(err, &ex) && l.APIReader != nil && reader != l.APIReader {
+			// A refusal stands only on the ledger as it is now: a cache may still hold the
+			// room of a kernel released a moment ago.
+			reader = l.APIReader
+			continue
+		}
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			return lim, err
 		}

@@ -1,6 +1,7 @@
 package quota_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -106,6 +107,48 @@ func TestLedger_ConcurrentStartsThroughTwoWritersNeverExceed(t *testing.T) {
 	}
 	if u := usage(t, c, ns, "ann"); len(u.Spec.Reservations) != 6 || u.Status.Kernels != "6/5" {
 		t.Errorf("after release, reserve twice and record: %d reservations, %s", len(u.Spec.Reservations), u.Status.Kernels)
+	}
+}
+
+// staleReader answers for UserUsages with the copy it was given, as a cache that has not yet
+// seen the latest write does.
+type staleReader struct {
+	client.Reader
+	usage *nbv1.UserUsage
+}
+
+func (r staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if u, ok := obj.(*nbv1.UserUsage); ok && key.Name == r.usage.Name {
+		r.usage.DeepCopyInto(u)
+		return nil
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestLedger_RefusesOnlyOnTheLedgerAsItIsNow: a start right after a release is admitted even
+// where the cache still shows the released room (a slow machine's cache, seen in CI as a
+// session's kernel change refused "kernels: 2 of 2").
+func TestLedger_RefusesOnlyOnTheLedgerAsItIsNow(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	createPolicy(t, c, ns, "cat", nbv1.UserPolicySpec{Users: []string{"cat"}, Limits: nbv1.UserLimits{Kernels: i32(2)}})
+	l := &quota.Ledger{Client: c, Reader: c, APIReader: c, Namespace: ns}
+	for _, k := range []string{"a", "b"} {
+		if _, _, err := l.Reserve(t.Context(), quota.Request{Owner: "cat", Reservation: kernel(k)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := usage(t, c, ns, "cat")
+	if err := l.Release(t.Context(), "cat", nbv1.ReservationKernel, "a"); err != nil {
+		t.Fatal(err)
+	}
+	cached := &quota.Ledger{Client: c, Reader: staleReader{Reader: c, usage: stale}, APIReader: c, Namespace: ns}
+	if _, _, err := cached.Reserve(t.Context(), quota.Request{Owner: "cat", Reservation: kernel("c")}); err != nil {
+		t.Fatalf("a start after a release, through a cache that has not seen it: %v", err)
+	}
+	var ex *quota.Exceeded
+	if _, _, err := cached.Reserve(t.Context(), quota.Request{Owner: "cat", Reservation: kernel("d")}); !errors.As(err, &ex) || ex.Reason() != "kernels: 2 of 2" {
+		t.Fatalf("a third kernel: %v, want kernels: 2 of 2", err)
 	}
 }
 
