@@ -38,6 +38,7 @@ type UsageReconciler struct {
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=userpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=nbkube.io,resources=userusages,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=nbkube.io,resources=terminals,verbs=get;list;watch
 
 // Reconcile drops the ledger's reservations whose resources are gone and refreshes its
 // summary.
@@ -85,14 +86,16 @@ func minPositive(a, b time.Duration) time.Duration {
 	return a
 }
 
-// inUse says whether the reservation's resource still takes room: a Kernel that exists, a
-// Cluster that exists and runs.
+// inUse says whether the reservation's resource still takes room: a Kernel or Terminal that
+// exists, a Cluster that exists and runs.
 func (r *UsageReconciler) inUse(ctx context.Context, reader client.Reader, ns string, res *nbv1.Reservation) (bool, error) {
 	key := client.ObjectKey{Namespace: ns, Name: res.Name}
 	var err error
 	switch res.Kind {
 	case nbv1.ReservationKernel:
 		err = reader.Get(ctx, key, &nbv1.Kernel{})
+	case nbv1.ReservationTerminal:
+		err = reader.Get(ctx, key, &nbv1.Terminal{})
 	case nbv1.ReservationCluster:
 		c := &nbv1.Cluster{}
 		if err = reader.Get(ctx, key, c); err == nil && !running(c) {
@@ -117,6 +120,8 @@ func (r *UsageReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			owner = obj.Spec.Owner
 		case *nbv1.Cluster:
 			owner = obj.Spec.Owner
+		case *nbv1.Terminal:
+			owner = obj.Spec.Owner
 		}
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: nbv1.UsageName(owner)}}}
 	})
@@ -128,6 +133,9 @@ func (r *UsageReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
 		Watches(&nbv1.Cluster{}, ownersLedger, ctrlbuilder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&nbv1.Terminal{}, ownersLedger, ctrlbuilder.WithPredicates(predicate.Funcs{
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
 		Watches(&nbv1.UserPolicy{}, handler.EnqueueRequestsFromMapFunc(r.allLedgers)).
 		Named("usage").
 		Complete(r)

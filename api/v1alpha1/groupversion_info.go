@@ -1,6 +1,6 @@
-// Package v1alpha1 contains the nbkube.io/v1alpha1 API: the Kernel, Session, Cluster and
-// KernelSpec custom resources that the nbkube controllers reconcile and the nbkube API server
-// translates Jupyter requests into.
+// Package v1alpha1 contains the nbkube.io/v1alpha1 API: the Kernel, Session, Cluster,
+// KernelSpec and Terminal custom resources that the nbkube controllers reconcile and the
+// nbkube API server translates Jupyter requests into.
 //
 // +kubebuilder:object:generate=true
 // +groupName=nbkube.io
@@ -33,6 +33,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 		&KernelSpec{}, &KernelSpecList{},
 		&UserPolicy{}, &UserPolicyList{},
 		&UserUsage{}, &UserUsageList{},
+		&Terminal{}, &TerminalList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -60,6 +60,11 @@ type UserLimits struct {
 	// +kubebuilder:validation:Minimum=0
 	Kernels *int32 `json:"kernels,omitempty"`
 
+	// terminals is how many Terminals the user may have at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Terminals *int32 `json:"terminals,omitempty"`
+
 	// engines is how many parallel engines the user's running clusters may have in all.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
@@ -119,13 +124,14 @@ type UserPolicyList struct {
 }
 
 // ReservationKind is the kind of resource a reservation holds room for.
-// +kubebuilder:validation:Enum=Kernel;Cluster
+// +kubebuilder:validation:Enum=Kernel;Cluster;Terminal
 type ReservationKind string
 
 // The kinds of reservations.
 const (
-	ReservationKernel  ReservationKind = "Kernel"
-	ReservationCluster ReservationKind = "Cluster"
+	ReservationKernel   ReservationKind = "Kernel"
+	ReservationCluster  ReservationKind = "Cluster"
+	ReservationTerminal ReservationKind = "Terminal"
 )
 
 // Reservation is room a user's kernel or running cluster takes in their limits. It is
@@ -201,6 +207,8 @@ type UserUsageStatus struct {
 	// +optional
 	Engines string `json:"engines,omitempty"`
 	// +optional
+	Terminals string `json:"terminals,omitempty"`
+	// +optional
 	CPU string `json:"cpu,omitempty"`
 	// +optional
 	Memory string `json:"memory,omitempty"`
@@ -216,6 +224,7 @@ type UserUsageStatus struct {
 // +kubebuilder:printcolumn:name="User",type=string,JSONPath=`.spec.user`
 // +kubebuilder:printcolumn:name="Kernels",type=string,JSONPath=`.status.kernels`
 // +kubebuilder:printcolumn:name="Engines",type=string,JSONPath=`.status.engines`
+// +kubebuilder:printcolumn:name="Terminals",type=string,JSONPath=`.status.terminals`,priority=1
 // +kubebuilder:printcolumn:name="CPU",type=string,JSONPath=`.status.cpu`
 // +kubebuilder:printcolumn:name="Memory",type=string,JSONPath=`.status.memory`
 // +kubebuilder:printcolumn:name="GPU",type=string,JSONPath=`.status.gpu`,priority=1

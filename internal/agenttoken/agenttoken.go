@@ -37,6 +37,12 @@ func Kernel(key []byte, namespace, name, uid string) string {
 	return derive(key, "nbkube agent token\x00"+namespace+"/"+name+"\x00"+uid)
 }
 
+// Terminal is the agent token of the terminal named name in namespace, whose resource has
+// uid. A terminal and a kernel of the same name never share a token.
+func Terminal(key []byte, namespace, name, uid string) string {
+	return derive(key, "nbkube terminal token\x00"+namespace+"/"+name+"\x00"+uid)
+}
+
 // RSTRenderer is the token of the reStructuredText renderer of namespace. Its pods run no
 // user code, so the token need not change with the renderer's objects.
 func RSTRenderer(key []byte, namespace string) string {

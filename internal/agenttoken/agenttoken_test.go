@@ -31,6 +31,7 @@ func TestKernel_EveryInputChangesTheToken(t *testing.T) {
 		"uid":       Kernel(key, "ns", "k1", "uid-2"),
 		"split":     Kernel(key, "ns/k", "1", "uid-1"),
 		"renderer":  RSTRenderer(key, "ns"),
+		"terminal":  Terminal(key, "ns", "k1", "uid-1"),
 	} {
 		if tok == base {
 			t.Errorf("changing the %s kept the token", name)

@@ -24,16 +24,17 @@ import (
 // GPUResources are the extended resources counted as GPUs.
 var GPUResources = []corev1.ResourceName{"nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/i915"}
 
-// Amounts are what a user's kernels and clusters take, or what one of them adds.
+// Amounts are what a user's kernels, clusters and terminals take, or what one of them adds.
 type Amounts struct {
-	Kernels, Engines int64
-	CPU, Memory, GPU resource.Quantity
+	Kernels, Engines, Terminals int64
+	CPU, Memory, GPU            resource.Quantity
 }
 
 // Add adds o to a.
 func (a *Amounts) Add(o Amounts) {
 	a.Kernels += o.Kernels
 	a.Engines += o.Engines
+	a.Terminals += o.Terminals
 	a.CPU.Add(o.CPU)
 	a.Memory.Add(o.Memory)
 	a.GPU.Add(o.GPU)
@@ -42,8 +43,11 @@ func (a *Amounts) Add(o Amounts) {
 // Of is what a reservation counts.
 func Of(r *nbv1.Reservation) Amounts {
 	a := Amounts{Engines: int64(r.Engines)}
-	if r.Kind == nbv1.ReservationKernel {
+	switch r.Kind {
+	case nbv1.ReservationKernel:
 		a.Kernels = 1
+	case nbv1.ReservationTerminal:
+		a.Terminals = 1
 	}
 	for _, q := range []struct {
 		to   *resource.Quantity
@@ -114,7 +118,7 @@ func KernelResources(spec corev1.ResourceRequirements, defaults corev1.ResourceR
 // Limits are the limits, allowed kernel specs and default resources that govern one user.
 // A nil limit is no limit.
 type Limits struct {
-	Kernels, Engines              *int64
+	Kernels, Engines, Terminals   *int64
 	CPU, Memory, GPU, UploadBytes *resource.Quantity
 	// KernelSpecs are the kernel specs the user may start; nil means all.
 	KernelSpecs []string
@@ -170,6 +174,7 @@ func Effective(policies []nbv1.UserPolicy, user string, groups []string) Limits 
 	}
 	l.Kernels = pickInt(byTier, func(p *nbv1.UserPolicy) *int32 { return p.Spec.Limits.Kernels })
 	l.Engines = pickInt(byTier, func(p *nbv1.UserPolicy) *int32 { return p.Spec.Limits.Engines })
+	l.Terminals = pickInt(byTier, func(p *nbv1.UserPolicy) *int32 { return p.Spec.Limits.Terminals })
 	l.CPU = pickQuantity(byTier, func(p *nbv1.UserPolicy) *resource.Quantity { return p.Spec.Limits.CPU })
 	l.Memory = pickQuantity(byTier, func(p *nbv1.UserPolicy) *resource.Quantity { return p.Spec.Limits.Memory })
 	l.GPU = pickQuantity(byTier, func(p *nbv1.UserPolicy) *resource.Quantity { return p.Spec.Limits.GPU })
@@ -307,7 +312,8 @@ func Check(user string, l Limits, used, add Amounts) error {
 		name      string
 		used, add int64
 		max       *int64
-	}{{"kernels", used.Kernels, add.Kernels, l.Kernels}, {"engines", used.Engines, add.Engines, l.Engines}}
+	}{{"kernels", used.Kernels, add.Kernels, l.Kernels}, {"engines", used.Engines, add.Engines, l.Engines},
+		{"terminals", used.Terminals, add.Terminals, l.Terminals}}
 	for _, c := range ints {
 		if c.max != nil && c.add > 0 && c.used+c.add > *c.max {
 			return &Exceeded{User: user, Limit: c.name, Used: strconv.FormatInt(c.used, 10), Max: strconv.FormatInt(*c.max, 10), Adds: strconv.FormatInt(c.add, 10) + " " + c.name}
@@ -346,12 +352,13 @@ func Summary(l Limits, used Amounts) nbv1.UserUsageStatus {
 		return u.String() + "/" + m.String()
 	}
 	return nbv1.UserUsageStatus{
-		Policies: truncate(strings.Join(l.Policies, ","), 1024),
-		Kernels:  i(used.Kernels, l.Kernels),
-		Engines:  i(used.Engines, l.Engines),
-		CPU:      q(used.CPU, l.CPU),
-		Memory:   q(used.Memory, l.Memory),
-		GPU:      q(used.GPU, l.GPU),
+		Policies:  truncate(strings.Join(l.Policies, ","), 1024),
+		Kernels:   i(used.Kernels, l.Kernels),
+		Engines:   i(used.Engines, l.Engines),
+		Terminals: i(used.Terminals, l.Terminals),
+		CPU:       q(used.CPU, l.CPU),
+		Memory:    q(used.Memory, l.Memory),
+		GPU:       q(used.GPU, l.GPU),
 	}
 }
 
@@ -379,7 +386,7 @@ func sameRoom(a, b *nbv1.Reservation) bool {
 
 // minus is what a has beyond b, dimension by dimension, never below zero.
 func minus(a, b Amounts) Amounts {
-	out := Amounts{Kernels: max(a.Kernels-b.Kernels, 0), Engines: max(a.Engines-b.Engines, 0)}
+	out := Amounts{Kernels: max(a.Kernels-b.Kernels, 0), Engines: max(a.Engines-b.Engines, 0), Terminals: max(a.Terminals-b.Terminals, 0)}
 	out.CPU, out.Memory, out.GPU = sub(a.CPU, b.CPU), sub(a.Memory, b.Memory), sub(a.GPU, b.GPU)
 	return out
 }
@@ -399,6 +406,13 @@ func KernelRoom(name, spec string, res corev1.ResourceRequirements) nbv1.Reserva
 	cpu, memory, gpu := Requested(res, 1)
 	return nbv1.Reservation{Kind: nbv1.ReservationKernel, Name: name, KernelSpec: spec,
 		CPU: nonZero(cpu), Memory: nonZero(memory), GPU: nonZero(gpu)}
+}
+
+// TerminalRoom is the reservation of a terminal named name whose container has res.
+func TerminalRoom(name, spec string, res corev1.ResourceRequirements) nbv1.Reservation {
+	r := KernelRoom(name, spec, res)
+	r.Kind = nbv1.ReservationTerminal
+	return r
 }
 
 // ClusterRoom is the reservation of a running cluster of engines engines with res each.
