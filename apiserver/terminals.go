@@ -155,11 +155,14 @@ func (s *Server) terminalSocket(c *gin.Context) error {
 	}
 	ep, err := s.opts.Terminals.TerminalEndpoint(c.Request.Context(), *userOf(c), c.Param("name"))
 	var ended *repository.TerminalEnded
-	if errors.As(err, &ended) {
+	switch {
+	case errors.As(err, &ended):
 		s.endedTerminal(c, ended)
 		return nil
-	}
-	if err != nil {
+	case err != nil && c.Request.Context().Err() != nil:
+		// The client left while its terminal's pod was coming: nobody to answer.
+		return nil
+	case err != nil:
 		return err
 	}
 	dialCtx, cancel := context.WithTimeout(c.Request.Context(), agentDialWait)
