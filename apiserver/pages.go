@@ -60,6 +60,9 @@ type pageConfig struct {
 	NotebookID string `json:"notebookId,omitempty"`
 	User       string `json:"user"`
 	CanLogout  bool   `json:"canLogout"`
+	// TerminalsAvailable tells whether the server runs terminals, under the name of
+	// JupyterLab's page config option, which its terminal client reads.
+	TerminalsAvailable bool `json:"terminalsAvailable"`
 }
 
 // appPage is what the page shell shows.
@@ -350,7 +353,8 @@ func (s *Server) renderApp(c *gin.Context, page, p, id string) {
 	loggedIn := c.GetHeader("Authorization") == ""
 	data := appPage{
 		Title: title, Page: page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api", Favicon: s.opts.BaseURL + faviconPath,
-		Config: pageConfig{BaseURL: s.opts.BaseURL, Page: page, Path: p, NotebookID: id, User: u.Name, CanLogout: loggedIn},
+		Config: pageConfig{BaseURL: s.opts.BaseURL, Page: page, Path: p, NotebookID: id, User: u.Name, CanLogout: loggedIn,
+			TerminalsAvailable: s.opts.Terminals != nil},
 	}
 	var buf bytes.Buffer
 	if err := appTemplate.Execute(&buf, data); err != nil {
