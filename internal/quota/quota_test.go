@@ -147,7 +147,7 @@ func TestRequestedAndKernelResources(t *testing.T) {
 func TestSummary(t *testing.T) {
 	s := Summary(Limits{Kernels: new(int64(5)), Memory: q("8Gi"), Policies: []string{"a", "b"}},
 		Amounts{Kernels: 2, Engines: 3, Memory: resource.MustParse("1Gi")})
-	want := nbv1.UserUsageStatus{Policies: "a,b", Kernels: "2/5", Engines: "3", CPU: "0", Memory: "1Gi/8Gi", GPU: "0"}
+	want := nbv1.UserUsageStatus{Policies: "a,b", Kernels: "2/5", Engines: "3", Terminals: "0", CPU: "0", Memory: "1Gi/8Gi", GPU: "0"}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}
