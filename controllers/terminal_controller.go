@@ -55,7 +55,7 @@ type TerminalReconciler struct {
 	// Quota holds terminals to their owners' UserPolicies (see reconcileQuota).
 	Quota *quota.Ledger
 
-	running runningTerminals
+	memory terminalMemory
 }
 
 // TerminalAgents asks a terminal's agent for its activity; *agentclient.Client is one.
@@ -64,10 +64,14 @@ type TerminalAgents interface {
 }
 
 // terminalAgentRetry is how soon a terminal whose pod runs, but whose agent did not answer
-// yet, is looked at again. The agent listens within milliseconds of its start, while the
-// readiness probe may come a second later (nbkube local's first one does): asking the agent
-// makes the terminal Running as soon as it can take a client.
-const terminalAgentRetry = 100 * time.Millisecond
+// yet, is looked at again first. The agent listens within milliseconds of its start, while
+// the readiness probe may come a second later (nbkube local's first one does): asking the
+// agent makes the terminal Running as soon as it can take a client. maxTerminalAgentRetry
+// bounds the wait as it doubles.
+const (
+	terminalAgentRetry    = 100 * time.Millisecond
+	maxTerminalAgentRetry = 10 * time.Second
+)
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=terminals,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=nbkube.io,resources=terminals/status,verbs=get;patch
@@ -82,12 +86,14 @@ const terminalAgentRetry = 100 * time.Millisecond
 func (r *TerminalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	t := &nbv1.Terminal{}
 	if err := r.Get(ctx, req.NamespacedName, t); err != nil {
-		r.running.mark(req.NamespacedName, false)
+		r.memory.mark(req.NamespacedName, false)
+		r.memory.answered(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if t.DeletionTimestamp != nil {
 		// The Secret and Pod are collected through their owner references.
-		r.running.mark(req.NamespacedName, false)
+		r.memory.mark(req.NamespacedName, false)
+		r.memory.answered(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	var obs terminalObservation
@@ -102,7 +108,10 @@ func (r *TerminalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	}
 	st := terminalStatus(t, obs, metav1.NewTime(r.Clock.Now()))
 	if obs.stepErr == nil {
-		r.running.mark(req.NamespacedName, st.Phase == nbv1.TerminalRunning)
+		r.memory.mark(req.NamespacedName, st.Phase == nbv1.TerminalRunning)
+		if !obs.agentSoon {
+			r.memory.answered(req.NamespacedName)
+		}
 	}
 	lost, err := r.updateStatus(ctx, t, st)
 	switch {
@@ -116,7 +125,7 @@ func (r *TerminalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		// Nothing announces a terminal's activity: its agent is asked again later.
 		return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
 	case obs.agentSoon:
-		return ctrl.Result{RequeueAfter: terminalAgentRetry}, nil
+		return ctrl.Result{RequeueAfter: r.memory.askAgain(req.NamespacedName)}, nil
 	case obs.recheck > 0:
 		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}

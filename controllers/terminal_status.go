@@ -34,7 +34,8 @@ type terminalObservation struct {
 	// agent is what the terminal's agent reported just now; nil when it was not asked or did
 	// not answer.
 	agent *agentapi.TerminalStatus
-	// agentSoon: the pod runs but its agent did not answer yet; it is asked again shortly.
+	// agentSoon: the pod runs but its agent did not answer yet; it is asked again shortly
+	// (terminalMemory.askAgain).
 	agentSoon bool
 	// recheck asks for the terminal to be looked at again after it: a refusal that a change
 	// elsewhere may lift.
@@ -256,25 +257,48 @@ func (r *TerminalReconciler) updateStatus(ctx context.Context, t *nbv1.Terminal,
 	return false, nil
 }
 
-// runningTerminals is the set of running terminals behind terminal_currently_running_total.
-// Every terminal is reconciled when the manager starts, so the leader's set is whole; the
-// other replicas report none (aggregate replicas with max).
-type runningTerminals struct {
-	mu   sync.Mutex
-	keys map[types.NamespacedName]bool
+// terminalMemory is what the Terminal controller keeps between reconciles: the running
+// terminals behind terminal_currently_running_total (every terminal is reconciled when the
+// manager starts, so the leader's set is whole; the other replicas report none: aggregate
+// replicas with max), and how often the agent of each terminal that is starting was asked.
+type terminalMemory struct {
+	mu      sync.Mutex
+	running map[types.NamespacedName]bool
+	asked   map[types.NamespacedName]int
 }
 
 // mark records whether the terminal at key runs.
-func (r *runningTerminals) mark(key types.NamespacedName, running bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.keys == nil {
-		r.keys = map[types.NamespacedName]bool{}
+func (m *terminalMemory) mark(key types.NamespacedName, running bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.running == nil {
+		m.running = map[types.NamespacedName]bool{}
 	}
 	if running {
-		r.keys[key] = true
+		m.running[key] = true
 	} else {
-		delete(r.keys, key)
+		delete(m.running, key)
 	}
-	terminalsRunning.Set(float64(len(r.keys)))
+	terminalsRunning.Set(float64(len(m.running)))
+}
+
+// askAgain is how long to wait before the agent of the starting terminal at key is asked
+// again: terminalAgentRetry, doubling with each ask up to maxTerminalAgentRetry, so that an
+// agent that never answers (the kubelet's probe then says why) costs few requests.
+func (m *terminalMemory) askAgain(key types.NamespacedName) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.asked == nil {
+		m.asked = map[types.NamespacedName]int{}
+	}
+	n := m.asked[key]
+	m.asked[key] = n + 1
+	return min(terminalAgentRetry<<min(n, 10), maxTerminalAgentRetry)
+}
+
+// answered forgets the asks of the terminal at key: it runs, ended, or is gone.
+func (m *terminalMemory) answered(key types.NamespacedName) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.asked, key)
 }

@@ -2,12 +2,14 @@ package controllers
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -143,5 +145,24 @@ func TestHadPod(t *testing.T) {
 		if got := hadPod(tc.was); got != tc.want {
 			t.Errorf("phase %s, conditions %v, address %q: hadPod %v, want %v", tc.was.Status.Phase, tc.was.Status.Conditions, tc.was.Status.PodIP, got, tc.want)
 		}
+	}
+}
+
+// A starting terminal's agent is asked again soon, then less and less often.
+func TestTerminalMemory_AsksAStartingAgentLessAndLessOften(t *testing.T) {
+	var m terminalMemory
+	key := types.NamespacedName{Namespace: "ns", Name: "t"}
+	var got []time.Duration
+	for range 9 {
+		got = append(got, m.askAgain(key))
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond, 10 * time.Second, 10 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Errorf("waits %v, want %v", got, want)
+	}
+	m.answered(key)
+	if d := m.askAgain(key); d != terminalAgentRetry {
+		t.Errorf("after an answer, the first wait is %s", d)
 	}
 }
