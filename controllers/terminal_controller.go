@@ -96,6 +96,9 @@ func (r *TerminalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		r.memory.answered(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
+	if t.Status.Phase == nbv1.TerminalEnded {
+		return r.forgetEnded(ctx, t)
+	}
 	var obs terminalObservation
 	for _, step := range []func(context.Context, *nbv1.Terminal, *terminalObservation) error{
 		r.reconcileSecret,
@@ -124,12 +127,33 @@ func (r *TerminalReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	case st.Phase == nbv1.TerminalRunning:
 		// Nothing announces a terminal's activity: its agent is asked again later.
 		return ctrl.Result{RequeueAfter: r.StatusInterval}, nil
+	case st.Phase == nbv1.TerminalEnded:
+		return ctrl.Result{RequeueAfter: terminalEndedGrace}, nil
 	case obs.agentSoon:
 		return ctrl.Result{RequeueAfter: r.memory.askAgain(req.NamespacedName)}, nil
 	case obs.recheck > 0:
 		return ctrl.Result{RequeueAfter: obs.recheck}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// terminalEndedGrace is how long a terminal whose shell exited stays, for its clients to
+// hear that it ended, before it is deleted: Jupyter forgets a terminal whose shell exited
+// (no longer listed, 404), and its room in the owner's ledger is given back with it.
+const terminalEndedGrace = 30 * time.Second
+
+// forgetEnded deletes a terminal whose shell exited once terminalEndedGrace has passed.
+func (r *TerminalReconciler) forgetEnded(ctx context.Context, t *nbv1.Terminal) (ctrl.Result, error) {
+	if c := meta.FindStatusCondition(t.Status.Conditions, nbv1.ConditionReady); c != nil {
+		if wait := terminalEndedGrace - r.Clock.Now().Sub(c.LastTransitionTime.Time); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	err := r.Delete(ctx, t, client.Preconditions{UID: &t.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil {
+		log.FromContext(ctx).Info("Deleted a terminal whose shell exited", "terminal", t.Name)
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
 
 func (r *TerminalReconciler) reconcileSecret(ctx context.Context, t *nbv1.Terminal, obs *terminalObservation) error {

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/agentapi"
@@ -153,6 +154,30 @@ func TestTerminal_GetsASecretAndAPodInItsOwnersHomeAndRunsUntilTheShellExits(t *
 	if term.Status.PodIP != "" || term.Status.Connections != 0 || !term.Status.LastActivity.Time.Equal(last) {
 		t.Errorf("an ended terminal's status %+v: want no address, no connections, its last activity", term.Status)
 	}
+	// Then it is forgotten, as Jupyter forgets a terminal whose shell exited: not at once (its
+	// clients are told), but once the grace has passed.
+	clk.Step(10 * time.Second)
+	touch := func() {
+		t.Helper()
+		patch := client.MergeFrom(term.DeepCopy())
+		term.Annotations = map[string]string{"test/touched": clk.Now().String()}
+		if err := k8sClient.Patch(context.Background(), term, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch()
+	time.Sleep(time.Second)
+	if err := get(term); err != nil {
+		t.Fatalf("an ended terminal deleted before its grace: %v", err)
+	}
+	clk.Step(time.Minute)
+	touch()
+	eventually(t, "the ended terminal deleted", func() error {
+		if err := get(term); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v), phase %s", err, term.Status.Phase)
+		}
+		return nil
+	})
 }
 
 // The agent's answer makes a terminal Running before the kubelet's readiness probe does
