@@ -174,7 +174,7 @@ func TestTerminal_GetsASecretAndAPodInItsOwnersHomeAndRunsUntilTheShellExits(t *
 	touch()
 	eventually(t, "the ended terminal deleted", func() error {
 		if err := get(term); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there (%v), phase %s", err, term.Status.Phase)
+			return fmt.Errorf("still there (%w), phase %s", err, term.Status.Phase)
 		}
 		return nil
 	})
