@@ -89,16 +89,40 @@ func (c *Culler) NeedLeaderElection() bool { return true }
 // Start checks the kernels every Interval until ctx ends.
 func (c *Culler) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("culler"))
+	return everyInterval(ctx, c.Clock, c.Options.Interval, c.cullKernels)
+}
+
+// everyInterval runs pass every interval of clk until ctx ends.
+func everyInterval(ctx context.Context, clk clock.Clock, interval time.Duration, pass func(context.Context)) error {
 	for {
-		t := c.Clock.NewTimer(c.Options.Interval)
+		t := clk.NewTimer(interval)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
 		case <-t.C():
 		}
-		c.cullKernels(ctx)
+		pass(ctx)
 	}
+}
+
+// cullEach runs the work that plan gives for each of items (none when it gives nil),
+// cullConcurrency at a time, and returns when all is done.
+func cullEach[T any](items []T, plan func(*T) func()) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, cullConcurrency)
+	for i := range items {
+		work := plan(&items[i])
+		if work == nil {
+			continue
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			work()
+		})
+	}
+	wg.Wait()
 }
 
 // cullKernels is one pass over every kernel whose culling is on.
@@ -108,29 +132,21 @@ func (c *Culler) cullKernels(ctx context.Context) {
 		log.FromContext(ctx).Error(err, "List kernels to cull")
 		return
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, cullConcurrency)
-	for i := range kernels.Items {
-		k := &kernels.Items[i]
+	cullEach(kernels.Items, func(k *nbv1.Kernel) func() {
 		// A warm kernel's life is its pool's (planWarmPool).
 		if k.DeletionTimestamp != nil || k.Warm() {
-			continue
+			return nil
 		}
 		o, err := c.optionsFor(ctx, k)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "Culling settings of kernel", "kernel", klog.KObj(k))
-			continue
+			return nil
 		}
 		if !o.on() {
-			continue
+			return nil
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			c.cullIfIdle(ctx, k, o)
-		})
-	}
-	wg.Wait()
+		return func() { c.cullIfIdle(ctx, k, o) }
+	})
 }
 
 // optionsFor is the culling of the kernel, its spec's when the spec has some. A kernel

@@ -325,18 +325,25 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 // where the admin has made one. An owner without one, or whose name makes no claim name,
 // keeps the subPath, which isolates homes too; the kernel's events say which.
 func (r *KernelReconciler) ownClaim(ctx context.Context, k *nbv1.Kernel) (string, error) {
-	name, err := builder.OwnClaim(k, r.Options)
+	return ownClaim(ctx, r.APIReader, r.Recorder, k, k.Spec.Owner, k.Spec.Home, r.Options)
+}
+
+// ownClaim is the claim that the pod of obj, owner's with home, mounts in place of the home's
+// subPath (see KernelReconciler.ownClaim); obj's events say why it has none.
+func ownClaim(ctx context.Context, reader client.Reader, rec events.EventRecorder, obj client.Object, owner nbv1.Owner, home string, o builder.Options) (string, error) {
+	name, err := builder.OwnClaimOf(owner, home, o)
 	if err != nil {
-		recordEvent(r.Recorder, k, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: %v", err)
+		recordEvent(rec, obj, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: %v", err)
 		return "", nil
 	}
 	if name == "" {
 		return "", nil
 	}
+	ns := obj.GetNamespace()
 	pvc := &corev1.PersistentVolumeClaim{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: name}, pvc); {
+	switch err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); {
 	case apierrors.IsNotFound(err):
-		recordEvent(r.Recorder, k, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: the owner has no claim %s", name)
+		recordEvent(rec, obj, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: the owner has no claim %s", name)
 		return "", nil
 	case err != nil:
 		return "", fmt.Errorf("get the owner's claim %s: %w", name, err)

@@ -394,25 +394,7 @@ func (r *TerminalReconciler) existsLive(ctx context.Context, t *nbv1.Terminal) b
 // ownClaim is the owner's own claim that the terminal's pod mounts instead of the home's
 // subPath of the contents volume, as a kernel's (KernelReconciler.ownClaim).
 func (r *TerminalReconciler) ownClaim(ctx context.Context, t *nbv1.Terminal) (string, error) {
-	name, err := builder.OwnClaimOf(t.Spec.Owner, t.Spec.Home, r.Options)
-	if err != nil {
-		recordEvent(r.Recorder, t, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: %v", err)
-		return "", nil
-	}
-	if name == "" {
-		return "", nil
-	}
-	pvc := &corev1.PersistentVolumeClaim{}
-	switch err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: name}, pvc); {
-	case apierrors.IsNotFound(err):
-		recordEvent(r.Recorder, t, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: the owner has no claim %s", name)
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("get the owner's claim %s: %w", name, err)
-	case pvc.DeletionTimestamp != nil:
-		return "", fmt.Errorf("the owner's claim %s is being deleted", name)
-	}
-	return name, nil
+	return ownClaim(ctx, r.APIReader, r.Recorder, t, t.Spec.Owner, t.Spec.Home, r.Options)
 }
 
 // reconcileAgent asks the agent of a terminal whose pod runs for its activity. One that

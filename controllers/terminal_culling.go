@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -52,16 +51,7 @@ func (c *TerminalCuller) Start(ctx context.Context) error {
 		return nil
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithName("terminal-culler"))
-	for {
-		t := c.Clock.NewTimer(c.Options.Interval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C():
-		}
-		c.cullTerminals(ctx)
-	}
+	return everyInterval(ctx, c.Clock, c.Options.Interval, c.cullTerminals)
 }
 
 // cullTerminals is one pass over every terminal.
@@ -71,20 +61,12 @@ func (c *TerminalCuller) cullTerminals(ctx context.Context) {
 		log.FromContext(ctx).Error(err, "List terminals to cull")
 		return
 	}
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, cullConcurrency)
-	for i := range terminals.Items {
-		t := &terminals.Items[i]
+	cullEach(terminals.Items, func(t *nbv1.Terminal) func() {
 		if t.DeletionTimestamp != nil {
-			continue
+			return nil
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			c.cullIfInactive(ctx, t)
-		})
-	}
-	wg.Wait()
+		return func() { c.cullIfInactive(ctx, t) }
+	})
 }
 
 func (c *TerminalCuller) cullIfInactive(ctx context.Context, t *nbv1.Terminal) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
@@ -92,64 +93,76 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	// The controller refuses a kernel without a valid home before building its pod; should
 	// one get here anyway, it gets no contents rather than the whole volume.
 	home, homeErr := KernelHome(k, o)
+	pod := agentPod(objectMeta(k, kernelGVK, k.Name, withOwner(KernelLabels(k), k.Spec.Owner)), o, home, homeErr, corev1.Container{
+		Name:       KernelContainer,
+		Image:      image,
+		Command:    agentCommand(o),
+		Args:       slices.Clone(spec.Spec.Argv),
+		WorkingDir: workDir,
+		Env:        kernelEnv(k, spec, interrupt),
+		Resources:  *spec.Spec.Resources.DeepCopy(),
+		// The agent holds the probe until the kernel answers (up to 25 s), so the pod is
+		// ready the moment the kernel is, and a kernel that takes a while to start does not
+		// leave failed probes (event writes): twenty kernels starting at once on two cores
+		// take 10-15 s. The first probe comes when the node is ready for it (see
+		// readinessDelay). Later probes come at Kubernetes' default period: each is a
+		// connection and a request for the node and the agent, and nothing waits on them
+		// (the API server asks the agent itself).
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathReadyz + "?" + agentapi.QueryWait + "=25s", Port: intstr.FromString(AgentPortName)}},
+			InitialDelaySeconds: o.readinessDelay(),
+			PeriodSeconds:       10,
+			TimeoutSeconds:      30,
+			FailureThreshold:    1,
+		},
+	}, k.Name)
+	attachCluster(pod, k.Spec.Cluster)
+	applyPodTemplate(pod, spec.Spec.PodTemplate)
+	pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
+	return pod
+}
+
+// agentPod is the pod of a kernel or a terminal, around main, its container: an agent of the
+// operator's image (o.addAgent) serves it, with the agent's Secret secretName, a scratch HOME
+// and /tmp, and home (a subPath of the contents volume; no contents when homeErr) at
+// ContentsDir. It runs once (restartPolicy Never), with the kernels' security context, and
+// without the Kubernetes API or other services.
+func agentPod(meta metav1.ObjectMeta, o Options, home string, homeErr error, main corev1.Container, secretName string) *corev1.Pod {
+	main.ImagePullPolicy = o.ImagePullPolicy
+	main.Ports = []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}}
+	main.VolumeMounts = []corev1.VolumeMount{
+		o.agentMount(),
+		{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
+		{Name: "home", MountPath: HomeDir},
+		{Name: "tmp", MountPath: "/tmp"},
+		{Name: "contents", MountPath: ContentsDir, SubPath: home},
+	}
+	// A hung agent makes the kernel or shell unreachable; with restartPolicy Never the pod
+	// then fails and the resource says so instead of hanging forever.
+	main.LivenessProbe = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathHealthz, Port: intstr.FromString(AgentPortName)}},
+		// The agent listens within milliseconds, but a probe at the very start would fail
+		// and leave a misleading warning event.
+		InitialDelaySeconds: 5,
+		PeriodSeconds:       10,
+		TimeoutSeconds:      5,
+		FailureThreshold:    6,
+	}
+	main.SecurityContext = restrictedContainer()
+	main.TerminationMessagePath = TerminationLog
+	main.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	pod := &corev1.Pod{
-		ObjectMeta: objectMeta(k, kernelGVK, k.Name, withOwner(KernelLabels(k), k.Spec.Owner)),
+		ObjectMeta: meta,
 		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			// The kernel has no business with the Kubernetes API, nor with other services.
+			RestartPolicy:                 corev1.RestartPolicyNever,
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
 			TerminationGracePeriodSeconds: ptr.To[int64](10),
 			SecurityContext:               o.podSecurity(),
-			Containers: []corev1.Container{{
-				Name:            KernelContainer,
-				Image:           image,
-				ImagePullPolicy: o.ImagePullPolicy,
-				Command:         agentCommand(o),
-				Args:            slices.Clone(spec.Spec.Argv),
-				WorkingDir:      workDir,
-				Env:             kernelEnv(k, spec, interrupt),
-				Ports:           []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
-				Resources:       *spec.Spec.Resources.DeepCopy(),
-				VolumeMounts: []corev1.VolumeMount{
-					o.agentMount(),
-					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
-					{Name: "home", MountPath: HomeDir},
-					{Name: "tmp", MountPath: "/tmp"},
-					{Name: "contents", MountPath: ContentsDir, SubPath: home},
-				},
-				// The agent holds the probe until the kernel answers (up to 25 s), so the pod is
-				// ready the moment the kernel is, and a kernel that takes a while to start does
-				// not leave failed probes (event writes): twenty kernels starting at once on two
-				// cores take 10-15 s. The first probe comes when the node is ready for it (see
-				// readinessDelay). Later probes come at Kubernetes' default period: each is a
-				// connection and a request for the node and the agent, and nothing waits on them
-				// (the API server asks the agent itself).
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathReadyz + "?" + agentapi.QueryWait + "=25s", Port: intstr.FromString(AgentPortName)}},
-					InitialDelaySeconds: o.readinessDelay(),
-					PeriodSeconds:       10,
-					TimeoutSeconds:      30,
-					FailureThreshold:    1,
-				},
-				// A hung agent makes the kernel unreachable; with restartPolicy Never the pod then
-				// fails and the kernel is reported dead instead of hanging forever.
-				LivenessProbe: &corev1.Probe{
-					ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathHealthz, Port: intstr.FromString(AgentPortName)}},
-					// The agent listens within milliseconds, but a probe at the very start
-					// would fail and leave a misleading warning event.
-					InitialDelaySeconds: 5,
-					PeriodSeconds:       10,
-					TimeoutSeconds:      5,
-					FailureThreshold:    6,
-				},
-				SecurityContext:          restrictedContainer(),
-				TerminationMessagePath:   TerminationLog,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
+			Containers:                    []corev1.Container{main},
 			Volumes: []corev1.Volume{
 				{Name: "kernel-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName: k.Name,
+					SecretName: secretName,
 					// Group-readable: the files belong to root and the pod's fsGroup.
 					DefaultMode: ptr.To[int32](0o440),
 				}}},
@@ -166,9 +179,6 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	}
 	o.requestScratch(&pod.Spec.Containers[0].Resources)
 	o.addAgent(&pod.Spec)
-	attachCluster(pod, k.Spec.Cluster)
-	applyPodTemplate(pod, spec.Spec.PodTemplate)
-	pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
 	return pod
 }
 

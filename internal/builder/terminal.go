@@ -70,76 +70,27 @@ func TerminalPod(t *nbv1.Terminal, spec *nbv1.KernelSpec, o Options) *corev1.Pod
 	if homeErr != nil {
 		dir = HomeDir
 	}
-	pod := &corev1.Pod{
-		ObjectMeta: objectMeta(t, terminalGVK, t.Name, withOwner(TerminalLabels(t), t.Spec.Owner)),
-		Spec: corev1.PodSpec{
-			RestartPolicy: corev1.RestartPolicyNever,
-			// A shell has no business with the Kubernetes API, nor with other services.
-			AutomountServiceAccountToken:  ptr.To(false),
-			EnableServiceLinks:            ptr.To(false),
-			TerminationGracePeriodSeconds: ptr.To[int64](10),
-			SecurityContext:               o.podSecurity(),
-			Containers: []corev1.Container{{
-				Name:            TerminalContainer,
-				Image:           image,
-				ImagePullPolicy: o.ImagePullPolicy,
-				// The directory is an argument of its own: the local node translates whole
-				// paths under a volume's mount to the host's.
-				Command: []string{o.agentPath(), agentapi.CommandTerminal, "--dir", dir},
-				// The home always exists (it is the mount); the agent starts the shell in the
-				// cwd, and fails saying so when it does not exist, rather than have the runtime
-				// make the directory in the user's home.
-				WorkingDir: ContentsDir,
-				Env:        terminalEnv(spec),
-				Ports:      []corev1.ContainerPort{{Name: AgentPortName, ContainerPort: agentapi.Port, Protocol: corev1.ProtocolTCP}},
-				Resources:  *spec.Spec.Resources.DeepCopy(),
-				VolumeMounts: []corev1.VolumeMount{
-					o.agentMount(),
-					{Name: "kernel-secret", MountPath: SecretDir, ReadOnly: true},
-					{Name: "home", MountPath: HomeDir},
-					{Name: "tmp", MountPath: "/tmp"},
-					{Name: "contents", MountPath: ContentsDir, SubPath: home},
-				},
-				// The agent listens before it starts the shell and answers readyz at once. The
-				// first probe comes when the node is ready for it (see readinessDelay).
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathReadyz, Port: intstr.FromString(AgentPortName)}},
-					InitialDelaySeconds: o.readinessDelay(),
-					PeriodSeconds:       10,
-					TimeoutSeconds:      5,
-				},
-				// A hung agent makes the shell unreachable; with restartPolicy Never the pod
-				// then fails and the terminal says so instead of hanging forever.
-				LivenessProbe: &corev1.Probe{
-					ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathHealthz, Port: intstr.FromString(AgentPortName)}},
-					InitialDelaySeconds: 5,
-					PeriodSeconds:       10,
-					TimeoutSeconds:      5,
-					FailureThreshold:    6,
-				},
-				SecurityContext:          restrictedContainer(),
-				TerminationMessagePath:   TerminationLog,
-				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-			}},
-			Volumes: []corev1.Volume{
-				// The kernels' name: a KernelSpec's pod template may not use it (kernelReserved).
-				{Name: "kernel-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-					SecretName:  t.Name,
-					DefaultMode: ptr.To[int32](0o440),
-				}}},
-				o.scratch("home"),
-				o.scratch("tmp"),
-				{Name: "contents", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
-					ClaimName: o.ContentsClaim,
-				}}},
-			},
+	pod := agentPod(objectMeta(t, terminalGVK, t.Name, withOwner(TerminalLabels(t), t.Spec.Owner)), o, home, homeErr, corev1.Container{
+		Name:  TerminalContainer,
+		Image: image,
+		// The directory is an argument of its own: the local node translates whole paths
+		// under a volume's mount to the host's.
+		Command: []string{o.agentPath(), agentapi.CommandTerminal, "--dir", dir},
+		// The home always exists (it is the mount); the agent starts the shell in the cwd,
+		// and fails saying so when it does not exist, rather than have the runtime make the
+		// directory in the user's home.
+		WorkingDir: ContentsDir,
+		Env:        terminalEnv(spec),
+		Resources:  *spec.Spec.Resources.DeepCopy(),
+		// The agent listens before it starts the shell and answers readyz at once. The first
+		// probe comes when the node is ready for it (see readinessDelay).
+		ReadinessProbe: &corev1.Probe{
+			ProbeHandler:        corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: agentapi.PathReadyz, Port: intstr.FromString(AgentPortName)}},
+			InitialDelaySeconds: o.readinessDelay(),
+			PeriodSeconds:       10,
+			TimeoutSeconds:      5,
 		},
-	}
-	if homeErr != nil {
-		dropContents(&pod.Spec)
-	}
-	o.requestScratch(&pod.Spec.Containers[0].Resources)
-	o.addAgent(&pod.Spec)
+	}, t.Name)
 	applyPodTemplate(pod, spec.Spec.PodTemplate)
 	// A shell's state (its processes, what scrolled by) is the pod's memory, as a kernel's.
 	pod.Annotations = addMissing(pod.Annotations, map[string]string{AnnotationSafeToEvict: "false"})
