@@ -290,22 +290,15 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 	if claim != "" {
 		builder.UseClaim(pod, claim)
 	}
-	if err := r.Create(ctx, pod); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create kernel pod: %w", err)
-		}
-		existing := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
-			return fmt.Errorf("get kernel pod: %w", err)
-		}
-		if !metav1.IsControlledBy(existing, k) {
+	if existing, err := createOwnedPod(ctx, r.Client, r.APIReader, k, pod); existing != nil || err != nil {
+		if errors.Is(err, errPodConflict) {
 			obs.problem = &problem{reason: nbv1.ReasonPodConflict, fatal: true,
 				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
 			return nil
 		}
 		// Ours, and not in the cache yet; its own event brings us back.
 		obs.pod = existing
-		return nil
+		return err
 	}
 	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
 	// A pod made as usual is no event of its own (the Kernel's status says as much, and the
@@ -326,6 +319,29 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 // keeps the subPath, which isolates homes too; the kernel's events say which.
 func (r *KernelReconciler) ownClaim(ctx context.Context, k *nbv1.Kernel) (string, error) {
 	return ownClaim(ctx, r.APIReader, r.Recorder, k, k.Spec.Owner, k.Spec.Home, r.Options)
+}
+
+// errPodConflict: a pod of the name exists and is not the resource's.
+var errPodConflict = errors.New("the pod exists and belongs to another")
+
+// createOwnedPod creates pod for owner. When one of its name exists it returns that one, if it is
+// owner's, or errPodConflict; nil and nil when it made pod.
+func createOwnedPod(ctx context.Context, c client.Client, reader client.Reader, owner client.Object, pod *corev1.Pod) (*corev1.Pod, error) {
+	err := c.Create(ctx, pod)
+	switch {
+	case err == nil:
+		return nil, nil
+	case !apierrors.IsAlreadyExists(err):
+		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	existing := &corev1.Pod{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
+		return nil, fmt.Errorf("get pod %s: %w", pod.Name, err)
+	}
+	if !metav1.IsControlledBy(existing, owner) {
+		return nil, errPodConflict
+	}
+	return existing, nil
 }
 
 // ownClaim is the claim that the pod of obj, owner's with home, mounts in place of the home's

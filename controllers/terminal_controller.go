@@ -264,20 +264,13 @@ func (r *TerminalReconciler) reconcilePod(ctx context.Context, t *nbv1.Terminal,
 	if claim != "" {
 		builder.UseClaim(pod, claim)
 	}
-	if err := r.Create(ctx, pod); err != nil {
-		if !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create terminal pod: %w", err)
-		}
-		existing := &corev1.Pod{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
-			return fmt.Errorf("get terminal pod: %w", err)
-		}
-		if !metav1.IsControlledBy(existing, t) {
+	if existing, err := createOwnedPod(ctx, r.Client, r.APIReader, t, pod); existing != nil || err != nil {
+		if errors.Is(err, errPodConflict) {
 			obs.problem = terminalPodConflict(pod.Name)
 			return nil
 		}
 		obs.pod = existing
-		return nil
+		return err
 	}
 	log.FromContext(ctx).Info("Created terminal pod", "pod", klog.KObj(pod))
 	if claim != "" {
