@@ -247,20 +247,25 @@ const cullerFieldOwner = "nbkube-culler"
 // (a merge patch would replace the whole list with the culler's copy of it), and it needs no
 // resource version, since the culler is not the Kernel's reconciler and has nothing to retry.
 func (c *Culler) applyCulled(ctx context.Context, k *nbv1.Kernel, v verdict, now time.Time) error {
+	return applyCulled(ctx, c.Client, "Kernel", k, v, now)
+}
+
+// applyCulled applies the Culled condition of obj, of kind, as Culler.applyCulled tells.
+func applyCulled(ctx context.Context, c client.Client, kind string, obj client.Object, v verdict, now time.Time) error {
 	var conds []metav1.Condition
-	setCondition(&conds, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, k.Generation, metav1.NewTime(now))
+	setCondition(&conds, nbv1.ConditionCulled, metav1.ConditionTrue, v.reason, v.message, obj.GetGeneration(), metav1.NewTime(now))
 	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[0])
 	if err != nil {
 		return err
 	}
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(nbv1.GroupVersion.WithKind("Kernel"))
-	u.SetNamespace(k.Namespace)
-	u.SetName(k.Name)
+	u.SetGroupVersionKind(nbv1.GroupVersion.WithKind(kind))
+	u.SetNamespace(obj.GetNamespace())
+	u.SetName(obj.GetName())
 	if err := unstructured.SetNestedSlice(u.Object, []any{cond}, "status", "conditions"); err != nil {
 		return err
 	}
-	return c.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cullerFieldOwner), client.ForceOwnership)
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cullerFieldOwner), client.ForceOwnership)
 }
 
 // unusedVerdict culls a kernel that no client has connected to within UnusedTimeout of its

@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -129,18 +127,5 @@ func (c *TerminalCuller) cull(ctx context.Context, t *nbv1.Terminal, why string,
 // applyCulled sets the Culled condition alone by a server-side apply as the culler's field
 // manager, which leaves the controller's conditions as they are (see Culler.applyCulled).
 func (c *TerminalCuller) applyCulled(ctx context.Context, t *nbv1.Terminal, why string, now time.Time) error {
-	var conds []metav1.Condition
-	setCondition(&conds, nbv1.ConditionCulled, metav1.ConditionTrue, nbv1.ReasonIdleTimeout, why, t.Generation, metav1.NewTime(now))
-	cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[0])
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(nbv1.GroupVersion.WithKind("Terminal"))
-	u.SetNamespace(t.Namespace)
-	u.SetName(t.Name)
-	if err := unstructured.SetNestedSlice(u.Object, []any{cond}, "status", "conditions"); err != nil {
-		return err
-	}
-	return c.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(cullerFieldOwner), client.ForceOwnership)
+	return applyCulled(ctx, c.Client, "Terminal", t, verdict{nbv1.ReasonIdleTimeout, why}, now)
 }
