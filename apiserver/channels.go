@@ -43,25 +43,42 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	if err != nil {
 		return err
 	}
-	dialCtx, cancel := context.WithTimeout(c.Request.Context(), 15*time.Second)
+	dialCtx, cancel := context.WithTimeout(c.Request.Context(), agentDialWait)
 	defer cancel()
-	// What one read from the agent brings goes to the client in one write: the client side
-	// is held while the relay works through the agent side's buffer, and flushed before the
-	// relay reads (and maybe waits) again.
-	var fromAgent *wsbatch.FlushBeforeRead
+	var fromAgent agentConn
 	upstream, err := s.agents.DialChannels(dialCtx, ep, agentclient.ChannelOptions{
 		SessionID:    c.Query("session_id"),
 		Channel:      only,
 		Subprotocols: websocket.Subprotocols(c.Request),
 		RateLimits:   s.opts.RateLimits,
-		WrapConn: func(nc net.Conn) net.Conn {
-			fromAgent = &wsbatch.FlushBeforeRead{Conn: nc}
-			return fromAgent
-		},
+		WrapConn:     fromAgent.wrap,
 	})
 	if err != nil {
 		return err
 	}
+	s.relayFromAgent(c, upstream, fromAgent.conn)
+	return nil
+}
+
+// agentDialWait bounds the dial of an agent's WebSocket, its handshake included.
+const agentDialWait = 15 * time.Second
+
+// agentConn is the network connection under a WebSocket to an agent. What one read from the
+// agent brings goes to the client in one write: the client side is held while the relay
+// works through the agent side's buffer, and flushed before the relay reads (and maybe
+// waits) again.
+type agentConn struct{ conn *wsbatch.FlushBeforeRead }
+
+// wrap is the dial's WrapConn.
+func (a *agentConn) wrap(nc net.Conn) net.Conn {
+	a.conn = &wsbatch.FlushBeforeRead{Conn: nc}
+	return a.conn
+}
+
+// relayFromAgent upgrades the client's connection, with the subprotocol the agent picked,
+// and relays it to upstream, an agent's WebSocket dialled through fromAgent (see agentConn),
+// until either side closes or the client's credentials are revoked.
+func (s *Server) relayFromAgent(c *gin.Context, upstream *websocket.Conn, fromAgent *wsbatch.FlushBeforeRead) {
 	up := websocket.Upgrader{
 		ReadBufferSize:  64 << 10,
 		WriteBufferSize: 64 << 10,
@@ -77,7 +94,7 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	if err != nil {
 		// The upgrader has answered the client.
 		_ = upstream.Close()
-		return nil
+		return
 	}
 	if fromAgent != nil {
 		fromAgent.SetTarget(hw.Conn())
@@ -88,10 +105,9 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	watchCtx, stopWatching := context.WithCancel(context.Background())
 	defer stopWatching()
 	revoked := s.auth.watchRevocation(watchCtx, *proofOf(c), func(err error) {
-		s.opts.Log.V(1).Info("Cannot re-validate a channels connection's user", "error", err.Error())
+		s.opts.Log.V(1).Info("Cannot re-validate a WebSocket connection's user", "path", c.Request.URL.Path, "error", err.Error())
 	})
 	relay(client, upstream, revoked)
-	return nil
 }
 
 // relay copies messages both ways until either side closes, then closes the other with the

@@ -244,15 +244,21 @@ func (s *Server) recoverPanics(c *gin.Context) {
 func (s *Server) measureRequests(c *gin.Context) {
 	start := s.opts.Clock.Now()
 	if websocket.IsWebSocketUpgrade(c.Request) {
+		// A terminal's WebSocket is no kernel's channels.
+		channels := s.handlerLabel(c) != "/"+terminalSocketRoute
 		w := &upgradeWatcher{ResponseWriter: c.Writer, taken: func() {
 			s.metrics.requests.WithLabelValues(c.Request.Method, s.handlerLabel(c), strconv.Itoa(http.StatusSwitchingProtocols)).
 				Observe(s.opts.Clock.Since(start).Seconds())
-			s.metrics.channels.Inc()
+			if channels {
+				s.metrics.channels.Inc()
+			}
 		}}
 		c.Writer = w
 		c.Next()
 		if w.hijacked {
-			s.metrics.channels.Dec()
+			if channels {
+				s.metrics.channels.Dec()
+			}
 			return
 		}
 	} else {

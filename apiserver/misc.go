@@ -77,7 +77,7 @@ func (s *Server) getMe(c *gin.Context) error {
 	for resource, actions := range asked {
 		allowed[resource] = []string{}
 		for _, a := range actions {
-			if slices.Contains(permissions[resource], a) {
+			if slices.Contains(s.permissions(resource), a) {
 				allowed[resource] = append(allowed[resource], a)
 			}
 		}
@@ -101,9 +101,9 @@ func (s *Server) getMe(c *gin.Context) error {
 
 // permissions are the actions on Jupyter Server 2's authorization resources that every user
 // may take on their own things here (admins take them on everyone's): read is GET, write
-// changes, execute runs code through a kernel's channels. Kernel specs are managed with
-// kubectl, not through the API; nbkube serves no terminals, server shutdown, config or
-// events, so those are allowed nothing.
+// changes, execute runs code through a kernel's channels or types in a terminal. Kernel specs
+// are managed with kubectl, not through the API; nbkube serves no server shutdown, config or
+// events, so those are allowed nothing; terminals only when the server runs them.
 var permissions = map[string][]string{
 	"api":         {"read"},
 	"contents":    {"read", "write"},
@@ -113,6 +113,15 @@ var permissions = map[string][]string{
 	"kernelspecs": {"read"},
 	"nbconvert":   {"read"},
 	"sessions":    {"read", "write"},
+	"terminals":   {"read", "write", "execute"},
+}
+
+// permissions are the actions allowed on resource.
+func (s *Server) permissions(resource string) []string {
+	if resource == "terminals" && s.opts.Terminals == nil {
+		return nil
+	}
+	return permissions[resource]
 }
 
 // badPermissions is Jupyter's answer to a ?permissions= that is not an object of lists of

@@ -62,6 +62,9 @@ type pageConfig struct {
 	Terminal  string `json:"terminal,omitempty"`
 	User      string `json:"user"`
 	CanLogout bool   `json:"canLogout"`
+	// TerminalsAvailable tells whether the server runs terminals, under the name of
+	// JupyterLab's page config option, which its terminal client reads.
+	TerminalsAvailable bool `json:"terminalsAvailable"`
 }
 
 // appPage is what the page shell shows.
@@ -355,6 +358,7 @@ func (s *Server) renderPage(c *gin.Context, title string, cfg pageConfig) {
 	// A browser holds a login cookie (the printed URL's ?token= made one) unless it proved
 	// itself with an Authorization header, which nothing ends.
 	cfg.BaseURL, cfg.User, cfg.CanLogout = s.opts.BaseURL, userOf(c).Name, c.GetHeader("Authorization") == ""
+	cfg.TerminalsAvailable = s.opts.Terminals != nil
 	data := appPage{
 		Title: title, Page: cfg.Page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api", Favicon: s.opts.BaseURL + faviconPath,
 		Config: cfg,

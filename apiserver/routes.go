@@ -78,6 +78,13 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("api/clusters", h(s.listClusters))
 	auth.GET("api/clusters/:id", h(s.getCluster))
 	auth.POST("api/clusters/:id/:action", h(s.clusterAction))
+	// Terminals (terminals.go); without them, nothing is there.
+	terminals := auth.Group("", s.terminalsOn)
+	terminals.GET("api/terminals", h(s.listTerminals))
+	terminals.POST("api/terminals", s.openContents, h(s.startTerminal))
+	terminals.GET("api/terminals/:name", h(s.getTerminal))
+	terminals.DELETE("api/terminals/:name", h(s.deleteTerminal))
+	terminals.GET(terminalSocketRoute, h(s.terminalSocket))
 	auth.GET("api/sessions", h(s.listSessions))
 	auth.POST("api/sessions", h(s.createSession))
 	auth.GET("api/sessions/:id", h(s.getSession))

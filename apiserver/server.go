@@ -76,6 +76,13 @@ type Options struct {
 	Sessions SessionService
 	// Clusters keeps the users' ipyparallel clusters; without it there are none.
 	Clusters ClusterService
+	// Terminals runs the users' terminals; without it there are none, and the terminal
+	// routes answer 404, as Jupyter Server's do without its terminals extension.
+	Terminals TerminalService
+	// TerminalKernelSpec names the kernel spec whose image and resources a terminal runs in
+	// when its start names none: for the users whose policies allow it; the user's default
+	// kernel spec when empty, and for the others.
+	TerminalKernelSpec string
 	// Quotas tells users their usage and limits (in /api/status and /api/me) and bounds their
 	// chunked uploads; no quotas when nil.
 	Quotas QuotaService

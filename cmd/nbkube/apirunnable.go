@@ -67,29 +67,35 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 			}
 			return view.Close()
 		}}
+	var terminals apiserver.TerminalService
+	if f.terminals {
+		terminals = &repository.Terminals{Kernels: kernels}
+	}
 	srv, err := apiserver.New(apiserver.Options{
-		BaseURL:           f.baseURL,
-		PublicURL:         f.publicURL,
-		TrustedProxies:    f.trustedProxies,
-		Providers:         providers,
-		CookieSecret:      secret,
-		Contents:          store,
-		Homes:             f.userHome,
-		Kernels:           kernels,
-		Sessions:          &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
-		Clusters:          &repository.Clusters{Reader: c, Writer: c, Namespace: namespace, Quota: ledger},
-		Quotas:            &repository.Quotas{Ledger: ledger, Specs: specs},
-		KernelSpecs:       specs,
-		RST:               &repository.RSTRenderers{Reader: reader, Namespace: namespace, Agents: agentclient.New(), AgentTokenKey: agentKey},
-		DefaultKernelSpec: f.defaultKernel,
-		RateLimits:        &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
-		MaxBodyBytes:      f.maxBody,
-		BodyMemory:        f.bodyMemory,
-		AdmissionWait:     f.admissionWait,
-		ReadTimeout:       f.readTimeout,
-		Version:           version,
-		Metrics:           ctrlmetrics.Registry,
-		Log:               log,
+		BaseURL:            f.baseURL,
+		PublicURL:          f.publicURL,
+		TrustedProxies:     f.trustedProxies,
+		Providers:          providers,
+		CookieSecret:       secret,
+		Contents:           store,
+		Homes:              f.userHome,
+		Kernels:            kernels,
+		Sessions:           &repository.Sessions{Reader: c, Writer: c, Namespace: namespace, Kernels: kernels},
+		Clusters:           &repository.Clusters{Reader: c, Writer: c, Namespace: namespace, Quota: ledger},
+		Terminals:          terminals,
+		TerminalKernelSpec: f.terminalKernelSpec,
+		Quotas:             &repository.Quotas{Ledger: ledger, Specs: specs},
+		KernelSpecs:        specs,
+		RST:                &repository.RSTRenderers{Reader: reader, Namespace: namespace, Agents: agentclient.New(), AgentTokenKey: agentKey},
+		DefaultKernelSpec:  f.defaultKernel,
+		RateLimits:         &agentapi.RateLimits{MsgRate: f.iopubMsgRate, DataRate: f.iopubDataRate, Window: f.rateLimitWindow},
+		MaxBodyBytes:       f.maxBody,
+		BodyMemory:         f.bodyMemory,
+		AdmissionWait:      f.admissionWait,
+		ReadTimeout:        f.readTimeout,
+		Version:            version,
+		Metrics:            ctrlmetrics.Registry,
+		Log:                log,
 	})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,8 @@ type apiFlags struct {
 	publicURL                                      string
 	trustedProxies                                 []netip.Prefix
 	defaultKernel                                  string
+	terminals                                      bool
+	terminalKernelSpec                             string
 	maxBody, bodyMemory                            int64
 	admissionWait                                  time.Duration
 	readTimeout                                    time.Duration
@@ -81,6 +83,8 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 	})
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
+	fs.BoolVar(&f.terminals, "terminals", true, "serve Jupyter's terminals (/api/terminals): shells in pods of their users', as kernels run (false: the terminal routes answer 404, as Jupyter Server's without terminals)")
+	fs.StringVar(&f.terminalKernelSpec, "terminal-kernel-spec", "", "kernel spec whose image and resources a terminal runs in when its start names none, for the users whose policies allow it (default: the user's default kernel spec)")
 	fs.Int64Var(&f.maxBody, "max-body-size", apiserver.DefaultMaxBodyBytes, "largest request body in bytes")
 	fs.Int64Var(&f.bodyMemory, "body-memory", defaultBodyMemory(os.Getenv), "bytes the request bodies being handled at once may hold, each counted as 4 times its length: a request with a body waits for room before it is read (default: a quarter of the container's memory limit, else 512 MiB)")
 	f.admissionWait = apiserver.DefaultAdmissionWait

@@ -135,6 +135,18 @@ func TestAuthFlag_KubernetesServesTheClustersServiceAccounts(t *testing.T) {
 // token.
 func serveAPI(t *testing.T, cfg *rest.Config, c client.Client, ns string, u identity.User, args ...string) func(token string) (int, map[string]any) {
 	t.Helper()
+	call := startAPI(t, cfg, c, ns, u, args...)
+	return func(token string) (int, map[string]any) {
+		t.Helper()
+		return call(http.MethodGet, "api/me", token)
+	}
+}
+
+// startAPI runs the API server as the binary builds it from args over the control plane of
+// cfg, the token's user being u, and returns a function making a request of it without a
+// body, with a bearer token, and decoding its JSON answer.
+func startAPI(t *testing.T, cfg *rest.Config, c client.Client, ns string, u identity.User, args ...string) func(method, path, token string) (int, map[string]any) {
+	t.Helper()
 	dir := t.TempDir()
 	f, err := parseAuth(t, append(args, "--root="+dir, "--cookie-secret-file="+filepath.Join(dir, "cookie"))...)
 	if err != nil {
@@ -163,9 +175,9 @@ func serveAPI(t *testing.T, cfg *rest.Config, c client.Client, ns string, u iden
 	case err := <-done:
 		t.Fatal(err)
 	}
-	return func(token string) (int, map[string]any) {
+	return func(method, path, token string) (int, map[string]any) {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"api/me", nil)
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 // Package agentclient talks to the nbkube agent in a kernel pod: its status, interrupt,
-// restart, shutdown, working directory and the channels WebSocket; and to the agent of a
-// reStructuredText renderer pod. Every call carries the pod's agent token (from its Secret);
+// restart, shutdown, working directory and the channels WebSocket; to the agent of a
+// terminal pod (terminal.go); and to the agent of a reStructuredText renderer pod. Every call carries the pod's agent token (from its Secret);
 // nothing else can drive a kernel or a renderer.
 package agentclient
 
@@ -181,22 +181,28 @@ func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions)
 	if o.RateLimits != nil {
 		o.RateLimits.SetQuery(q)
 	}
+	return c.dial(ctx, e, agentapi.PathChannels+"?"+q.Encode(), "channels", o.Subprotocols, o.WrapConn)
+}
+
+// dial opens the agent's WebSocket at path (with its query), offering subprotocols; wrap,
+// when set, wraps the network connection under it. what names the socket in a refusal.
+func (c *Client) dial(ctx context.Context, e Endpoint, path, what string, subprotocols []string, wrap func(net.Conn) net.Conn) (*websocket.Conn, error) {
 	d := *c.ws
-	d.Subprotocols = o.Subprotocols
-	if o.WrapConn != nil {
+	d.Subprotocols = subprotocols
+	if wrap != nil {
 		dial := d.NetDialContext
 		d.NetDialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			nc, err := dial(ctx, network, addr)
 			if err != nil {
 				return nil, err
 			}
-			return o.WrapConn(nc), nil
+			return wrap(nc), nil
 		}
 	}
-	ws, resp, err := d.DialContext(ctx, e.url("ws", agentapi.PathChannels)+"?"+q.Encode(), http.Header{"Authorization": {e.authorization()}})
+	ws, resp, err := d.DialContext(ctx, e.url("ws", path), http.Header{"Authorization": {e.authorization()}})
 	if err != nil {
 		if resp != nil {
-			return nil, &Error{Status: resp.StatusCode, Message: "channels handshake refused"}
+			return nil, &Error{Status: resp.StatusCode, Message: what + " handshake refused"}
 		}
 		return nil, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}

@@ -55,11 +55,12 @@ type Quota struct {
 
 // QuotaAmounts are counts and resource quantities ("500m", "2Gi") of a Quota.
 type QuotaAmounts struct {
-	Kernels *int64  `json:"kernels"`
-	Engines *int64  `json:"engines"`
-	CPU     *string `json:"cpu"`
-	Memory  *string `json:"memory"`
-	GPU     *string `json:"gpu"`
+	Kernels   *int64  `json:"kernels"`
+	Engines   *int64  `json:"engines"`
+	Terminals *int64  `json:"terminals"`
+	CPU       *string `json:"cpu"`
+	Memory    *string `json:"memory"`
+	GPU       *string `json:"gpu"`
 	// UploadBytes: the bytes of chunked uploads in progress allowed (limits only).
 	UploadBytes *int64 `json:"upload_bytes,omitempty"`
 }

@@ -135,6 +135,23 @@ func (l *Ledger) Reserve(ctx context.Context, req Request) (lim Limits, on bool,
 // spec's, with the owner's default resources filled in. A refusal is a *Exceeded or a
 // *SpecNotAllowed.
 func (l *Ledger) ReserveKernel(ctx context.Context, owner string, groups []string, name string, spec *nbv1.KernelSpec) (corev1.ResourceRequirements, error) {
+	return l.reservePod(ctx, owner, groups, spec, func(res corev1.ResourceRequirements) nbv1.Reservation {
+		return KernelRoom(name, spec.Name, res)
+	})
+}
+
+// ReserveTerminal makes room for a new terminal named name, whose pod takes the image and
+// resources of spec, as ReserveKernel does for a kernel: the same limits on resources and
+// kernel specs, and the terminals limit in place of the kernels one.
+func (l *Ledger) ReserveTerminal(ctx context.Context, owner string, groups []string, name string, spec *nbv1.KernelSpec) (corev1.ResourceRequirements, error) {
+	return l.reservePod(ctx, owner, groups, spec, func(res corev1.ResourceRequirements) nbv1.Reservation {
+		return TerminalRoom(name, spec.Name, res)
+	})
+}
+
+// reservePod reserves the room that room makes of the resources of a pod of spec: the
+// spec's, with the owner's default resources filled in, which it returns.
+func (l *Ledger) reservePod(ctx context.Context, owner string, groups []string, spec *nbv1.KernelSpec, room func(corev1.ResourceRequirements) nbv1.Reservation) (corev1.ResourceRequirements, error) {
 	policies, err := l.Policies(ctx)
 	if err != nil || len(policies) == 0 {
 		return spec.Spec.Resources, err
@@ -142,7 +159,7 @@ func (l *Ledger) ReserveKernel(ctx context.Context, owner string, groups []strin
 	var res corev1.ResourceRequirements
 	_, err = l.reserve(ctx, policies, Request{Owner: owner, Groups: groups}, func(lim Limits) nbv1.Reservation {
 		res = KernelResources(spec.Spec.Resources, lim.DefaultResources)
-		return KernelRoom(name, spec.Name, res)
+		return room(res)
 	})
 	return res, err
 }
@@ -199,7 +216,8 @@ func (l *Ledger) reserveOnce(ctx context.Context, reader client.Reader, policies
 	}
 	lim := Effective(policies, req.Owner, u.Spec.Groups)
 	r := room(lim)
-	if r.Kind == nbv1.ReservationKernel && !req.Record && !lim.AllowsSpec(r.KernelSpec) {
+	// A terminal's pod runs its spec's image as a kernel's does: the same specs are allowed.
+	if (r.Kind == nbv1.ReservationKernel || r.Kind == nbv1.ReservationTerminal) && !req.Record && !lim.AllowsSpec(r.KernelSpec) {
 		return lim, &SpecNotAllowed{User: req.Owner, Spec: r.KernelSpec, Allowed: lim.KernelSpecs}
 	}
 	i := slices.IndexFunc(u.Spec.Reservations, func(x nbv1.Reservation) bool { return x.Kind == r.Kind && x.Name == r.Name })

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -208,6 +209,41 @@ func TestLedger_ClustersSpecsAndOff(t *testing.T) {
 	}
 	if u := usage(t, c, ns, "Cat@Example.org"); !strings.HasPrefix(u.Name, "u-") || u.Spec.User != "Cat@Example.org" {
 		t.Errorf("ledger %s of %s", u.Name, u.Spec.User)
+	}
+}
+
+// A terminal takes room as a kernel does, its spec's resources with the owner's defaults,
+// but counts against the terminals limit alone, and only in the kernel specs allowed.
+func TestLedger_TerminalsHaveTheirOwnLimitAndTheKernelsSpecs(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	l := &quota.Ledger{Client: c, Reader: c, APIReader: c, Namespace: ns}
+	createPolicy(t, c, ns, "ann", nbv1.UserPolicySpec{Users: []string{"ann"}, KernelSpecs: []string{"python3"},
+		Limits:           nbv1.UserLimits{Kernels: i32(1), Terminals: i32(1), CPU: q("2")},
+		DefaultResources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}})
+	spec := func(name string) *nbv1.KernelSpec {
+		return &nbv1.KernelSpec{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	if _, err := l.ReserveKernel(t.Context(), "ann", []string{}, "k1", spec("python3")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.ReserveTerminal(t.Context(), "ann", []string{}, "t1", spec("python3"))
+	if err != nil {
+		t.Fatalf("a terminal beside a kernel at its limit: %v", err)
+	}
+	if cpu := res.Requests[corev1.ResourceCPU]; cpu.String() != "500m" {
+		t.Errorf("the terminal's resources %+v lack the policy's default", res)
+	}
+	var ex *quota.Exceeded
+	if _, err := l.ReserveTerminal(t.Context(), "ann", []string{}, "t2", spec("python3")); !errors.As(err, &ex) || ex.Reason() != "terminals: 1 of 1" {
+		t.Errorf("a second terminal: %v", err)
+	}
+	var na *quota.SpecNotAllowed
+	if _, err := l.ReserveTerminal(t.Context(), "ann", []string{}, "t3", spec("ir")); !errors.As(err, &na) {
+		t.Errorf("a terminal of a spec the policy does not allow: %v", err)
+	}
+	if u := usage(t, c, ns, "ann"); u.Status.Terminals != "1/1" || u.Status.Kernels != "1/1" || u.Status.CPU != "1/2" {
+		t.Errorf("a kernel and a terminal: %+v", u.Status)
 	}
 }
 

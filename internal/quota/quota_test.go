@@ -118,6 +118,15 @@ func TestCheck_NamesTheLimitAndTheUsage(t *testing.T) {
 	if err := Check("ann", Limits{}, Amounts{Kernels: 1000}, Amounts{Kernels: 1}); err != nil {
 		t.Errorf("no limits: %v", err)
 	}
+	// Terminals are counted apart from kernels: a terminal is no kernel.
+	room := TerminalRoom("t1", "python3", corev1.ResourceRequirements{})
+	add := Of(&room)
+	if err := Check("ann", Limits{Kernels: new(int64(1)), Terminals: new(int64(1))}, Amounts{Kernels: 1}, add); err != nil {
+		t.Errorf("a terminal refused for kernels: %v", err)
+	}
+	if err := Check("ann", Limits{Terminals: new(int64(1))}, Amounts{Terminals: 1}, add); !errors.As(err, &ex) || ex.Reason() != "terminals: 1 of 1" {
+		t.Errorf("a second terminal over a limit of one: %v", err)
+	}
 }
 
 func TestRequestedAndKernelResources(t *testing.T) {
@@ -145,9 +154,9 @@ func TestRequestedAndKernelResources(t *testing.T) {
 }
 
 func TestSummary(t *testing.T) {
-	s := Summary(Limits{Kernels: new(int64(5)), Memory: q("8Gi"), Policies: []string{"a", "b"}},
-		Amounts{Kernels: 2, Engines: 3, Memory: resource.MustParse("1Gi")})
-	want := nbv1.UserUsageStatus{Policies: "a,b", Kernels: "2/5", Engines: "3", CPU: "0", Memory: "1Gi/8Gi", GPU: "0"}
+	s := Summary(Limits{Kernels: new(int64(5)), Terminals: new(int64(2)), Memory: q("8Gi"), Policies: []string{"a", "b"}},
+		Amounts{Kernels: 2, Engines: 3, Terminals: 1, Memory: resource.MustParse("1Gi")})
+	want := nbv1.UserUsageStatus{Policies: "a,b", Kernels: "2/5", Engines: "3", Terminals: "1/2", CPU: "0", Memory: "1Gi/8Gi", GPU: "0"}
 	if s != want {
 		t.Errorf("got %+v, want %+v", s, want)
 	}

@@ -28,6 +28,7 @@ import (
 // What the API server does with the cluster's resources (it runs in the manager's binary and
 // shares its role):
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernels;sessions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=nbkube.io,resources=terminals,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=nbkube.io,resources=kernelspecs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=nbkube.io,resources=userpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=nbkube.io,resources=userusages,verbs=get;list;watch;create;update
@@ -138,22 +139,28 @@ func (k *Kernels) reserve(ctx context.Context, u identity.User, owner, name stri
 
 // release gives back the room of a kernel that was not made, or is gone.
 func (k *Kernels) release(ctx context.Context, owner, name string) {
+	k.releaseRoom(ctx, nbv1.ReservationKernel, owner, name)
+}
+
+// releaseRoom gives back the room of kind (a kernel's, a terminal's) named name that was not
+// made, or is gone.
+func (k *Kernels) releaseRoom(ctx context.Context, kind nbv1.ReservationKind, owner, name string) {
 	if k.Quota == nil {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	if err := k.Quota.Release(ctx, owner, nbv1.ReservationKernel, name); err != nil {
-		// The usage controller frees it once it sees the kernel gone.
-		log.FromContext(ctx).Error(err, "Releasing a kernel's room failed", "kernel", name, "owner", owner)
+	if err := k.Quota.Release(ctx, owner, kind, name); err != nil {
+		// The usage controller frees it once it sees the resource gone.
+		log.FromContext(ctx).Error(err, "Releasing room in a user's usage failed", "kind", kind, "name", name, "owner", owner)
 		return
 	}
-	k.waitReleased(ctx, owner, name)
+	k.waitReleased(ctx, kind, owner, name)
 }
 
-// waitReleased waits (briefly) until the ledger's reader no longer shows the room of the
-// kernel name: a start reads the ledger there, and one right after the release (the answer
-// of the request that made it) must find the room free.
-func (k *Kernels) waitReleased(ctx context.Context, owner, name string) {
+// waitReleased waits (briefly) until the ledger's reader no longer shows the room of kind
+// named name: a start reads the ledger there, and one right after the release (the answer of
+// the request that made it) must find the room free.
+func (k *Kernels) waitReleased(ctx context.Context, kind nbv1.ReservationKind, owner, name string) {
 	if k.Quota.Reader == nil {
 		return
 	}
@@ -163,7 +170,7 @@ func (k *Kernels) waitReleased(ctx context.Context, owner, name string) {
 	for {
 		u := &nbv1.UserUsage{}
 		if err := k.Quota.Reader.Get(ctx, key, u); err != nil || !slices.ContainsFunc(u.Spec.Reservations, func(r nbv1.Reservation) bool {
-			return r.Kind == nbv1.ReservationKernel && r.Name == name
+			return r.Kind == kind && r.Name == name
 		}) {
 			return
 		}
@@ -327,24 +334,37 @@ func (k *Kernels) stopProcess(ctx context.Context, kn *nbv1.Kernel) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	k.askShutdown(ctx, ep, 10*time.Second, "kernel", kn.Name)
+}
+
+// askShutdown asks the agent at ep, of the kernel or terminal name, to end its process,
+// waiting for its answer at most wait.
+func (k *Kernels) askShutdown(ctx context.Context, ep agentclient.Endpoint, wait time.Duration, noun, name string) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if err := k.Agents.Shutdown(ctx, ep); err != nil {
-		log.FromContext(ctx).V(1).Info("The agent did not shut the kernel down; deleting the pod stops it", "kernel", kn.Name, "error", err.Error())
+		log.FromContext(ctx).V(1).Info("The agent did not shut down; deleting the pod stops it", noun, name, "error", err.Error())
 	}
 }
 
 // remove deletes the kernel's resource, waits until the cache has it gone and gives its
 // room back.
 func (k *Kernels) remove(ctx context.Context, kn *nbv1.Kernel) error {
-	err := k.bounded(ctx, "delete the kernel", nil, func(ctx context.Context) error {
-		return client.IgnoreNotFound(k.Writer.Delete(ctx, kn, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	return k.removeHolder(ctx, kn, nbv1.ReservationKernel, string(kn.Spec.Owner))
+}
+
+// removeHolder deletes obj, a resource that holds room of kind in owner's usage, with its
+// pod, waits until the cache has it gone and gives its room back.
+func (k *Kernels) removeHolder(ctx context.Context, obj client.Object, kind nbv1.ReservationKind, owner string) error {
+	noun := strings.ToLower(string(kind))
+	err := k.bounded(ctx, "delete the "+noun, nil, func(ctx context.Context) error {
+		return client.IgnoreNotFound(k.Writer.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 	})
 	if err != nil {
-		return failure(err, "delete kernel")
+		return failure(err, "delete "+noun)
 	}
-	waitGone(ctx, k.Reader, kn)
-	k.release(ctx, string(kn.Spec.Owner), kn.Name)
+	waitGone(ctx, k.Reader, obj)
+	k.releaseRoom(ctx, kind, owner, obj.GetName())
 	return nil
 }
 

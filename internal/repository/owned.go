@@ -18,7 +18,7 @@ import (
 	"github.com/nbkube/nbkube/internal/identity"
 )
 
-// owned is a kind of resource that users own (Kernel, Session, Cluster), T its type and L the
+// owned is a kind of resource that users own (Kernel, Session, Cluster, Terminal), T its type and L the
 // type of its list. Every kind is listed and read through it, so that all of them hide the
 // same resources: other users' (unless an admin asks) and those being deleted. Another user's
 // resource is as missing as one that does not exist: telling them apart would tell what
@@ -107,6 +107,14 @@ var (
 		oldestFirst: true,
 		missing:     func(id string) error { return domainerr.NotFound("Session not found: %s", id) },
 	}
+	ownedTerminals = &owned[nbv1.Terminal, *nbv1.Terminal, nbv1.TerminalList, *nbv1.TerminalList]{
+		noun:  "terminal",
+		items: func(l *nbv1.TerminalList) []nbv1.Terminal { return l.Items },
+		owner: func(t *nbv1.Terminal) nbv1.Owner { return t.Spec.Owner },
+		// Jupyter lists terminals in the order they were made.
+		oldestFirst: true,
+		missing:     func(name string) error { return domainerr.NotFound("Terminal not found: %s", name) },
+	}
 	ownedClusters = &owned[nbv1.Cluster, *nbv1.Cluster, nbv1.ClusterList, *nbv1.ClusterList]{
 		noun:    "cluster",
 		items:   func(l *nbv1.ClusterList) []nbv1.Cluster { return l.Items },
@@ -155,7 +163,8 @@ func waitGone(ctx context.Context, r client.Reader, obj client.Object) {
 }
 
 // waitFresh waits (briefly) until the reader shows an object at least as new as the one just
-// written, so that a read right after a write sees it.
+// written, so that a read right after a write sees it: one just created too, which the reader
+// may not show at all yet.
 func waitFresh(ctx context.Context, r client.Reader, written client.Object) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -165,10 +174,11 @@ func waitFresh(ctx context.Context, r client.Reader, written client.Object) {
 	}
 	obj := written.DeepCopyObject().(client.Object)
 	for {
-		if err := r.Get(ctx, client.ObjectKeyFromObject(written), obj); err != nil {
+		err := r.Get(ctx, client.ObjectKeyFromObject(written), obj)
+		if err != nil && !apierrors.IsNotFound(err) {
 			return
 		}
-		if got, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err != nil || got >= want {
+		if got, perr := strconv.ParseUint(obj.GetResourceVersion(), 10, 64); err == nil && (perr != nil || got >= want) {
 			return
 		}
 		select {

@@ -44,9 +44,9 @@ func (q *Quotas) Quota(ctx context.Context, u identity.User) (*jupyter.Quota, er
 	}
 	return &jupyter.Quota{
 		Policies: append([]string{}, lim.Policies...),
-		Usage: jupyter.QuotaAmounts{Kernels: &used.Kernels, Engines: &used.Engines,
+		Usage: jupyter.QuotaAmounts{Kernels: &used.Kernels, Engines: &used.Engines, Terminals: &used.Terminals,
 			CPU: quantity(&used.CPU), Memory: quantity(&used.Memory), GPU: quantity(&used.GPU)},
-		Limits: jupyter.QuotaAmounts{Kernels: lim.Kernels, Engines: lim.Engines,
+		Limits: jupyter.QuotaAmounts{Kernels: lim.Kernels, Engines: lim.Engines, Terminals: lim.Terminals,
 			CPU: quantity(lim.CPU), Memory: quantity(lim.Memory), GPU: quantity(lim.GPU), UploadBytes: bytes(lim.UploadBytes)},
 		KernelSpecs: q.jupyterNames(ctx, lim.KernelSpecs),
 	}, nil
