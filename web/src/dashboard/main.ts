@@ -175,15 +175,20 @@ const terminals = new RunningTerminals(terminalURL, {
 const newTerminal = newTerminalButton(() => {
   void act('Cannot start a terminal', () => openNewTerminal(() => startTerminal(dir), terminalURL));
 });
+newTerminal.hidden = !cfg.terminalsAvailable;
 
 async function loadTerminals(): Promise<void> {
+  if (!cfg.terminalsAvailable) {
+    return; // a server without terminals: nothing to ask for, nothing shown
+  }
   const asked = epoch;
   try {
     const list = await listTerminals();
     if (asked !== epoch) {
       return;
     }
-    // undefined: a server without terminals, where neither the table nor the button shows.
+    // undefined: a 404, which is how a server without terminals answers: neither the table nor
+    // the button shows.
     terminals.update(list);
     newTerminal.hidden = list === undefined;
     alerts.ok('terminals');

@@ -1,7 +1,7 @@
 // The dashboard's terminals: "New terminal", which starts one in the listed directory and opens
 // its page in a new tab as Notebook 6's New → Terminal does, and the running terminals (a link
 // to each one's page, its last activity, Shut down). Both are hidden on a server without
-// terminals (GET /api/terminals is 404 there).
+// terminals (the page's config says terminalsAvailable false, and GET /api/terminals is 404).
 import { h } from '../shell/dom';
 import type { TerminalModel } from '../shell/terminals';
 import { DateFormatter } from './format';

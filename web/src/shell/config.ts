@@ -19,6 +19,8 @@ export interface PageConfig {
   user: string;
   /** Whether the user can log out (a login cookie exists). */
   canLogout: boolean;
+  /** Whether the server runs terminals (JupyterLab's page config option of that name). */
+  terminalsAvailable?: boolean;
 }
 
 let cached: PageConfig | undefined;

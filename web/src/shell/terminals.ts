@@ -1,7 +1,7 @@
 // Terminals through the REST API, as Jupyter Server 2 serves them (/api/terminals), and the
-// address of a terminal's WebSocket. With terminals off the server answers /api/terminals with
-// 404, as Jupyter Server without terminals does: the pages learn from that whether there are
-// terminals, rather than from a setting of their own.
+// address of a terminal's WebSocket. With terminals off the pages' config says
+// terminalsAvailable false (JupyterLab's option) and the server answers /api/terminals with 404,
+// as Jupyter Server without terminals does; a 404 is taken as that answer.
 import { ServerConnection } from '@jupyterlab/services';
 import { api, serverSettings } from './server';
 

@@ -10,7 +10,8 @@ import { terminalExists, terminalSocketURL } from '../shell/terminals';
 import { TerminalConnection } from './connection';
 import { TerminalPage } from './view';
 
-const name = config().terminal ?? '';
+const c = config();
+const name = c.terminal ?? '';
 const term = new Terminal({
   fontFamily: "ui-monospace, 'DejaVu Sans Mono', Menlo, Consolas, monospace",
   fontSize: 14,
@@ -30,7 +31,14 @@ fit.fit();
 // xterm.js then reports the new size, which goes to the server as set_size.
 new ResizeObserver(() => fit.fit()).observe(page.screen);
 
-const conn = new TerminalConnection({ url: terminalSocketURL(name), exists: () => terminalExists(name) }, page.events);
-page.attach(conn);
-conn.start();
-term.focus();
+if (c.terminalsAvailable) {
+  const conn = new TerminalConnection(
+    { url: terminalSocketURL(name), exists: () => terminalExists(name) },
+    page.events,
+  );
+  page.attach(conn);
+  conn.start();
+  term.focus();
+} else {
+  page.unavailable();
+}

@@ -122,10 +122,11 @@ test('the state is shown in the header; an ended terminal says why and leads bac
   term.dispose();
 });
 
-test('endedText: an exited shell, a terminal shut down, one that was never there', () => {
+test('endedText: an exited shell, a terminal shut down, one that was never there, a server without terminals', () => {
   assert.equal(endedText('1', 'exited', true), 'Terminal 1 has ended: its shell exited.');
   assert.equal(endedText('1', 'gone', true), 'Terminal 1 has ended: it was shut down.');
   assert.equal(endedText('9', 'gone', false), 'There is no terminal 9: it was shut down, or it never existed.');
+  assert.equal(endedText('9', 'off', false), 'This server runs no terminals.');
 });
 
 test('terminalTakesKey: Ctrl-V pastes, Ctrl-C copies a selection, the rest is the shell’s', () => {

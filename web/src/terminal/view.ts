@@ -56,9 +56,12 @@ const stateText: Record<ConnectionState, string> = {
   ended: 'Ended',
 };
 
-/** endedText is what the page says of a terminal that ended; connected says whether this page
- * was ever connected to it. */
-export function endedText(name: string, reason: EndReason | undefined, connected: boolean): string {
+/** endedText is what the page says of a terminal that ended (or of a server that runs none:
+ * 'off'); connected says whether this page was ever connected to it. */
+export function endedText(name: string, reason: EndReason | 'off' | undefined, connected: boolean): string {
+  if (reason === 'off') {
+    return 'This server runs no terminals.';
+  }
   if (reason === 'exited') {
     return `Terminal ${name} has ended: its shell exited.`;
   }
@@ -112,7 +115,12 @@ export class TerminalPage {
     conn.resize(this.term.rows, this.term.cols);
   }
 
-  private show(s: ConnectionState, reason?: EndReason): void {
+  /** unavailable says the server runs no terminals (the page then never connects). */
+  unavailable(): void {
+    this.show('ended', 'off');
+  }
+
+  private show(s: ConnectionState, reason?: EndReason | 'off'): void {
     // Keys go nowhere while there is no connection: none are kept to be sent later, when
     // they might land in another program.
     this.term.options.disableStdin = s !== 'connected';
