@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -33,9 +34,37 @@ func termLine(line string) Act {
 	return termShows(fmt.Sprintf(`l === %q`, line))
 }
 
+// termKeys types text into the terminal as a keyboard does: each key's keydown carries its
+// text, so that the browser makes the keypress only when the page did not take the keydown
+// (xterm.js takes most keys there). chromedp.KeyEvent sends the keypress as an event of its
+// own, which xterm.js would take as a second key: "eecchhoo".
+func termKeys(text string) Act {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		for _, r := range text {
+			var down, up *input.DispatchKeyEventParams
+			for _, k := range kb.Encode(r) {
+				switch k.Type {
+				case kb.KeyDown:
+					down = k
+				case kb.KeyUp:
+					up = k
+				case kb.KeyChar:
+					down.Text, down.UnmodifiedText = k.Text, k.UnmodifiedText
+				}
+			}
+			for _, k := range []*input.DispatchKeyEventParams{down, up} {
+				if _, err := cdp.Call(ctx, tg, input.DispatchKeyEvent, *k); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
 // typeLine types a line into the terminal and Enter.
 func typeLine(line string) Act {
-	return chromedp.Steps(chromedp.KeyEvent(line), chromedp.KeyEvent(kb.Enter))
+	return termKeys(line + kb.Enter)
 }
 
 // connected waits until the terminal page is connected.
@@ -82,6 +111,20 @@ func startTerminal(t *testing.T, srv *instance, dir string) string {
 	return m.Name
 }
 
+// tab is another tab of the test's browser (opts: an existing one, chromedp.WithTargetID);
+// it closes with the test. Its first action attaches it with no deadline, as browser's does:
+// a deadline would end it after the step that attached it.
+func tab(t *testing.T, ctx context.Context, opts ...chromedp.ContextOption) context.Context {
+	t.Helper()
+	tctx, cancel := chromedp.NewContext(ctx, opts...)
+	if err := chromedp.Do(tctx); err != nil {
+		cancel()
+		t.Fatalf("a tab: %v", err)
+	}
+	t.Cleanup(cancel)
+	return tctx
+}
+
 // cspViolations makes every page of the tab count the Content-Security-Policy violations it
 // meets into window.cspViolations, from before its first script.
 func cspViolations() Act {
@@ -113,8 +156,7 @@ func TestTerminal_NewFromTheDashboardRunsACommandInTheFolder(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatal("New terminal opened no tab at a terminal's page")
 	}
-	tctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(id))
-	defer cancel()
+	tctx := tab(t, ctx, chromedp.WithTargetID(id))
 	var loc, title string
 	run(t, tctx, "the terminal runs a command", 2*time.Minute,
 		connected(),
@@ -162,7 +204,7 @@ func TestTerminal_PageReplaysFitsCopiesPastesReconnectsAndEnds(t *testing.T) {
 		connected(),
 		termLine("first-2"),
 	)
-	cancel()
+	cancel() // its tab closes: its size no longer counts
 	if v := eval[[]string](t, ctx, `window.cspViolations`); len(v) != 0 {
 		t.Errorf("the page's policy refused: %v", v)
 	}
@@ -210,9 +252,9 @@ func TestTerminal_PageReplaysFitsCopiesPastesReconnectsAndEnds(t *testing.T) {
 	run(t, ctx, "copy and paste", time.Minute,
 		chromedp.MouseClickXY(at.X, at.Y, chromedp.ClickCount(2)),
 		chromedp.KeyEvent("c", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
-		chromedp.KeyEvent("echo pasted-"),
+		termKeys("echo pasted-"),
 		chromedp.KeyEvent("v", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
-		chromedp.KeyEvent(kb.Enter),
+		termKeys(kb.Enter),
 		termLine("pasted-copy25me"),
 	)
 
@@ -254,14 +296,13 @@ func TestDashboard_RunningTerminalsShutDown(t *testing.T) {
 		ready("dashboard"),
 		until(row+fmt.Sprintf(` && %s.querySelector('a').getAttribute('href').endsWith("/terminals/%s")`, row, name)),
 	)
-	tab, cancel := chromedp.NewContext(ctx)
-	defer cancel()
-	run(t, tab, "its page", time.Minute, chromedp.Navigate(srv.url+"terminals/"+name), connected())
+	other := tab(t, ctx)
+	run(t, other, "its page", time.Minute, chromedp.Navigate(srv.url+"terminals/"+name), connected())
 	run(t, ctx, "shut it down", time.Minute,
 		press("Shut down terminal "+name),
 		until("!"+row),
 	)
-	run(t, tab, "its page says it ended", time.Minute,
+	run(t, other, "its page says it ended", time.Minute,
 		until(`document.body.dataset.terminalState === "ended"`),
 		until(`document.querySelector('[role=alert]').innerText.includes("has ended")`),
 	)
