@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +40,7 @@ func TerminalMain(ctx context.Context, name string, args []string, getenv func(s
 	}
 	shell := fs.Args()
 	if len(shell) == 0 {
-		shell = []string{cmp.Or(getenv("SHELL"), "/bin/sh")}
+		shell = []string{defaultShell(getenv, isFile)}
 	}
 	wd := *dir
 	if wd == "" {
@@ -55,6 +54,26 @@ func TerminalMain(ctx context.Context, name string, args []string, getenv func(s
 		_ = os.WriteFile(getenv(agentapi.EnvTerminationLog), []byte(err.Error()), 0o644)
 	}
 	return err
+}
+
+// defaultShell is the shell of a terminal whose pod names none: $SHELL where the image sets
+// it, as Jupyter's terminals run, else bash where the image has it (Jupyter's images do, and
+// set no $SHELL: a user expects its line editing and history), else the POSIX shell every
+// image has.
+func defaultShell(getenv func(string) string, exists func(string) bool) string {
+	if s := getenv("SHELL"); s != "" {
+		return s
+	}
+	if exists("/bin/bash") {
+		return "/bin/bash"
+	}
+	return "/bin/sh"
+}
+
+// isFile says whether p names a file that is not a directory.
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
 }
 
 // terminalEnv is the shell's environment: the pod's, with a terminal type xterm.js renders,

@@ -86,3 +86,31 @@ func TestTerminalMain_ServesTheShellToTokenHoldersAndEndsWithIt(t *testing.T) {
 		t.Fatal("the agent did not end with its shell")
 	}
 }
+
+// A pod that names no shell gets $SHELL, else bash where the image has it, else sh.
+func TestDefaultShell_IsShellElseBashElseSh(t *testing.T) {
+	for _, tc := range []struct {
+		shell string
+		bash  bool
+		want  string
+	}{
+		{shell: "/usr/bin/zsh", bash: true, want: "/usr/bin/zsh"},
+		{bash: true, want: "/bin/bash"},
+		{want: "/bin/sh"},
+	} {
+		getenv := func(k string) string {
+			if k == "SHELL" {
+				return tc.shell
+			}
+			return ""
+		}
+		exists := func(p string) bool { return p == "/bin/bash" && tc.bash }
+		if got := defaultShell(getenv, exists); got != tc.want {
+			t.Errorf("SHELL %q, bash %v: %s, want %s", tc.shell, tc.bash, got, tc.want)
+		}
+	}
+	// The check of the image's files: a directory is no shell.
+	if !isFile("/bin/sh") || isFile("/") || isFile("/no/such/shell") {
+		t.Error("isFile is wrong about /bin/sh, / or a missing file")
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/quota"
 	"github.com/nbkube/nbkube/internal/repository"
+	"github.com/nbkube/nbkube/internal/testenv"
 )
 
 // terminalTokenKey is the installation's agent token key in these tests.
@@ -564,6 +565,17 @@ func TestTerminalSocket_AnEndedTerminalDisconnects(t *testing.T) {
 			meta.SetStatusCondition(&st.Conditions, *tc.cond)
 		}
 		setTerminalStatus(t, c, ns, name, st)
+		if tc.phase == nbv1.TerminalEnded {
+			// Jupyter forgets a terminal whose shell exited: not listed, 404; the socket still
+			// tells a client that comes back what happened.
+			testenv.Eventually(t, "the ended terminal unlisted", 10*time.Second, func() error {
+				if names := terminalNames(t, s.do("GET", "/api/terminals", nil, as("ann")...)); slices.Contains(names, name) {
+					return fmt.Errorf("listed: %v", names)
+				}
+				return nil
+			})
+			expect(t, s.do("GET", "/api/terminals/"+name, nil, as("ann")...), http.StatusNotFound)
+		}
 		cl, err := dialTerminal(t, s.wsURL(name)+"?token=token-ann")
 		if err != nil {
 			t.Fatalf("%s: %v", tc.phase, err)

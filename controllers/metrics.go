@@ -33,6 +33,11 @@ var (
 		Name: "nbkube_kernels_culled_total",
 		Help: "Kernels the culler shut down, by the reason of their Culled condition.",
 	}, []string{"kernel_spec", "reason"})
+	// terminalsRunning is Jupyter Server's gauge, under its name and help.
+	terminalsRunning = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "terminal_currently_running_total",
+		Help: "counter for how many terminals are running",
+	})
 	kernelReplayBytes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nbkube_kernel_replay_bytes",
 		Help: "Bytes the agents of running kernels hold for client sessions that are away, to replay when they come " +
@@ -45,7 +50,7 @@ var (
 var startBuckets = []float64{.1, .25, .5, 1, 2, 4, 8, 15, 30, 60, 120, 300}
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(kernelStartPhaseSeconds, kernelStartSeconds, kernelFailures, kernelsCulled, kernelReplayBytes)
+	ctrlmetrics.Registry.MustRegister(kernelStartPhaseSeconds, kernelStartSeconds, kernelFailures, kernelsCulled, kernelReplayBytes, terminalsRunning)
 }
 
 // failureReasons are the Failed reasons counted under their own name: nbkube's and those of

@@ -17,9 +17,10 @@ import (
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 )
 
-// PodEventReconciler re-emits the events of kernel and cluster pods (scheduling, image pulls,
-// probe failures, kills) onto their Kernels and Clusters, so that `kubectl describe kernel`
-// (or cluster) tells the whole story without hunting for the pod.
+// PodEventReconciler re-emits the events of kernel, cluster and terminal pods (scheduling,
+// image pulls, probe failures, kills) onto their Kernels, Clusters and Terminals, so that
+// `kubectl describe kernel` (or cluster, or terminal) tells the whole story without hunting
+// for the pod.
 type PodEventReconciler struct {
 	client.Client
 	Recorder events.EventRecorder
@@ -56,6 +57,8 @@ func (r *PodEventReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		owner = &nbv1.Kernel{}
 	case "Cluster":
 		owner = &nbv1.Cluster{}
+	case "Terminal":
+		owner = &nbv1.Terminal{}
 	default:
 		return ctrl.Result{}, nil
 	}

@@ -1,6 +1,6 @@
-// Package controllers holds nbkube's reconcilers: Kernel, Session, Cluster and KernelSpec,
-// plus the re-emission of pod events onto their Kernels and Clusters and the culler of idle
-// kernels. Owned objects come from internal/builder.
+// Package controllers holds nbkube's reconcilers: Kernel, Session, Cluster, KernelSpec and
+// Terminal, plus the re-emission of pod events onto their Kernels, Clusters and Terminals and
+// the cullers of idle kernels and inactive terminals. Owned objects come from internal/builder.
 //
 // Each reconciler is a short orchestrator with one rule for its status: fetch the object,
 // leave one being deleted alone, run the steps in order (a step that fails stops the ones
@@ -59,6 +59,11 @@ type Options struct {
 	KernelWorkers int
 	// Culling shuts idle kernels down.
 	Culling CullingOptions
+	// TerminalCulling deletes inactive terminals.
+	TerminalCulling TerminalCullingOptions
+	// TerminalAgents asks terminal agents for their activity: Agents when it can, else an
+	// agentclient.Client.
+	TerminalAgents TerminalAgents
 	// Hub asks clusters' ipcontrollers about their engines; ipcluster.QueryHub when nil.
 	Hub ClusterHub
 	// ClusterPollInterval is how often a running cluster's hub is asked about its engines
@@ -87,6 +92,8 @@ const (
 	ownerUIDIndex = "metadata.ownerReferences.uid"
 	// kernelOwnerIndex indexes Kernels by the user they belong to.
 	kernelOwnerIndex = "spec.owner"
+	// terminalOwnerIndex indexes Terminals by the user they belong to.
+	terminalOwnerIndex = "spec.owner"
 )
 
 // CacheOptions keep the manager's caches to the objects nbkube makes: without them every Pod,
@@ -128,6 +135,16 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	if opts.Culling.Interval <= 0 {
 		opts.Culling.Interval = DefaultCullInterval
 	}
+	if opts.TerminalCulling.Interval <= 0 {
+		opts.TerminalCulling.Interval = DefaultCullInterval
+	}
+	if opts.TerminalAgents == nil {
+		if a, ok := opts.Agents.(TerminalAgents); ok {
+			opts.TerminalAgents = a
+		} else {
+			opts.TerminalAgents = agentclient.New()
+		}
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, kernelSpecIndex, func(o client.Object) []string {
 		return []string{o.(*nbv1.Kernel).Spec.KernelSpec}
 	}); err != nil {
@@ -137,6 +154,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		return []string{string(o.(*nbv1.Kernel).Spec.Owner)}
 	}); err != nil {
 		return fmt.Errorf("index kernels by user: %w", err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Terminal{}, terminalOwnerIndex, func(o client.Object) []string {
+		return []string{string(o.(*nbv1.Terminal).Spec.Owner)}
+	}); err != nil {
+		return fmt.Errorf("index terminals by user: %w", err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &nbv1.Kernel{}, ownerUIDIndex, func(o client.Object) []string {
 		uids := make([]string, 0, len(o.GetOwnerReferences()))
@@ -159,6 +181,11 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 			MaxStatusPolls: opts.MaxStatusPolls, Quota: ledger, Workers: opts.KernelWorkers}).SetupWithManager(mgr)},
 		{"culler", mgr.Add(&Culler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-kernel"), Clock: opts.Clock,
 			Agents: opts.Agents, Options: opts.Culling})},
+		{"terminal", (&TerminalReconciler{Client: c, APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("nbkube-terminal"),
+			Clock: opts.Clock, AgentTokenKey: opts.AgentTokenKey, Options: opts.Builder, Deliveries: deliveries, Agents: opts.TerminalAgents,
+			StatusInterval: opts.StatusInterval, Quota: ledger}).SetupWithManager(mgr)},
+		{"terminal-culler", mgr.Add(&TerminalCuller{Client: c, Recorder: mgr.GetEventRecorder("nbkube-terminal"), Clock: opts.Clock,
+			Agents: opts.TerminalAgents, Options: opts.TerminalCulling})},
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),

@@ -174,8 +174,41 @@ func update[T client.Object](t *testing.T, o T, mutate func(T)) {
 type agentDouble struct {
 	mu      sync.Mutex
 	reports map[string]agentapi.Status
-	asked   map[string]agentclient.Endpoint
-	calls   map[string]int
+	// terminals are the reports of terminal agents, by pod IP.
+	terminals map[string]agentapi.TerminalStatus
+	asked     map[string]agentclient.Endpoint
+	calls     map[string]int
+}
+
+// TerminalStatus answers for the agent of a terminal pod by pod IP, as Status does for
+// kernels'.
+func (a *agentDouble) TerminalStatus(_ context.Context, e agentclient.Endpoint) (agentapi.TerminalStatus, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.asked == nil {
+		a.asked, a.calls = map[string]agentclient.Endpoint{}, map[string]int{}
+	}
+	a.asked[e.Host] = e
+	a.calls[e.Host]++
+	st, ok := a.terminals[e.Host]
+	if !ok {
+		return st, agentclient.ErrUnreachable
+	}
+	return st, nil
+}
+
+// reportTerminal sets what the terminal agent at ip answers; nil makes it unreachable.
+func (a *agentDouble) reportTerminal(ip string, st *agentapi.TerminalStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.terminals == nil {
+		a.terminals = map[string]agentapi.TerminalStatus{}
+	}
+	if st == nil {
+		delete(a.terminals, ip)
+		return
+	}
+	a.terminals[ip] = *st
 }
 
 func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentapi.Status, error) {

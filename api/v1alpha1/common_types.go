@@ -41,9 +41,11 @@ const (
 	LabelKernelSpec = "nbkube.io/kernelspec"
 	// LabelCluster names the Cluster a pod, service or secret belongs to.
 	LabelCluster = "nbkube.io/cluster"
+	// LabelTerminal names the Terminal a pod or secret belongs to.
+	LabelTerminal = "nbkube.io/terminal"
 	// LabelSession names the Session that created a Kernel.
 	LabelSession = "nbkube.io/session"
-	// LabelOwner tells whose a kernel's or cluster's pods are (OwnerLabelValue of the owner), so
+	// LabelOwner tells whose a kernel's, terminal's or cluster's pods are (OwnerLabelValue of the owner), so
 	// that network policies can let only the owner's kernels reach the owner's clusters.
 	LabelOwner = "nbkube.io/owner"
 	// AnnotationStartedBy names the user who started a Kernel for its owner (a gateway acting

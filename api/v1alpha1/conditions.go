@@ -17,8 +17,9 @@ const (
 	// ConditionControllerReady is True when a Cluster's ipcontroller pod runs and its hub
 	// answers.
 	ConditionControllerReady = "ControllerReady"
-	// ConditionCulled is set on a Kernel just before the culler deletes it; its reason is
-	// ReasonIdleTimeout or ReasonKernelDead.
+	// ConditionCulled is set on a Kernel or a Terminal just before the culler deletes it; its
+	// reason is ReasonIdleTimeout, ReasonKernelDead or ReasonUnused (a Terminal's:
+	// ReasonIdleTimeout).
 	ConditionCulled = "Culled"
 	// ConditionRestarted is True on a Kernel once it was restarted without anyone asking:
 	// its reason says why the last time (ReasonKernelDied, ReasonPodDeleted), its message
@@ -87,6 +88,14 @@ const (
 	// ReasonUnused: no client connected within the manager's --cull-unused-timeout.
 	ReasonUnused ConditionReason = "Unused"
 )
+
+// ReasonShellExited is the reason of the Ready condition of a Terminal whose shell exited (its
+// user typed exit): phase Ended. A Terminal's other reasons are a Kernel's: AgentReady when
+// it runs, the pod's states while it starts or when it failed (PodPending, ErrImagePull,
+// ImagePullBackOff, Unschedulable, OOMKilled, Evicted, PodFailed, ...), PodDeleted when its
+// pod was deleted from outside (a terminal's shell cannot come back), QuotaExceeded; and
+// its Culled condition's is ReasonIdleTimeout.
+const ReasonShellExited ConditionReason = "ShellExited"
 
 // Reasons of a Session's Ready and Failed conditions besides those mirrored from its Kernel
 // and ReasonReconcileError.

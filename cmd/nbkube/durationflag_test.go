@@ -58,6 +58,29 @@ func TestDurationFlags_TakeJupyterSecondsAndGoDurations(t *testing.T) {
 	}
 }
 
+// Terminal culling is off by default and checks every 300 s, as Jupyter's.
+func TestDurationFlags_TerminalCulling(t *testing.T) {
+	for _, tt := range []struct {
+		args               []string
+		inactive, interval time.Duration
+	}{
+		{interval: controllers.DefaultCullInterval},
+		{args: []string{"--terminals-cull-inactive-timeout=3600", "--terminals-cull-interval=60"}, inactive: time.Hour, interval: time.Minute},
+		{args: []string{"--terminals-cull-inactive-timeout=30m"}, inactive: 30 * time.Minute, interval: controllers.DefaultCullInterval},
+	} {
+		o, _, err := parseDurationFlags(tt.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.TerminalCulling.InactiveTimeout != tt.inactive || o.TerminalCulling.Interval != tt.interval {
+			t.Errorf("%v: inactive %s, interval %s; want %s, %s", tt.args, o.TerminalCulling.InactiveTimeout, o.TerminalCulling.Interval, tt.inactive, tt.interval)
+		}
+	}
+	if _, _, err := parseDurationFlags("--terminals-cull-interval=0"); err == nil {
+		t.Error("--terminals-cull-interval=0 accepted")
+	}
+}
+
 func TestDurationFlags_KernelStartTimeoutTakesSecondsToo(t *testing.T) {
 	_, api, err := parseDurationFlags("--kernel-start-timeout", "600")
 	if err != nil {

@@ -175,31 +175,39 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 // kernelEnv is the KernelSpec's env, then the Kernel's, then what the agent needs, which
 // neither may override. Keys are sorted so that the pod spec is stable.
 func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMode) []corev1.EnvVar {
-	user := maps.Clone(spec.Spec.Env)
-	if user == nil {
-		user = map[string]string{}
+	return append(userEnv(8, spec.Spec.Env, k.Spec.Env),
+		corev1.EnvVar{Name: "HOME", Value: HomeDir},
+		corev1.EnvVar{Name: agentapi.EnvKernelID, Value: k.Name},
+		fieldEnv(agentapi.EnvNamespace, "metadata.namespace"),
+		fieldEnv(agentapi.EnvPodIP, "status.podIP"),
+		corev1.EnvVar{Name: agentapi.EnvAgentPort, Value: strconv.Itoa(agentapi.Port)},
+		corev1.EnvVar{Name: agentapi.EnvSecretDir, Value: SecretDir},
+		corev1.EnvVar{Name: agentapi.EnvInterruptMode, Value: string(interrupt)},
+		corev1.EnvVar{Name: agentapi.EnvTerminationLog, Value: TerminationLog},
+	)
+}
+
+// userEnv is the environment of the maps, a later one's value winning, less what the agent's
+// container sets itself (the agent's variables and HOME), sorted so that the pod spec is
+// stable, with room for extra more.
+func userEnv(extra int, envs ...map[string]string) []corev1.EnvVar {
+	user := map[string]string{}
+	for _, e := range envs {
+		maps.Copy(user, e)
 	}
-	maps.Copy(user, k.Spec.Env)
-	env := make([]corev1.EnvVar, 0, len(user)+8)
+	env := make([]corev1.EnvVar, 0, len(user)+extra)
 	for _, name := range slices.Sorted(maps.Keys(user)) {
 		if strings.HasPrefix(name, agentapi.EnvPrefix) || name == "HOME" {
 			continue
 		}
 		env = append(env, corev1.EnvVar{Name: name, Value: user[name]})
 	}
-	field := func(name, path string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
-	}
-	return append(env,
-		corev1.EnvVar{Name: "HOME", Value: HomeDir},
-		corev1.EnvVar{Name: agentapi.EnvKernelID, Value: k.Name},
-		field(agentapi.EnvNamespace, "metadata.namespace"),
-		field(agentapi.EnvPodIP, "status.podIP"),
-		corev1.EnvVar{Name: agentapi.EnvAgentPort, Value: strconv.Itoa(agentapi.Port)},
-		corev1.EnvVar{Name: agentapi.EnvSecretDir, Value: SecretDir},
-		corev1.EnvVar{Name: agentapi.EnvInterruptMode, Value: string(interrupt)},
-		corev1.EnvVar{Name: agentapi.EnvTerminationLog, Value: TerminationLog},
-	)
+	return env
+}
+
+// fieldEnv is a variable of the pod's downward API.
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
 // attachCluster gives a kernel pod the client connection file of the kernel's cluster. The

@@ -53,9 +53,10 @@ func ClusterNetworkPolicy(c *nbv1.Cluster) *networkingv1.NetworkPolicy {
 // LocalNetworkPolicies are the chart's NetworkPolicies (charts/nbkube/templates/
 // networkpolicy.yaml) for a local node that enforces them between its sandboxes, where the
 // API server and the manager are not pods but processes of the node, which policies do not
-// restrict: kernel agents, ipengines and the reStructuredText renderer take no connection from
-// a pod, ipcontrollers only those their cluster's own policy admits (ClusterNetworkPolicy),
-// and kernels and engines connect to ipcontrollers and, as the chart's default kernelEgress
+// restrict: kernel and terminal agents, ipengines and the reStructuredText renderer take no
+// connection from a pod, ipcontrollers only those their cluster's own policy admits
+// (ClusterNetworkPolicy), and kernels, terminals and engines connect to ipcontrollers (whose
+// own policies let in kernels and engines only) and, as the chart's default kernelEgress
 // allows, to the internet but not to private, link-local, shared or loopback addresses (through
 // the node's egress proxy, which resolves names itself: no DNS rule).
 func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
@@ -74,7 +75,7 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 	egress := policy("kernel-egress", []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, metav1.LabelSelector{
 		MatchLabels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: nbv1.LabelComponent, Operator: metav1.LabelSelectorOpIn,
-			Values: []string{ComponentKernel, ComponentClusterEngine}}},
+			Values: []string{ComponentKernel, ComponentClusterEngine, ComponentTerminal}}},
 	})
 	controllers := component(ComponentClusterController)
 	egress.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
@@ -89,6 +90,7 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 	}}
 	return []*networkingv1.NetworkPolicy{
 		policy("kernels", ingress, component(ComponentKernel)),
+		policy("terminals", ingress, component(ComponentTerminal)),
 		policy("rst-renderer", []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, component(ComponentRSTRenderer)),
 		policy("ipcontrollers", ingress, controllers),
 		policy("ipengines", ingress, component(ComponentClusterEngine)),

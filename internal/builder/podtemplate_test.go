@@ -102,35 +102,46 @@ func TestKernelPod_TemplatePlacesAndExtendsThePod(t *testing.T) {
 }
 
 // Every name and path nbkube gives a kernel pod is one a template cannot take, in every
-// shape of the pod: with the agent copied or mounted from the host, with a cluster attached.
+// shape of the pod: with the agent copied or mounted from the host, with a cluster attached;
+// and a terminal pod's, which takes the same template.
 func TestReserved_CoverEveryKernelPod(t *testing.T) {
 	local := DefaultOptions()
 	local.AgentHostDir = "/usr/lib/nbkube"
 	for _, o := range []Options{DefaultOptions(), local} {
 		o.ContentsClaim = "notebooks"
-		pod := KernelPod(testKernel(func(k *nbv1.Kernel) { k.Spec.Cluster = "default" }), testSpec(nil), o)
-		for _, v := range pod.Spec.Volumes {
-			if p := CheckPodTemplate(&nbv1.PodTemplate{Volumes: []corev1.Volume{v}}, o.ContentsClaim); len(p) == 0 {
-				t.Errorf("volume %s of a kernel pod: a template may take its name", v.Name)
+		for _, pod := range []*corev1.Pod{
+			KernelPod(testKernel(func(k *nbv1.Kernel) { k.Spec.Cluster = "default" }), testSpec(nil), o),
+			TerminalPod(testTerminal(nil), testSpec(nil), o),
+		} {
+			checkReserved(t, pod, o.ContentsClaim)
+		}
+	}
+}
+
+// checkReserved says where a template could take a name, path, label or annotation of pod.
+func checkReserved(t *testing.T, pod *corev1.Pod, contentsClaim string) {
+	t.Helper()
+	for _, v := range pod.Spec.Volumes {
+		if p := CheckPodTemplate(&nbv1.PodTemplate{Volumes: []corev1.Volume{v}}, contentsClaim); len(p) == 0 {
+			t.Errorf("volume %s of pod %s: a template may take its name", v.Name, pod.Name)
+		}
+	}
+	for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+		for _, m := range c.VolumeMounts {
+			if kernelReserved.mountPathProblem(m.MountPath) == "" {
+				t.Errorf("container %s mounts at %s: a template may mount there too", c.Name, m.MountPath)
 			}
 		}
-		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
-			for _, m := range c.VolumeMounts {
-				if kernelReserved.mountPathProblem(m.MountPath) == "" {
-					t.Errorf("container %s mounts at %s: a template may mount there too", c.Name, m.MountPath)
-				}
-			}
+	}
+	for k := range pod.Labels {
+		if p := CheckPodTemplate(&nbv1.PodTemplate{Labels: map[string]string{k: "x"}}, ""); len(p) == 0 {
+			t.Errorf("label %s of pod %s: a template may set it", k, pod.Name)
 		}
-		for k := range pod.Labels {
-			if p := CheckPodTemplate(&nbv1.PodTemplate{Labels: map[string]string{k: "x"}}, ""); len(p) == 0 {
-				t.Errorf("label %s of a kernel pod: a template may set it", k)
-			}
-		}
-		for k := range pod.Annotations {
-			// The template may say its kernels are safe to evict (TestKernelPod_SafeToEvict).
-			if !nbkubeKey(k) && k != AnnotationSafeToEvict {
-				t.Errorf("annotation %s of a kernel pod: a template may set it", k)
-			}
+	}
+	for k := range pod.Annotations {
+		// The template may say its kernels are safe to evict (TestKernelPod_SafeToEvict).
+		if !nbkubeKey(k) && k != AnnotationSafeToEvict {
+			t.Errorf("annotation %s of pod %s: a template may set it", k, pod.Name)
 		}
 	}
 }

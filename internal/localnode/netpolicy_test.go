@@ -74,7 +74,8 @@ func TestPolicyView_DecidesAsANetworkThatEnforcesNetworkPolicy(t *testing.T) {
 	}
 }
 
-// The policies of nbkube local: a kernel reaches its owner's ipcontroller, and no other pod.
+// The policies of nbkube local: a kernel reaches its owner's ipcontroller, and no other pod; a
+// terminal reaches no pod, and the internet as kernels do.
 func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.T) {
 	owned := func(component, owner string, extra map[string]string) map[string]string {
 		l := map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue, nbv1.LabelComponent: component, nbv1.LabelOwner: nbv1.OwnerLabelValue(nbv1.Owner(owner))}
@@ -93,6 +94,10 @@ func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.
 	benKernel := policyPod("default", "127.0.0.3", owned(builder.ComponentKernel, "ben", nil))
 	controller := policyPod("default", "127.0.0.4", builder.ClusterLabels(annCluster, builder.ComponentClusterController))
 	engine := policyPod("default", "127.0.0.5", builder.ClusterLabels(annCluster, builder.ComponentClusterEngine))
+	// A terminal's labels as its builder makes them.
+	annTerminal := policyPod("default", "127.0.0.7", builder.TerminalPod(&nbv1.Terminal{
+		ObjectMeta: metav1.ObjectMeta{Name: "t1", Namespace: "default"}, Spec: nbv1.TerminalParameters{Owner: "ann", KernelSpec: "python3"},
+	}, &nbv1.KernelSpec{}, builder.DefaultOptions()).Labels)
 	for _, tc := range []struct {
 		name     string
 		src, dst endpointPod
@@ -106,6 +111,11 @@ func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.
 		{"ben's kernel to ann's agent", benKernel, annKernel, 8777, false},
 		{"ann's engine to her kernel's agent", engine, annKernel, 8777, false},
 		{"ann's kernel to her engine", annKernel, engine, 10101, false},
+		{"ben's kernel to ann's terminal's agent", benKernel, annTerminal, 8777, false},
+		{"ann's terminal to ben's kernel's agent", annTerminal, benKernel, 8777, false},
+		{"ann's kernel to her terminal's agent", annKernel, annTerminal, 8777, false},
+		// Only kernels and engines are let into an ipcontroller (ClusterNetworkPolicy).
+		{"ann's terminal to her ipcontroller", annTerminal, controller, 10101, false},
 	} {
 		if got := v.allows(tc.src, tc.dst, tc.port); got != tc.want {
 			t.Errorf("%s: allows %v, want %v", tc.name, got, tc.want)
@@ -121,6 +131,9 @@ func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.
 	}{
 		{"a kernel to a public address", annKernel, "151.101.0.223", true},
 		{"an engine to a public address", engine, "151.101.0.223", true},
+		{"a terminal to a public address", annTerminal, "151.101.0.223", true},
+		{"a terminal to a private address", annTerminal, "10.1.2.3", false},
+		{"a terminal to the cloud's metadata", annTerminal, "169.254.169.254", false},
 		{"a kernel to a private address", annKernel, "10.1.2.3", false},
 		{"a kernel to the cloud's metadata", annKernel, "169.254.169.254", false},
 		{"a kernel to the node's loopback", annKernel, "127.0.0.1", false},

@@ -99,7 +99,9 @@ func (t *Terminals) ListTerminals(ctx context.Context, u identity.User) ([]jupyt
 	}
 	out := make([]jupyter.Terminal, 0, len(list))
 	for _, term := range list {
-		out = append(out, terminalModel(term))
+		if term.Status.Phase != nbv1.TerminalEnded {
+			out = append(out, terminalModel(term))
+		}
 	}
 	return out, nil
 }
@@ -110,6 +112,10 @@ func (t *Terminals) GetTerminal(ctx context.Context, u identity.User, name strin
 	term, err := t.get(ctx, u, name)
 	if err != nil {
 		return jupyter.Terminal{}, err
+	}
+	if term.Status.Phase == nbv1.TerminalEnded {
+		// Jupyter forgets a terminal whose shell exited; the controller deletes it soon.
+		return jupyter.Terminal{}, ownedTerminals.missing(name)
 	}
 	m := terminalModel(term)
 	ep, ok := t.agentOf(term)

@@ -198,8 +198,8 @@ func TestChart_ObjectsAreValidForKubernetes(t *testing.T) {
 				return fmt.Errorf("conditions %v", conds)
 			})
 		}
-		if kinds["CustomResourceDefinition"] != 6 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 || kinds["UserPolicy"] != wantPolicies[i] {
-			t.Errorf("%v: rendered kinds %v, want the 6 CRDs, 2 Deployments, a KernelSpec and %d UserPolicies", sets, kinds, wantPolicies[i])
+		if kinds["CustomResourceDefinition"] != 7 || kinds["Deployment"] != 2 || kinds["KernelSpec"] != 1 || kinds["UserPolicy"] != wantPolicies[i] {
+			t.Errorf("%v: rendered kinds %v, want the 7 CRDs (the Terminal's too), 2 Deployments, a KernelSpec and %d UserPolicies", sets, kinds, wantPolicies[i])
 		}
 		for _, o := range objs {
 			if o.GetKind() == "CustomResourceDefinition" {
@@ -243,6 +243,54 @@ func TestChart_APIServerGetsTheTrashSettings(t *testing.T) {
 				t.Errorf("%v: API server args %v lack %s", tc.sets, args, w)
 			}
 		}
+	}
+}
+
+// containerArgs are the args of the first container of the named Deployment.
+func containerArgs(objs []*unstructured.Unstructured, deployment string) []string {
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" && o.GetName() == deployment {
+			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+			c, _ := containers[0].(map[string]any)
+			args, _, _ := unstructured.NestedStringSlice(c, "args")
+			return args
+		}
+	}
+	return nil
+}
+
+// TestChart_TerminalsValuesReachTheFlags: terminals are on by default with culling off; the
+// values reach the API server's and the manager's flags.
+func TestChart_TerminalsValuesReachTheFlags(t *testing.T) {
+	for _, tc := range []struct {
+		sets               []string
+		apiserver, manager []string
+		notAPIServer       string
+	}{
+		{apiserver: []string{"--terminals=true"}, notAPIServer: "--terminal-kernel-spec",
+			manager: []string{"--terminals-cull-inactive-timeout=0", "--terminals-cull-interval=5m"}},
+		{sets: []string{"terminals.enabled=false", "terminals.kernelSpec=shell", "terminals.cullInactiveTimeout=3600", "terminals.cullInterval=60"},
+			apiserver: []string{"--terminals=false", "--terminal-kernel-spec=shell"},
+			manager:   []string{"--terminals-cull-inactive-timeout=3600", "--terminals-cull-interval=60"}},
+	} {
+		objs := render(t, "nb", tc.sets...)
+		api, mgr := containerArgs(objs, "nb-nbkube-apiserver"), containerArgs(objs, "nb-nbkube-manager")
+		for _, w := range tc.apiserver {
+			if !slices.Contains(api, w) {
+				t.Errorf("%v: API server args %v lack %s", tc.sets, api, w)
+			}
+		}
+		for _, w := range tc.manager {
+			if !slices.Contains(mgr, w) {
+				t.Errorf("%v: manager args %v lack %s", tc.sets, mgr, w)
+			}
+		}
+		if tc.notAPIServer != "" && slices.ContainsFunc(api, func(a string) bool { return strings.HasPrefix(a, tc.notAPIServer) }) {
+			t.Errorf("%v: API server args %v have %s", tc.sets, api, tc.notAPIServer)
+		}
+	}
+	if _, err := helm(t, "template", "nb", chartDir, "--set", "terminals.cullInterval=soon"); err == nil {
+		t.Error("the schema accepts terminals.cullInterval=soon")
 	}
 }
 

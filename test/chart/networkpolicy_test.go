@@ -56,7 +56,7 @@ func selects(t *testing.T, sel *metav1.LabelSelector, pod *corev1.Pod) bool {
 }
 
 // TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet: the egress policy
-// selects the pods the builders make for kernels and engines (and not the ipcontroller or
+// selects the pods the builders make for kernels, terminals and engines (and not the ipcontroller or
 // nbkube's servers); it lets them reach the cluster DNS, the ipcontrollers' ports (each
 // cluster's own policy, made by the manager, then admits only its engines and its owner's
 // kernels) and, by default, no private, link-local or shared address: not the cloud's
@@ -73,12 +73,14 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "nb", UID: "u"}, Spec: nbv1.ClusterParameters{Owner: "ann", Engines: 1}}
 	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Name: "k1", Namespace: "nb", UID: "u"}, Spec: nbv1.KernelParameters{Owner: "ann", KernelSpec: "python3"}}
 	spec := &nbv1.KernelSpec{Spec: nbv1.KernelSpecSpec{Argv: []string{"python3"}}}
+	term := &nbv1.Terminal{ObjectMeta: metav1.ObjectMeta{Name: "t1", Namespace: "nb", UID: "u"}, Spec: nbv1.TerminalParameters{Owner: "ann", KernelSpec: "python3"}}
 	for name, tc := range map[string]struct {
 		pod  *corev1.Pod
 		want bool
 	}{
 		"kernel":       {builder.KernelPod(k, spec, o), true},
 		"engine":       {builder.ClusterEnginePod(c, o, "e"), true},
+		"terminal":     {builder.TerminalPod(term, spec, o), true},
 		"ipcontroller": {builder.ClusterControllerPod(c, o), false},
 	} {
 		if got := selects(t, &egress.Spec.PodSelector, tc.pod); got != tc.want {
@@ -102,6 +104,19 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 	for _, closed := range []string{"169.254.0.0/16", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"} {
 		if !slices.Contains(block.Except, closed) {
 			t.Errorf("the default egress does not close %s: %v", closed, block.Except)
+		}
+	}
+	// Terminal agents, as kernel agents, take connections from nbkube's servers only.
+	for name, pod := range map[string]*corev1.Pod{"kernels": builder.KernelPod(k, spec, o), "terminals": builder.TerminalPod(term, spec, o)} {
+		np := nps["nb-nbkube-"+name]
+		if np == nil || !selects(t, &np.Spec.PodSelector, pod) || len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].From) != 2 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != 8777 {
+			t.Errorf("the %s' ingress policy %+v", name, np)
+			continue
+		}
+		for i, from := range []string{"apiserver", "manager"} {
+			if got := np.Spec.Ingress[0].From[i].PodSelector.MatchLabels["app.kubernetes.io/component"]; got != from {
+				t.Errorf("the %s' ingress policy admits %s, want %s", name, got, from)
+			}
 		}
 	}
 	ipcs := nps["nb-nbkube-ipcontrollers"]

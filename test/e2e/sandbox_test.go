@@ -203,8 +203,8 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 
 // startSandboxedUsers runs `nbkube local` with users ann and ben from a users file and
 // --sandbox left to its default, which sandboxes pods as soon as a provider knows several
-// users; as is the API as one of them.
-func startSandboxedUsers(t *testing.T) (inst *instance, as func(user string) *jupyterAPI, dataDir, root string) {
+// users, with the flags args besides; as is the API as one of them.
+func startSandboxedUsers(t *testing.T, args ...string) (inst *instance, as func(user string) *jupyterAPI, dataDir, root string) {
 	tokens := map[string]string{}
 	var file strings.Builder
 	file.WriteString("users:\n")
@@ -225,7 +225,7 @@ func startSandboxedUsers(t *testing.T) (inst *instance, as func(user string) *ju
 		t.Fatal(err)
 	}
 	dataDir, root = t.TempDir(), t.TempDir()
-	inst = startLocal(t, dataDir, root, "--auth=users,token", "--users-file="+usersFile, "--user-home={username}")
+	inst = startLocal(t, dataDir, root, append([]string{"--auth=users,token", "--users-file=" + usersFile, "--user-home={username}"}, args...)...)
 	base := inst.api(t).base
 	return inst, func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }, dataDir, root
 }
