@@ -58,8 +58,10 @@ type pageConfig struct {
 	Page       string `json:"page"`
 	Path       string `json:"path"`
 	NotebookID string `json:"notebookId,omitempty"`
-	User       string `json:"user"`
-	CanLogout  bool   `json:"canLogout"`
+	// Terminal is the terminal's name (the terminal page).
+	Terminal  string `json:"terminal,omitempty"`
+	User      string `json:"user"`
+	CanLogout bool   `json:"canLogout"`
 	// TerminalsAvailable tells whether the server runs terminals, under the name of
 	// JupyterLab's page config option, which its terminal client reads.
 	TerminalsAvailable bool `json:"terminalsAvailable"`
@@ -334,12 +336,6 @@ func saveKernelSpec(ctx context.Context, st *contents.Store, p string, ks *jupyt
 
 // renderApp answers with the shell of a page (dashboard, notebook, print) of p.
 func (s *Server) renderApp(c *gin.Context, page, p, id string) {
-	if !assetBuilt(s.opts.Assets) {
-		s.renderMessage(c, http.StatusServiceUnavailable, "The web pages are not built",
-			"This nbkube binary was built without its web pages. Build them (Node.js and npm are needed), then the binary:",
-			"make web build\n# or: (cd web && npm ci && node build.mjs) && go build ./cmd/nbkube")
-		return
-	}
 	title := "nbkube"
 	switch {
 	case page == "dashboard" && p == "":
@@ -347,14 +343,25 @@ func (s *Server) renderApp(c *gin.Context, page, p, id string) {
 	case p != "":
 		title = path.Base(p) + " - nbkube"
 	}
-	u := userOf(c)
+	s.renderPage(c, title, pageConfig{Page: page, Path: p, NotebookID: id})
+}
+
+// renderPage answers with the shell of the page cfg names, titled title; the configuration's
+// base URL, user and login are filled in here.
+func (s *Server) renderPage(c *gin.Context, title string, cfg pageConfig) {
+	if !assetBuilt(s.opts.Assets) {
+		s.renderMessage(c, http.StatusServiceUnavailable, "The web pages are not built",
+			"This nbkube binary was built without its web pages. Build them (Node.js and npm are needed), then the binary:",
+			"make web build\n# or: (cd web && npm ci && node build.mjs) && go build ./cmd/nbkube")
+		return
+	}
 	// A browser holds a login cookie (the printed URL's ?token= made one) unless it proved
 	// itself with an Authorization header, which nothing ends.
-	loggedIn := c.GetHeader("Authorization") == ""
+	cfg.BaseURL, cfg.User, cfg.CanLogout = s.opts.BaseURL, userOf(c).Name, c.GetHeader("Authorization") == ""
+	cfg.TerminalsAvailable = s.opts.Terminals != nil
 	data := appPage{
-		Title: title, Page: page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api", Favicon: s.opts.BaseURL + faviconPath,
-		Config: pageConfig{BaseURL: s.opts.BaseURL, Page: page, Path: p, NotebookID: id, User: u.Name, CanLogout: loggedIn,
-			TerminalsAvailable: s.opts.Terminals != nil},
+		Title: title, Page: cfg.Page, Static: s.opts.BaseURL + assetsPath, API: s.opts.BaseURL + "api", Favicon: s.opts.BaseURL + faviconPath,
+		Config: cfg,
 	}
 	var buf bytes.Buffer
 	if err := appTemplate.Execute(&buf, data); err != nil {

@@ -54,6 +54,8 @@ func (s *Server) routes() *gin.Engine {
 	pages.GET("new", s.sameSiteNavigation, s.page(s.getNew))
 	pages.GET("edit/*path", s.page(s.getEdit))
 	pages.GET("view/*path", s.page(s.getView))
+	// The terminal's page; the WebSocket /terminals/websocket/<name> is an API route beside it.
+	pages.GET("terminals/:name", s.getTerminalPage)
 	byID := base.Group("", s.notebookIDsOnly, s.pagesOnly, s.loginFirst, s.authenticate, s.openContents)
 	byID.GET(":id", s.page(s.getNotebookPage))
 	byID.GET(":id/copy", s.sameSiteNavigation, s.page(s.getCopyPage))

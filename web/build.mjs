@@ -16,6 +16,7 @@ const options = {
     print: 'src/print/main.ts',
     editor: 'src/editor/main.ts',
     viewer: 'src/viewer/main.ts',
+    terminal: 'src/terminal/main.ts',
   },
   bundle: true,
   format: 'esm',

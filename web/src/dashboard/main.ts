@@ -1,13 +1,15 @@
 // The dashboard: a directory's files (with breadcrumbs, new notebook and folder, uploads,
-// rename, copy, delete), the running notebooks and the clusters, kept up to date by polling.
+// rename, copy, delete), new terminal, the running notebooks and terminals and the clusters,
+// kept up to date by polling.
 import '../shell/base.css';
 import './dashboard.css';
 import { ServerConnection, type Session } from '@jupyterlab/services';
-import { config, editURL, fileURL, filesURL, notebookURL, treeURL, url } from '../shell/config';
+import { config, editURL, fileURL, filesURL, notebookURL, terminalURL, treeURL, url } from '../shell/config';
 import { h } from '../shell/dom';
 import { header } from '../shell/header';
 import { markReady, markRendered } from '../shell/ready';
 import { api, services } from '../shell/server';
+import { listTerminals, shutDownTerminal, startTerminal } from '../shell/terminals';
 import { UploadProgress, Toolbar } from './actions';
 import { Alerts, errorText } from './alerts';
 import { Clusters, type Cluster } from './clusters';
@@ -16,6 +18,7 @@ import { Listing, type Entry } from './listing';
 import { breadcrumbs, badName, baseName, joinPath, parentDir } from './paths';
 import { Poller } from './poll';
 import { Running } from './running';
+import { newTerminalButton, openNewTerminal, RunningTerminals } from './terminals';
 import { uploadFile } from './upload';
 
 const POLL_MS = 5000;
@@ -162,6 +165,38 @@ async function loadSessions(): Promise<void> {
   }
 }
 
+// ----- terminals
+
+const terminals = new RunningTerminals(terminalURL, {
+  shutdown(name) {
+    void act(`Cannot shut down terminal ${name}`, () => shutDownTerminal(name));
+  },
+});
+const newTerminal = newTerminalButton(() => {
+  void act('Cannot start a terminal', () => openNewTerminal(() => startTerminal(dir), terminalURL));
+});
+newTerminal.hidden = !cfg.terminalsAvailable;
+
+async function loadTerminals(): Promise<void> {
+  if (!cfg.terminalsAvailable) {
+    return; // a server without terminals: nothing to ask for, nothing shown
+  }
+  const asked = epoch;
+  try {
+    const list = await listTerminals();
+    if (asked !== epoch) {
+      return;
+    }
+    // undefined: a 404, which is how a server without terminals answers: neither the table nor
+    // the button shows.
+    terminals.update(list);
+    newTerminal.hidden = list === undefined;
+    alerts.ok('terminals');
+  } catch (err) {
+    alerts.show(err, 'Cannot list the running terminals', 'terminals');
+  }
+}
+
 // ----- clusters
 
 const clusters = new Clusters({
@@ -273,6 +308,7 @@ const toolbar = new Toolbar(url('new'), dir, {
     void upload(files);
   },
 });
+toolbar.element.append(newTerminal);
 
 const specsLoaded = manager.kernelspecs.ready
   .then(() => toolbar.setKernelSpecs(manager.kernelspecs.specs))
@@ -309,6 +345,7 @@ const main = h(
     { class: 'nb-section nb-running-section', 'aria-labelledby': 'nb-running-title' },
     h('h2', { id: 'nb-running-title' }, 'Running'),
     running.element,
+    terminals.element,
   ),
   clustersSection,
 );
@@ -316,9 +353,9 @@ const main = h(
 document.body.append(header(dir === '' ? 'Home' : dir), main);
 
 const poller = new Poller(async () => {
-  await Promise.all([loadListing(), loadSessions(), loadClusters()]);
+  await Promise.all([loadListing(), loadSessions(), loadTerminals(), loadClusters()]);
 }, POLL_MS);
 
-// Ready once the listing, sessions and clusters were shown (or their errors) and the Kernel
+// Ready once the listing, sessions, terminals and clusters were shown (or their errors) and the Kernel
 // select is filled, so that New notebook works.
 void Promise.all([poller.start(), specsLoaded]).then(() => markReady('dashboard'));

@@ -2,7 +2,7 @@
 // (<script id="nbkube-config" type="application/json">): data, never code, so the pages'
 // Content-Security-Policy can refuse every inline script.
 
-export type PageKind = 'dashboard' | 'notebook' | 'print' | 'editor' | 'viewer';
+export type PageKind = 'dashboard' | 'notebook' | 'print' | 'editor' | 'viewer' | 'terminal';
 
 export interface PageConfig {
   /** The server's base URL path, ending in "/" (e.g. "/" or "/user/ann/"). */
@@ -13,10 +13,14 @@ export interface PageConfig {
   path: string;
   /** The notebook's id (notebook and print pages). */
   notebookId?: string;
+  /** The terminal's name (the terminal page). */
+  terminal?: string;
   /** The user the server knows the browser as. */
   user: string;
   /** Whether the user can log out (a login cookie exists). */
   canLogout: boolean;
+  /** Whether the server runs terminals (JupyterLab's page config option of that name). */
+  terminalsAvailable?: boolean;
 }
 
 let cached: PageConfig | undefined;
@@ -64,6 +68,11 @@ export function fileURL(path: string): string {
 /** editURL is the editor's page of a file. */
 export function editURL(path: string): string {
   return url('edit', path);
+}
+
+/** terminalURL is a terminal's page (Notebook 6's address). */
+export function terminalURL(name: string): string {
+  return url('terminals', name);
 }
 
 /** filesURL is a file's bytes (/files/), as an attachment when download. */
