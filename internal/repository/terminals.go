@@ -251,7 +251,8 @@ func (t *Terminals) createdMeanwhile(ctx context.Context, u identity.User, name 
 
 // TerminalEnded answers a connection to a terminal that has nothing left to connect to: its
 // shell exited, or its pod failed (OOMKilled, evicted, an image that could not be pulled).
-// The Terminal stays until it is deleted. Outside a WebSocket it is a conflict (409).
+// A failed Terminal stays until it is deleted; an ended one is deleted by its controller
+// shortly after. Outside a WebSocket it is a conflict (409).
 type TerminalEnded struct {
 	// Failed tells a pod that failed from a shell that exited.
 	Failed bool
