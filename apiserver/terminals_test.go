@@ -494,10 +494,12 @@ func TestTerminalSocket_ProxiesARealShell(t *testing.T) {
 		t.Fatalf("first message %v, %v; want setup", msg, err)
 	}
 	first.send("stdin", "echo hi\r")
-	first.waitFor(`\r\nhi\r\n`)
+	// Wait for the prompt before typing again: typed ahead, the line is echoed by the pty
+	// before the shell prints its prompt, and stty's answer then follows "$ ".
+	first.waitFor(`\r\nhi\r\n\$ `)
 	first.send("set_size", 30, 100, 600, 800)
 	first.send("stdin", "stty size\r")
-	first.waitFor(`\r\n30 100\r\n`)
+	first.waitFor(`(\r\n|\$ )30 100\r\n`)
 
 	// The last activity comes from the agent, fresher than the status's (none here).
 	r := s.do("GET", "/api/terminals/"+name, nil, as("ann")...)
