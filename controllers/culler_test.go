@@ -51,37 +51,38 @@ func cullUntil(t *testing.T, what string, cond func() error) {
 	})
 }
 
-// watchDeletions records the last state of each kernel of ns as it is deleted, which is
-// where a culled kernel's Culled condition can still be read.
-func watchDeletions(t *testing.T, ns string) func(name string) (*nbv1.Kernel, bool) {
+// watchDeletions records the last state of each object of ns that list (a KernelList, a
+// TerminalList) holds as it is deleted, which is where a culled object's Culled condition can
+// still be read.
+func watchDeletions[T client.Object](t *testing.T, ns string, list client.ObjectList) func(name string) (T, bool) {
 	t.Helper()
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: kinds})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(context.Background(), &nbv1.KernelList{}, client.InNamespace(ns))
+	w, err := wc.Watch(context.Background(), list, client.InNamespace(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
-	gone := map[string]*nbv1.Kernel{}
+	gone := map[string]T{}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
-			if k, ok := ev.Object.(*nbv1.Kernel); ok && ev.Type == watch.Deleted {
+			if obj, ok := ev.Object.(T); ok && ev.Type == watch.Deleted {
 				mu.Lock()
-				gone[k.Name] = k
+				gone[obj.GetName()] = obj
 				mu.Unlock()
 			}
 		}
 	}()
 	t.Cleanup(func() { w.Stop(); <-done })
-	return func(name string) (*nbv1.Kernel, bool) {
+	return func(name string) (T, bool) {
 		mu.Lock()
 		defer mu.Unlock()
-		k, ok := gone[name]
-		return k, ok
+		obj, ok := gone[name]
+		return obj, ok
 	}
 }
 
@@ -104,7 +105,7 @@ func TestCuller_CullsIdleAndDeadKernelsAsTheirSpecSays(t *testing.T) {
 	culled.Spec.Culling = &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: 30 * time.Minute}}
 	// The suite's operator settings leave culling off: kernels of "kept" are never culled.
 	create(t, culled, kernelSpec(ns, "kept"))
-	deleted := watchDeletions(t, ns)
+	deleted := watchDeletions[*nbv1.Kernel](t, ns, &nbv1.KernelList{})
 
 	now := clk.Now()
 	report := func(state string, idle time.Duration, conns int) *agentapi.Status {

@@ -287,30 +287,14 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 		return err
 	}
 	pod = builder.KernelPod(k, spec, r.Deliveries.Resolve(ctx, r.Options))
-	if claim != "" {
-		builder.UseClaim(pod, claim)
+	made, err := createAgentPod(ctx, r.Client, r.APIReader, r.Recorder, k, pod, claim, "kernel")
+	if errors.Is(err, errPodConflict) {
+		obs.problem = &problem{reason: nbv1.ReasonPodConflict, fatal: true,
+			message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
+		return nil
 	}
-	if existing, err := createOwnedPod(ctx, r.Client, r.APIReader, k, pod); existing != nil || err != nil {
-		if errors.Is(err, errPodConflict) {
-			obs.problem = &problem{reason: nbv1.ReasonPodConflict, fatal: true,
-				message: fmt.Sprintf("pod %s exists and does not belong to this kernel", pod.Name)}
-			return nil
-		}
-		// Ours, and not in the cache yet; its own event brings us back.
-		obs.pod = existing
-		return err
-	}
-	log.FromContext(ctx).Info("Created kernel pod", "pod", klog.KObj(pod))
-	// A pod made as usual is no event of its own (the Kernel's status says as much, and the
-	// event was one more API write in every start); one mounting the owner's claim is, since
-	// nothing else tells which home it got.
-	if claim != "" {
-		recordEvent(r.Recorder, k, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s with the owner's claim %s", pod.Name, claim)
-	}
-	obs.pod = pod
-	// The creation brings the kernel back; a reconcile that ran before the cache held the pod
-	// would create it again, to be refused and read around the cache.
-	return waitCache(ctx, r.Client, client.ObjectKeyFromObject(pod), func(_ *corev1.Pod, err error) bool { return err == nil })
+	obs.pod = made
+	return err
 }
 
 // ownClaim is the claim of the kernel's owner that its pod mounts instead of the home's
@@ -319,54 +303,6 @@ func (r *KernelReconciler) reconcilePod(ctx context.Context, k *nbv1.Kernel, obs
 // keeps the subPath, which isolates homes too; the kernel's events say which.
 func (r *KernelReconciler) ownClaim(ctx context.Context, k *nbv1.Kernel) (string, error) {
 	return ownClaim(ctx, r.APIReader, r.Recorder, k, k.Spec.Owner, k.Spec.Home, r.Options)
-}
-
-// errPodConflict: a pod of the name exists and is not the resource's.
-var errPodConflict = errors.New("the pod exists and belongs to another")
-
-// createOwnedPod creates pod for owner. When one of its name exists it returns that one, if it is
-// owner's, or errPodConflict; nil and nil when it made pod.
-func createOwnedPod(ctx context.Context, c client.Client, reader client.Reader, owner client.Object, pod *corev1.Pod) (*corev1.Pod, error) {
-	err := c.Create(ctx, pod)
-	switch {
-	case err == nil:
-		return nil, nil
-	case !apierrors.IsAlreadyExists(err):
-		return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
-	}
-	existing := &corev1.Pod{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(pod), existing); err != nil {
-		return nil, fmt.Errorf("get pod %s: %w", pod.Name, err)
-	}
-	if !metav1.IsControlledBy(existing, owner) {
-		return nil, errPodConflict
-	}
-	return existing, nil
-}
-
-// ownClaim is the claim that the pod of obj, owner's with home, mounts in place of the home's
-// subPath (see KernelReconciler.ownClaim); obj's events say why it has none.
-func ownClaim(ctx context.Context, reader client.Reader, rec events.EventRecorder, obj client.Object, owner nbv1.Owner, home string, o builder.Options) (string, error) {
-	name, err := builder.OwnClaimOf(owner, home, o)
-	if err != nil {
-		recordEvent(rec, obj, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: %v", err)
-		return "", nil
-	}
-	if name == "" {
-		return "", nil
-	}
-	ns := obj.GetNamespace()
-	pvc := &corev1.PersistentVolumeClaim{}
-	switch err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc); {
-	case apierrors.IsNotFound(err):
-		recordEvent(rec, obj, nil, corev1.EventTypeNormal, nbv1.EventHomeOnSharedVolume, "Create", "Mounting the home from the contents volume: the owner has no claim %s", name)
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("get the owner's claim %s: %w", name, err)
-	case pvc.DeletionTimestamp != nil:
-		return "", fmt.Errorf("the owner's claim %s is being deleted", name)
-	}
-	return name, nil
 }
 
 // restartPod acts on a new restart request (AnnotationRestart): a pod that is not ready is

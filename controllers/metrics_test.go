@@ -150,7 +150,7 @@ func TestCuller_CountsCulledKernelsByReason(t *testing.T) {
 	spec := kernelSpec(ns, "metered")
 	spec.Spec.Culling = &nbv1.KernelCulling{IdleTimeout: &metav1.Duration{Duration: 30 * time.Minute}}
 	create(t, spec)
-	deleted := watchDeletions(t, ns)
+	deleted := watchDeletions[*nbv1.Kernel](t, ns, &nbv1.KernelList{})
 	for i, state := range []string{"idle", "dead"} {
 		ip := fmt.Sprintf("10.42.0.%d", i+1)
 		agents.report(ip, &agentapi.Status{ExecutionState: state, LastActivity: clk.Now().Add(-time.Hour), Ready: true})

@@ -183,35 +183,26 @@ type agentDouble struct {
 // TerminalStatus answers for the agent of a terminal pod by pod IP, as Status does for
 // kernels'.
 func (a *agentDouble) TerminalStatus(_ context.Context, e agentclient.Endpoint) (agentapi.TerminalStatus, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.asked == nil {
-		a.asked, a.calls = map[string]agentclient.Endpoint{}, map[string]int{}
-	}
-	a.asked[e.Host] = e
-	a.calls[e.Host]++
-	st, ok := a.terminals[e.Host]
-	if !ok {
-		return st, agentclient.ErrUnreachable
-	}
-	return st, nil
+	return answer(a, e, &a.terminals)
 }
 
 // reportTerminal sets what the terminal agent at ip answers; nil makes it unreachable.
 func (a *agentDouble) reportTerminal(ip string, st *agentapi.TerminalStatus) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.terminals == nil {
-		a.terminals = map[string]agentapi.TerminalStatus{}
-	}
-	if st == nil {
-		delete(a.terminals, ip)
-		return
-	}
-	a.terminals[ip] = *st
+	setAnswer(a, &a.terminals, ip, st)
 }
 
 func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentapi.Status, error) {
+	return answer(a, e, &a.reports)
+}
+
+// report sets what the agent at ip answers; nil makes it unreachable.
+func (a *agentDouble) report(ip string, st *agentapi.Status) {
+	setAnswer(a, &a.reports, ip, st)
+}
+
+// answer records that the agent at e was asked and gives what answers holds for it, or
+// ErrUnreachable.
+func answer[T any](a *agentDouble, e agentclient.Endpoint, answers *map[string]T) (T, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.asked == nil {
@@ -219,25 +210,25 @@ func (a *agentDouble) Status(_ context.Context, e agentclient.Endpoint) (agentap
 	}
 	a.asked[e.Host] = e
 	a.calls[e.Host]++
-	st, ok := a.reports[e.Host]
+	st, ok := (*answers)[e.Host]
 	if !ok {
 		return st, agentclient.ErrUnreachable
 	}
 	return st, nil
 }
 
-// report sets what the agent at ip answers; nil makes it unreachable.
-func (a *agentDouble) report(ip string, st *agentapi.Status) {
+// setAnswer sets what answers holds for ip; nil removes it.
+func setAnswer[T any](a *agentDouble, answers *map[string]T, ip string, st *T) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.reports == nil {
-		a.reports = map[string]agentapi.Status{}
+	if *answers == nil {
+		*answers = map[string]T{}
 	}
 	if st == nil {
-		delete(a.reports, ip)
+		delete(*answers, ip)
 		return
 	}
-	a.reports[ip] = *st
+	(*answers)[ip] = *st
 }
 
 // lastAsked is the endpoint ip was last asked at and how often it was asked.

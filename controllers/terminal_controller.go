@@ -261,25 +261,13 @@ func (r *TerminalReconciler) reconcilePod(ctx context.Context, t *nbv1.Terminal,
 		return err
 	}
 	pod = builder.TerminalPod(t, spec, r.Deliveries.Resolve(ctx, r.Options))
-	if claim != "" {
-		builder.UseClaim(pod, claim)
+	made, err := createAgentPod(ctx, r.Client, r.APIReader, r.Recorder, t, pod, claim, "terminal")
+	if errors.Is(err, errPodConflict) {
+		obs.problem = terminalPodConflict(pod.Name)
+		return nil
 	}
-	if existing, err := createOwnedPod(ctx, r.Client, r.APIReader, t, pod); existing != nil || err != nil {
-		if errors.Is(err, errPodConflict) {
-			obs.problem = terminalPodConflict(pod.Name)
-			return nil
-		}
-		obs.pod = existing
-		return err
-	}
-	log.FromContext(ctx).Info("Created terminal pod", "pod", klog.KObj(pod))
-	if claim != "" {
-		recordEvent(r.Recorder, t, pod, corev1.EventTypeNormal, nbv1.EventCreatedPod, "Create", "Created pod %s with the owner's claim %s", pod.Name, claim)
-	}
-	obs.pod = pod
-	// The creation brings the terminal back; a reconcile that ran before the cache held the
-	// pod would create it again, to be refused and read around the cache.
-	return waitCache(ctx, r.Client, client.ObjectKeyFromObject(pod), func(_ *corev1.Pod, err error) bool { return err == nil })
+	obs.pod = made
+	return err
 }
 
 // kernelSpec finds the KernelSpec whose image, resources and pod template a new terminal pod

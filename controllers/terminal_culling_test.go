@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -45,40 +44,6 @@ func (l *eventLog) all() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]string(nil), l.events...)
-}
-
-// watchTerminalDeletions records the last state of each terminal of ns as it is deleted,
-// which is where a culled terminal's Culled condition can still be read.
-func watchTerminalDeletions(t *testing.T, ns string) func(name string) (*nbv1.Terminal, bool) {
-	t.Helper()
-	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: kinds})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wc.Watch(context.Background(), &nbv1.TerminalList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	gone := map[string]*nbv1.Terminal{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ev := range w.ResultChan() {
-			if term, ok := ev.Object.(*nbv1.Terminal); ok && ev.Type == watch.Deleted {
-				mu.Lock()
-				gone[term.Name] = term
-				mu.Unlock()
-			}
-		}
-	}()
-	t.Cleanup(func() { w.Stop(); <-done })
-	return func(name string) (*nbv1.Terminal, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		term, ok := gone[name]
-		return term, ok
-	}
 }
 
 // Culling as Jupyter's terminal manager culls: a terminal whose last activity is older than
@@ -121,7 +86,7 @@ func TestTerminalCuller_DeletesInactiveTerminalsOnly(t *testing.T) {
 	}
 	// The busy terminal's agent reports activity the controller keeps to the second; the
 	// culler asks it again.
-	gone := watchTerminalDeletions(t, ns)
+	gone := watchDeletions[*nbv1.Terminal](t, ns, &nbv1.TerminalList{})
 	clock := clocktesting.NewFakeClock(start.Add(90 * time.Minute))
 	recorder := &eventLog{namespace: ns}
 	culler := &controllers.TerminalCuller{Client: k8sClient, Recorder: recorder, Clock: clock, Agents: agents,
