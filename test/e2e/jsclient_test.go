@@ -44,6 +44,10 @@ func TestJupyterLabServices(t *testing.T) {
 	t.Run("Kernels_V1Subprotocol", func(t *testing.T) {
 		runNodeTest(t, jsDir, "kernels.test.mjs", 7, append(env, "NBKUBE_WS_PROTOCOL=v1")...)
 	})
+	// JupyterLab's terminal panel: TerminalManager and TerminalConnection, unmodified.
+	t.Run("Terminals", func(t *testing.T) {
+		runNodeTest(t, jsDir, "terminals.test.mjs", 3, env...)
+	})
 	inst.stop(t)
 }
 

@@ -26,6 +26,7 @@ import {
   SessionAPI,
   SessionManager,
 } from '@jupyterlab/services';
+import { waitFor as waitForSignal, within } from './wait.mjs';
 
 const baseUrl = process.env.NBKUBE_URL;
 const token = process.env.NBKUBE_TOKEN;
@@ -42,6 +43,7 @@ const expectedSubprotocol = wsProtocolChoices[wsProtocolEnv];
 // and was seen at 38 s (restart) under a load of 12; nbkube adds a pod start to each kernel start.
 const TEST_MS = 90_000;
 const STEP_MS = 45_000;
+const waitFor = (signal, predicate, what, ms = STEP_MS) => waitForSignal(signal, predicate, what, ms);
 
 // The subprotocols the server selected for each kernel's channel sockets, in connection order.
 const selectedSubprotocols = new Map();
@@ -117,27 +119,6 @@ function client(t) {
       return kernel;
     },
   };
-}
-
-function within(promise, ms, what) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-// Resolves once predicate() holds, checking now and after each emission of a Lumino signal.
-function waitFor(signal, predicate, what, ms = STEP_MS) {
-  let check;
-  const met = new Promise((resolve) => {
-    check = () => {
-      if (predicate()) resolve();
-    };
-    signal.connect(check);
-    check();
-  });
-  return within(met, ms, what).finally(() => signal.disconnect(check));
 }
 
 // Runs code and returns the reply and this request's iopub messages, which the future holds
