@@ -100,6 +100,8 @@ func (s *Server) routes() *gin.Engine {
 	home.DELETE("api/trash", h(s.emptyTrash))
 	home.DELETE("api/trash/:id", h(s.deleteTrash))
 	home.POST("api/trash/:id/restore", h(s.restoreTrash))
+	home.GET("api/fileid/id", h(s.getFileID))
+	home.GET("api/fileid/path", h(s.getFilePath))
 	home.GET("files/*path", h(s.getFile))
 	home.HEAD("files/*path", h(s.getFile))
 	home.GET("nbconvert/:format/*path", h(s.exportFile))
