@@ -130,6 +130,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
+	t.Run("terminal in a pod", func(t *testing.T) { testHelmTerminal(t, env, api) })
 	// The Jupyter client suite TestKernels_ThroughLocal runs against nbkube local, here
 	// through the release's Service (either API server replica answers).
 	t.Run("Jupyter client suite", func(t *testing.T) { jupyterClientSuite(t, env) })

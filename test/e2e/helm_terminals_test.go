@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/testenv"
+)
+
+// testHelmTerminal uses a terminal as a user of the chart would, through the API server's
+// Service: POST /api/terminals makes a Terminal and its pod; the WebSocket gives a shell in the
+// pod that runs in the directory asked for on the contents volume (a file written through the
+// API is there, one the shell writes shows in the API); the kernels' egress policy holds for it
+// (the cluster's DNS reached, the kube-apiserver and nbkube's API server not), enforced by the
+// cluster's policy enforcer; the API server, which proxies the shell, may not exec into pods;
+// DELETE ends the connection, the Terminal and its pod.
+func testHelmTerminal(t *testing.T, env *helmEnv, api *jupyterAPI) {
+	ctx := t.Context()
+	c := env.client
+	api.call(t, http.MethodPut, "api/contents/e2e/term", map[string]any{"type": "directory"}).want(t, http.StatusCreated)
+	api.call(t, http.MethodPut, "api/contents/e2e/term/probe.py", map[string]any{
+		"type": "file", "format": "text", "content": probeScript,
+	}).want(t, http.StatusCreated)
+
+	start := time.Now()
+	var model struct {
+		Name         string `json:"name"`
+		LastActivity string `json:"last_activity"`
+	}
+	api.call(t, http.MethodPost, "api/terminals", map[string]any{"cwd": "e2e/term"}).want(t, http.StatusOK).decode(t, &model)
+	if model.Name == "" || model.LastActivity == "" {
+		t.Fatalf("the model %+v", model)
+	}
+	term := &nbv1.Terminal{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: model.Name}, term); err != nil {
+		t.Fatalf("the Terminal resource: %v", err)
+	}
+	if term.Spec.Owner == "" {
+		t.Errorf("the Terminal has no owner: %+v", term.Spec)
+	}
+
+	h := http.Header{}
+	h.Set("Authorization", "token "+api.token)
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, api.wsURL("terminals/websocket/"+model.Name), h)
+	if err != nil {
+		t.Fatalf("the terminal's WebSocket: %v (%v)", err, resp)
+	}
+	resp.Body.Close()
+	defer ws.Close()
+	sh := &terminadoConn{t: t, ws: ws}
+	if msg := sh.next(); msg[0] != "setup" {
+		t.Fatalf("first message %v, want setup", msg)
+	}
+	sh.send("stdin", "echo \"in:$(basename \"$PWD\") $(head -c 14 probe.py)\"; echo from-shell > shell.txt; echo ready-$((6*7))\r")
+	sh.until("ready-42")
+	t.Logf("a shell answered %.1fs after POST /api/terminals", time.Since(start).Seconds())
+	if !strings.Contains(sh.out.String(), "in:term import socket") {
+		t.Errorf("the shell is not in e2e/term with the API's file: %q", sh.out.String())
+	}
+	var file struct {
+		Content string `json:"content"`
+	}
+	api.call(t, http.MethodGet, "api/contents/e2e/term/shell.txt", nil).want(t, http.StatusOK).decode(t, &file)
+	if file.Content != "from-shell\n" {
+		t.Errorf("the shell's file reads %q through the API", file.Content)
+	}
+
+	pod := &corev1.Pod{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: model.Name}, pod); err != nil {
+		t.Fatalf("the terminal's pod: %v", err)
+	}
+	if pod.Labels[nbv1.LabelComponent] != "terminal" {
+		t.Errorf("the pod's labels %v", pod.Labels)
+	}
+
+	// The egress policy of kernels holds for terminals, run from the shell itself.
+	kubeAPI, dns := &corev1.Service{}, &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "kubernetes"}, kubeAPI); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kube-dns"}, dns); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: helmNamespace, Name: helmRelease + "-nbkube"}, svc); err != nil {
+		t.Fatal(err)
+	}
+	probes := []struct {
+		what, addr string
+		wait       time.Duration
+		reached    bool
+	}{
+		{"the cluster's DNS", net.JoinHostPort(dns.Spec.ClusterIP, "53"), policyApplied, true},
+		{"the kube-apiserver", net.JoinHostPort(kubeAPI.Spec.ClusterIP, strconv.Itoa(int(kubeAPI.Spec.Ports[0].Port))), probeRefused, false},
+		{"the API server's Service", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))), probeRefused, false},
+	}
+	for i, p := range probes {
+		host, port, _ := net.SplitHostPort(p.addr)
+		sh.send("stdin", fmt.Sprintf("python3 probe.py %s %s %.0f; echo probe-%d-$?\r", host, port, p.wait.Seconds(), i))
+		code := sh.untilMatch(regexp.MustCompile(fmt.Sprintf(`probe-%d-(\d+)`, i)), p.wait+30*time.Second)
+		if reached := code == "0"; reached != p.reached {
+			t.Errorf("from the terminal, %s %s: reached %v, want %v (output %q)", p.what, p.addr, reached, p.reached, sh.out.String())
+		}
+	}
+
+	// The API server proxies the shell to the agent; it may not exec into pods (nor may anyone
+	// the chart makes, which RBAC of the chart's tests shows elsewhere).
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: "system:serviceaccount:" + helmNamespace + ":" + env.apiServerAccount(t),
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: helmNamespace, Verb: "create", Resource: "pods", Subresource: "exec",
+		},
+	}}
+	if err := c.Create(ctx, review); err != nil {
+		t.Fatal(err)
+	}
+	if review.Status.Allowed {
+		t.Errorf("the API server's service account may exec into pods: %+v", review.Status)
+	}
+
+	api.call(t, http.MethodDelete, "api/terminals/"+model.Name, nil).want(t, http.StatusNoContent)
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	for {
+		var msg []any
+		if err := ws.ReadJSON(&msg); err != nil {
+			break // closed: the end the API server and agent gave it
+		}
+		if len(msg) > 0 && msg[0] == "disconnect" {
+			break
+		}
+	}
+	testenv.Eventually(t, "the terminal's pod and resource gone", time.Minute, func() error {
+		for _, obj := range []client.Object{pod, term} {
+			switch err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); {
+			case err == nil:
+				return fmt.Errorf("%T %s is still there", obj, obj.GetName())
+			case !apierrors.IsNotFound(err):
+				return err
+			}
+		}
+		return nil
+	})
+	api.call(t, http.MethodGet, "api/terminals/"+model.Name, nil).want(t, http.StatusNotFound)
+}
+
+// apiServerAccount is the service account the release's API server pods run as.
+func (e *helmEnv) apiServerAccount(t *testing.T) string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := e.client.List(t.Context(), &pods, client.InNamespace(helmNamespace), client.MatchingLabels{nbv1.LabelComponent: "apiserver"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) == 0 || pods.Items[0].Spec.ServiceAccountName == "" {
+		t.Fatal("no API server pod with a service account")
+	}
+	return pods.Items[0].Spec.ServiceAccountName
+}
