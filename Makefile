@@ -28,7 +28,7 @@ RUN_ARGS ?=
 # not a duration: Go 1.26's fuzzing coordinator can fail a run whose -fuzztime deadline passes
 # while a worker is mid-input ("context deadline exceeded", golang/go#75804, fixed in 1.27).
 FUZZTIME ?= 5000x
-# `make bench` measures these sections: contents, kernels, nbconvert, pages or all.
+# `make bench` measures these sections: contents, kernels, terminals, nbconvert, pages or all.
 BENCH_ONLY ?= all
 SCALE_KERNELS ?= 10000
 

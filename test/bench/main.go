@@ -26,7 +26,7 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all) or cluster (a real cluster, not part of all)")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all) or cluster (a real cluster, not part of all)")
 	var cc clusterConfig
 	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
 	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
@@ -35,8 +35,8 @@ func main() {
 	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
 	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "nbconvert", "pages", "idle", "all", "scale", "cluster"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, nbconvert, pages, idle, all, scale or cluster")
+	if !slices.Contains([]string{"contents", "kernels", "terminals", "nbconvert", "pages", "idle", "all", "scale", "cluster"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, nbconvert, pages, idle, all, scale or cluster")
 		os.Exit(2)
 	}
 	if *only == "cluster" {
@@ -44,7 +44,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "bench: -only cluster needs -kubeconfig, -image and -kernel-image (make bench-e2e sets them)")
 			os.Exit(2)
 		}
-		if err := writeReport(*out, nil, nil, nil, nil, nil, measureCluster(cc), nil, *duration); err != nil {
+		if err := writeReport(*out, nil, nil, nil, nil, nil, nil, measureCluster(cc), nil, *duration); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -78,10 +78,10 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		idle = measureIdle(nbkubeBin, filepath.Join(work, "idle"))
 	}
 	if only == "idle" {
-		return writeReport(out, nil, nil, nil, nil, idle, nil, nil, d)
+		return writeReport(out, nil, nil, nil, nil, nil, idle, nil, nil, d)
 	}
 	if only == "scale" {
-		return writeReport(out, nil, nil, nil, nil, nil, nil, measureScale(nbkubeBin, filepath.Join(work, "scale")), d)
+		return writeReport(out, nil, nil, nil, nil, nil, nil, nil, measureScale(nbkubeBin, filepath.Join(work, "scale")), d)
 	}
 
 	var servers []*server
@@ -126,11 +126,15 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 			return nil
 		}
 	}
+	var terminals *terminalReport
+	if only == "terminals" || only == "all" {
+		terminals = measureTerminals(servers, nbkubeBin, work)
+	}
 	var pages *pagesReport
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, contents, exports, kernels, pages, idle, nil, nil, d)
+	return writeReport(out, contents, exports, kernels, terminals, pages, idle, nil, nil, d)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -317,14 +321,14 @@ func contentsScenarios() []scenario {
 // exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil, the
 // state at rest unless idle is nil, the real cluster's and the scale's unless nil. The sections of the report already at out that were not
 // measured this time are kept, so that `-only pages` updates the pages' section alone.
-func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, pages *pagesReport, idle *idleReport,
+func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, terminals *terminalReport, pages *pagesReport, idle *idleReport,
 	cluster *clusterReport, scale *scaleReport, d time.Duration,
 ) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	today := time.Now().UTC().Format("2006-01-02")
 	old := previousSections(out)
-	partial := results == nil || exports == nil || kernels == nil || pages == nil || idle == nil
+	partial := results == nil || exports == nil || kernels == nil || terminals == nil || pages == nil || idle == nil
 	if head, ok := old[""]; ok && partial {
 		// Some sections are kept from the last full run: so is its heading, and the sections
 		// measured now say when.
@@ -353,6 +357,7 @@ func writeReport(out string, results, exports map[string]map[string]result, kern
 	section("Contents", results != nil, func(sb *strings.Builder) { writeContents(sb, results) })
 	section("Exports (nbconvert)", exports != nil, func(sb *strings.Builder) { writeNbconvert(sb, exports) })
 	section("Kernels", kernels != nil, func(sb *strings.Builder) { writeKernels(sb, kernels) })
+	section("Terminals", terminals != nil, func(sb *strings.Builder) { writeTerminals(sb, terminals) })
 	section("Web pages", pages != nil, func(sb *strings.Builder) { writePages(sb, pages) })
 	section("At rest", idle != nil, func(sb *strings.Builder) { writeIdle(sb, idle) })
 	section("Kernels on a real cluster", cluster != nil, func(sb *strings.Builder) { writeCluster(sb, cluster) })
