@@ -36,8 +36,9 @@ const (
 
 // terminalResults are one server's measurements; err says why there are none.
 type terminalResults struct {
-	column            string
-	err               error
+	column string
+	// err is why the starts were not measured, echoErr why the echoes were not.
+	err, echoErr      error
 	first, echo, many []time.Duration
 }
 
@@ -87,29 +88,35 @@ func measureTerminals(servers []*server, nbkubeBin, work string) *terminalReport
 			continue
 		}
 		waitQuiet(targets)
-		r.echo, r.err = echoes(targets[j], terminalKeystrokes)
-		if r.err == nil {
-			r.many, r.err = manyEchoes(targets[j])
+		r.echo, r.echoErr = echoes(targets[j], terminalKeystrokes)
+		if r.echoErr == nil {
+			r.many, r.echoErr = manyEchoes(targets[j])
 		}
 	}
 	for _, r := range cols {
 		for _, d := range [][]time.Duration{r.first, r.echo, r.many} {
 			slices.Sort(d)
 		}
-		if r.err != nil {
-			fmt.Fprintf(os.Stderr, "%-9s terminals: %v\n", r.column, r.err)
-		} else if len(r.first) > 0 {
+		if err := errors.Join(r.err, r.echoErr); err != nil {
+			fmt.Fprintf(os.Stderr, "%-9s terminals: %v\n", r.column, err)
+		}
+		if len(r.first) > 0 {
 			fmt.Fprintf(os.Stderr, "%-9s terminal first output p50 %.0f ms; echo p50 %s\n", r.column, ms(p50(r.first)), latency(r.echo))
 		}
 	}
 	return rep
 }
 
-// terminal is one client of one terminal.
+// terminal is one client of one terminal. A goroutine reads its WebSocket into out, since a
+// read that times out breaks a gorilla connection for good.
 type terminal struct {
 	s    *server
 	name string
 	ws   *websocket.Conn
+	// out brings the text of each stdout message; it is closed, after err is set, when the
+	// connection ends.
+	out chan string
+	err error
 }
 
 // openTerminal starts a terminal on s and connects to it.
@@ -136,7 +143,28 @@ func openTerminal(s *server) (*terminal, error) {
 		return nil, fmt.Errorf("the terminal's WebSocket: %w", err)
 	}
 	r.Body.Close()
-	return &terminal{s: s, name: model.Name, ws: ws}, nil
+	t := &terminal{s: s, name: model.Name, ws: ws, out: make(chan string, 256)}
+	go t.receive()
+	return t, nil
+}
+
+func (t *terminal) receive() {
+	defer close(t.out)
+	for {
+		var msg []any
+		if err := t.ws.ReadJSON(&msg); err != nil {
+			t.err = err
+			return
+		}
+		if len(msg) > 1 && msg[0] == "stdout" {
+			s, _ := msg[1].(string)
+			t.out <- s
+		}
+		if len(msg) > 0 && msg[0] == "disconnect" {
+			t.err = errors.New("the terminal ended")
+			return
+		}
+	}
 }
 
 func terminalRequest(s *server, req *http.Request) ([]byte, error) {
@@ -155,21 +183,20 @@ func terminalRequest(s *server, req *http.Request) ([]byte, error) {
 
 // read returns the text of the next stdout message.
 func (t *terminal) read(deadline time.Time) (string, error) {
-	for {
-		_ = t.ws.SetReadDeadline(deadline)
-		var msg []any
-		if err := t.ws.ReadJSON(&msg); err != nil {
-			return "", err
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case text, ok := <-t.out:
+		if !ok {
+			return "", t.err
 		}
-		if len(msg) > 1 && msg[0] == "stdout" {
-			s, _ := msg[1].(string)
-			return s, nil
-		}
-		if len(msg) > 0 && msg[0] == "disconnect" {
-			return "", errors.New("the terminal ended")
-		}
+		return text, nil
+	case <-timer.C:
+		return "", errTerminalQuiet
 	}
 }
+
+var errTerminalQuiet = errors.New("no output in time")
 
 // drain reads until the terminal has been quiet for a moment.
 func (t *terminal) drain() {
@@ -286,12 +313,17 @@ func writeTerminals(b *strings.Builder, rep *terminalReport) {
 		"sandboxed column with every pod in a sandbox (`nbkube local --sandbox`, as a multi-user " +
 		"installation runs them).\n\n")
 	b.WriteString("| scenario | nbkube | Jupyter Server | nbkube, sandboxed | target (nbkube) | nbkube meets it |\n|---|---|---|---|---|---|\n")
-	cell := func(r *terminalResults, d func(*terminalResults) []time.Duration) string {
-		switch {
-		case r == nil:
+	cell := func(r *terminalResults, d func(*terminalResults) []time.Duration, echo bool) string {
+		if r == nil {
 			return "not measured"
-		case r.err != nil:
-			return "n/a (error: " + markdownCell(r.err.Error(), 120) + ")"
+		}
+		err := r.err
+		if echo && err == nil {
+			err = r.echoErr
+		}
+		switch {
+		case err != nil:
+			return "n/a (error: " + markdownCell(err.Error(), 120) + ")"
 		case len(d(r)) == 0:
 			return "–"
 		}
@@ -299,26 +331,27 @@ func writeTerminals(b *strings.Builder, rep *terminalReport) {
 	}
 	rows := []struct {
 		title  string
+		echo   bool
 		values func(*terminalResults) []time.Duration
 		target string
 		limit  time.Duration
 	}{
-		{fmt.Sprintf("new terminal: POST, WebSocket, first output (p50 / p99 ms, %d starts)", terminalStarts),
+		{fmt.Sprintf("new terminal: POST, WebSocket, first output (p50 / p99 ms, %d starts)", terminalStarts), false,
 			func(r *terminalResults) []time.Duration { return r.first }, "p50 < 300 ms", 300 * time.Millisecond},
-		{fmt.Sprintf("keystroke echo, one client (p50 / p99 ms, %d keystrokes)", terminalKeystrokes),
+		{fmt.Sprintf("keystroke echo, one client (p50 / p99 ms, %d keystrokes)", terminalKeystrokes), true,
 			func(r *terminalResults) []time.Duration { return r.echo }, "p50 < 5 ms", 5 * time.Millisecond},
-		{fmt.Sprintf("keystroke echo, %d terminals typing at once (p50 / p99 ms, %d keystrokes each)", manyTerminals, terminalManyKeystrokes),
+		{fmt.Sprintf("keystroke echo, %d terminals typing at once (p50 / p99 ms, %d keystrokes each)", manyTerminals, terminalManyKeystrokes), true,
 			func(r *terminalResults) []time.Duration { return r.many }, "–", 0},
 	}
 	for _, row := range rows {
 		meets := "–"
-		if n := rep.nbkube; row.limit > 0 && n != nil && n.err == nil && len(row.values(n)) > 0 {
+		if n := rep.nbkube; row.limit > 0 && n != nil && len(row.values(n)) > 0 {
 			meets = "no"
 			if p50(row.values(n)) < row.limit {
 				meets = "yes"
 			}
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", row.title, cell(rep.nbkube, row.values),
-			cell(rep.jupyter, row.values), cell(rep.sandboxed, row.values), row.target, meets)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", row.title, cell(rep.nbkube, row.values, row.echo),
+			cell(rep.jupyter, row.values, row.echo), cell(rep.sandboxed, row.values, row.echo), row.target, meets)
 	}
 }
