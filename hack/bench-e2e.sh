@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The real-cluster benchmark behind `make bench-e2e`: bring up the single-node cluster of
 # `make test-e2e` (hack/cluster.sh), import the images make built, and run test/bench
-# -only cluster (the chart installed, kernels started through its Service, against the floor
-# of bare pods on the same node); the section "Kernels on a real cluster" of
-# docs/benchmarks.md is rewritten. The cluster goes down afterwards. Needs root.
+# -only cluster and -only cluster-terminals (the chart installed, kernels and then terminals
+# started through its Service, against the floor of bare pods on the same node); the sections
+# "Kernels on a real cluster" and "Terminals on a real cluster" of docs/benchmarks.md are
+# rewritten. The cluster goes down afterwards. Needs root.
 #
 #   hack/bench-e2e.sh            env: HELM, IMG, KERNEL_IMG, IMAGES_DIR (set by make)
+#   BENCH_E2E_ONLY=cluster-terminals hack/bench-e2e.sh    one of the two
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${HELM:?}" "${IMG:?}" "${KERNEL_IMG:?}" "${IMAGES_DIR:?}"
@@ -17,7 +19,10 @@ hack/cluster.sh up >&2
 hack/cluster.sh load "$IMAGES_DIR/nbkube.tar" "$IMAGES_DIR/kernel-python.tar" >&2
 contents=$(mktemp -d /tmp/nbkube-bench-contents.XXXXXX)
 status=0
-go run ./test/bench -only cluster -out docs/benchmarks.md -kubeconfig "$NBKUBE_CLUSTER_DIR/kubeconfig" \
-  -helm "$HELM" -chart charts/nbkube -image "$IMG" -kernel-image "$KERNEL_IMG" -contents-dir "$contents/notebooks" || status=$?
+# Kernels, then terminals (BENCH_E2E_ONLY picks one): each installs the chart afresh.
+for only in ${BENCH_E2E_ONLY:-cluster cluster-terminals}; do
+  go run ./test/bench -only "$only" -out docs/benchmarks.md -kubeconfig "$NBKUBE_CLUSTER_DIR/kubeconfig" \
+    -helm "$HELM" -chart charts/nbkube -image "$IMG" -kernel-image "$KERNEL_IMG" -contents-dir "$contents/notebooks" || status=$?
+done
 rm -rf "$contents"
 exit $status

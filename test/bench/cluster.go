@@ -170,26 +170,13 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 		fmt.Fprintln(os.Stderr, "bench: cluster:", err)
 		return rep
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
-	if err != nil {
-		return fail(err)
-	}
-	// client-go's default of 5 requests a second (burst 10) held the twenty floor pods'
-	// creations back by seconds (its log said so): the floor must pay for nothing but itself.
-	rc.QPS, rc.Burst = 500, 1000
-	cs, err := kubernetes.NewForConfig(rc)
+	rc, cs, err := clusterClients(cfg)
 	if err != nil {
 		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if v, err := cs.Discovery().ServerVersion(); err == nil {
-		rep.version = v.GitVersion
-	}
-	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil && len(nodes.Items) > 0 {
-		n := nodes.Items[0]
-		rep.node = fmt.Sprintf("%s (%s CPU, %s memory, %s)", n.Name, n.Status.Capacity.Cpu(), n.Status.Capacity.Memory(), n.Status.NodeInfo.ContainerRuntimeVersion)
-	}
+	rep.version, rep.node = describeCluster(ctx, cs)
 	api, cleanup, err := installBench(ctx, cs, cfg)
 	defer cleanup()
 	if err != nil {
@@ -271,6 +258,32 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 	fmt.Fprintf(os.Stderr, "cluster  sequential p50 nbkube %.0f ms, floor %.0f ms; %d at once: all ready in %.1f s, floor %.1f s\n",
 		ms(p50(rep.seq)), ms(p50(rep.seqFloor)), clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds())
 	return rep
+}
+
+// clusterClients are clients of the cluster of cfg.kubeconfig.
+func clusterClients(cfg clusterConfig) (*rest.Config, kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", cfg.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	// client-go's default of 5 requests a second (burst 10) held the twenty floor pods'
+	// creations back by seconds (its log said so): the floor must pay for nothing but itself.
+	rc.QPS, rc.Burst = 500, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	return rc, cs, err
+}
+
+// describeCluster is the cluster's Kubernetes version and its (first) node, as the report
+// names them.
+func describeCluster(ctx context.Context, cs kubernetes.Interface) (version, node string) {
+	if v, err := cs.Discovery().ServerVersion(); err == nil {
+		version = v.GitVersion
+	}
+	if nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil && len(nodes.Items) > 0 {
+		n := nodes.Items[0]
+		node = fmt.Sprintf("%s (%s CPU, %s memory, %s)", n.Name, n.Status.Capacity.Cpu(), n.Status.Capacity.Memory(), n.Status.NodeInfo.ContainerRuntimeVersion)
+	}
+	return version, node
 }
 
 // kernelSpecs is the resource of nbkube's KernelSpecs.

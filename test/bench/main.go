@@ -26,7 +26,7 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all) or cluster (a real cluster, not part of all)")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all), cluster (a real cluster, not part of all) or cluster-terminals (terminals on a real cluster, not part of all)")
 	var cc clusterConfig
 	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
 	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
@@ -35,16 +35,22 @@ func main() {
 	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
 	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "terminals", "nbconvert", "pages", "idle", "all", "scale", "cluster"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, nbconvert, pages, idle, all, scale or cluster")
+	if !slices.Contains([]string{"contents", "kernels", "terminals", "nbconvert", "pages", "idle", "all", "scale", "cluster", "cluster-terminals"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, nbconvert, pages, idle, all, scale, cluster or cluster-terminals")
 		os.Exit(2)
 	}
-	if *only == "cluster" {
+	if *only == "cluster" || *only == "cluster-terminals" {
 		if cc.kubeconfig == "" || cc.image == "" || cc.kernelImage == "" {
 			fmt.Fprintln(os.Stderr, "bench: -only cluster needs -kubeconfig, -image and -kernel-image (make bench-e2e sets them)")
 			os.Exit(2)
 		}
-		if err := writeReport(*out, nil, nil, nil, nil, nil, nil, measureCluster(cc), nil, *duration); err != nil {
+		sections := reportSections{}
+		if *only == "cluster" {
+			sections.cluster = measureCluster(cc)
+		} else {
+			sections.clusterTerminals = measureClusterTerminals(cc)
+		}
+		if err := writeReport(*out, sections, *duration); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -78,10 +84,10 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 		idle = measureIdle(nbkubeBin, filepath.Join(work, "idle"))
 	}
 	if only == "idle" {
-		return writeReport(out, nil, nil, nil, nil, nil, idle, nil, nil, d)
+		return writeReport(out, reportSections{idle: idle}, d)
 	}
 	if only == "scale" {
-		return writeReport(out, nil, nil, nil, nil, nil, nil, nil, measureScale(nbkubeBin, filepath.Join(work, "scale")), d)
+		return writeReport(out, reportSections{scale: measureScale(nbkubeBin, filepath.Join(work, "scale"))}, d)
 	}
 
 	var servers []*server
@@ -134,7 +140,7 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, contents, exports, kernels, terminals, pages, idle, nil, nil, d)
+	return writeReport(out, reportSections{contents: contents, exports: exports, kernels: kernels, terminals: terminals, pages: pages, idle: idle}, d)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -321,14 +327,24 @@ func contentsScenarios() []scenario {
 // exports unless exports is nil, kernels unless kernels is nil, pages unless pages is nil, the
 // state at rest unless idle is nil, the real cluster's and the scale's unless nil. The sections of the report already at out that were not
 // measured this time are kept, so that `-only pages` updates the pages' section alone.
-func writeReport(out string, results, exports map[string]map[string]result, kernels *kernelReport, terminals *terminalReport, pages *pagesReport, idle *idleReport,
-	cluster *clusterReport, scale *scaleReport, d time.Duration,
-) error {
+// reportSections are the measured sections of a report; nil ones keep what the report held.
+type reportSections struct {
+	contents, exports map[string]map[string]result
+	kernels           *kernelReport
+	terminals         *terminalReport
+	pages             *pagesReport
+	idle              *idleReport
+	cluster           *clusterReport
+	clusterTerminals  *clusterTerminalReport
+	scale             *scaleReport
+}
+
+func writeReport(out string, r reportSections, d time.Duration) error {
 	var b strings.Builder
 	host, _ := os.Hostname()
 	today := time.Now().UTC().Format("2006-01-02")
 	old := previousSections(out)
-	partial := results == nil || exports == nil || kernels == nil || terminals == nil || pages == nil || idle == nil
+	partial := r.contents == nil || r.exports == nil || r.kernels == nil || r.terminals == nil || r.pages == nil || r.idle == nil
 	if head, ok := old[""]; ok && partial {
 		// Some sections are kept from the last full run: so is its heading, and the sections
 		// measured now say when.
@@ -354,14 +370,15 @@ func writeReport(out string, results, exports map[string]map[string]result, kern
 			b.WriteString(strings.Trim(text, "\n") + "\n\n")
 		}
 	}
-	section("Contents", results != nil, func(sb *strings.Builder) { writeContents(sb, results) })
-	section("Exports (nbconvert)", exports != nil, func(sb *strings.Builder) { writeNbconvert(sb, exports) })
-	section("Kernels", kernels != nil, func(sb *strings.Builder) { writeKernels(sb, kernels) })
-	section("Terminals", terminals != nil, func(sb *strings.Builder) { writeTerminals(sb, terminals) })
-	section("Web pages", pages != nil, func(sb *strings.Builder) { writePages(sb, pages) })
-	section("At rest", idle != nil, func(sb *strings.Builder) { writeIdle(sb, idle) })
-	section("Kernels on a real cluster", cluster != nil, func(sb *strings.Builder) { writeCluster(sb, cluster) })
-	section("Scale", scale != nil, func(sb *strings.Builder) { writeScale(sb, scale) })
+	section("Contents", r.contents != nil, func(sb *strings.Builder) { writeContents(sb, r.contents) })
+	section("Exports (nbconvert)", r.exports != nil, func(sb *strings.Builder) { writeNbconvert(sb, r.exports) })
+	section("Kernels", r.kernels != nil, func(sb *strings.Builder) { writeKernels(sb, r.kernels) })
+	section("Terminals", r.terminals != nil, func(sb *strings.Builder) { writeTerminals(sb, r.terminals) })
+	section("Web pages", r.pages != nil, func(sb *strings.Builder) { writePages(sb, r.pages) })
+	section("At rest", r.idle != nil, func(sb *strings.Builder) { writeIdle(sb, r.idle) })
+	section("Kernels on a real cluster", r.cluster != nil, func(sb *strings.Builder) { writeCluster(sb, r.cluster) })
+	section("Terminals on a real cluster", r.clusterTerminals != nil, func(sb *strings.Builder) { writeClusterTerminals(sb, r.clusterTerminals) })
+	section("Scale", r.scale != nil, func(sb *strings.Builder) { writeScale(sb, r.scale) })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
