@@ -603,3 +603,52 @@ func TestTerminalSocket_AnEndedTerminalDisconnects(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalSocket_ConnectsOnceThePendingPodsAgentAnswers: a pod has its address before the
+// kubelet's probe finds its agent ready and the controller records it Running; the WebSocket
+// asks the agent itself, as a kernel start does, and is through as soon as it answers, while
+// the status still says Pending.
+func TestTerminalSocket_ConnectsOnceThePendingPodsAgentAnswers(t *testing.T) {
+	c, ns := quotaNamespace(t)
+	s := terminalServer(t, c, ns)
+	host := loopbackHost(t)
+	name := startedTerminal(t, s, "ann", nil)
+	setTerminalStatus(t, c, ns, name, nbv1.TerminalStatus{Phase: nbv1.TerminalPending, PodIP: host})
+
+	dialed := make(chan *terminalClient, 1)
+	failed := make(chan error, 1)
+	go func() {
+		tc, err := dialTerminal(t, s.wsURL(name)+"?token=token-ann")
+		if err != nil {
+			failed <- err
+			return
+		}
+		dialed <- tc
+	}()
+	select {
+	case <-dialed:
+		t.Fatal("connected to a terminal whose agent does not listen yet")
+	case err := <-failed:
+		t.Fatalf("a connection to a pending terminal: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	_, stop := agentOn(t, terminalNamed(t, c, ns, name), host, t.TempDir())
+	defer stop()
+	var tc *terminalClient
+	select {
+	case tc = <-dialed:
+	case err := <-failed:
+		t.Fatal(err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection did not get through once the pending pod's agent answered")
+	}
+	defer tc.ws.Close()
+	if phase := terminalNamed(t, c, ns, name).Status.Phase; phase != nbv1.TerminalPending {
+		t.Fatalf("the terminal is %s; the test means it Pending", phase)
+	}
+	if msg, err := tc.next(); err != nil || msg[0] != "setup" {
+		t.Fatalf("first message %v, %v; want setup", msg, err)
+	}
+	tc.send("stdin", "echo pending-$((6*7))\r")
+	tc.waitFor(`pending-42`)
+}

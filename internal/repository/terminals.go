@@ -133,7 +133,16 @@ func (t *Terminals) GetTerminal(ctx context.Context, u identity.User, name strin
 // agentOf is where the terminal's agent serves, with its token derived from the terminal's
 // identity, as the controller derived the one it gave the pod; false while it does not run.
 func (t *Terminals) agentOf(term *nbv1.Terminal) (agentclient.Endpoint, bool) {
-	if term.Status.Phase != nbv1.TerminalRunning || term.Status.PodIP == "" {
+	if term.Status.Phase != nbv1.TerminalRunning {
+		return agentclient.Endpoint{}, false
+	}
+	return t.addressOf(term)
+}
+
+// addressOf is where the agent of term's pod listens once it does: the pod has its address
+// before its agent is ready.
+func (t *Terminals) addressOf(term *nbv1.Terminal) (agentclient.Endpoint, bool) {
+	if term.Status.PodIP == "" {
 		return agentclient.Endpoint{}, false
 	}
 	token := agenttoken.Terminal(t.Kernels.AgentTokenKey, term.Namespace, term.Name, string(term.UID))
@@ -290,6 +299,9 @@ func (t *Terminals) TerminalEndpoint(ctx context.Context, u identity.User, name 
 	// The agent answers as soon as the controller records it running: the poll of the cache
 	// starts fast and slows down for a pod that takes long (an image pull).
 	pause := 10 * time.Millisecond
+	// A pending terminal's agent is asked itself, as a kernel start asks its agent: the
+	// kubelet's readiness probe, and the controller's status write after it, come later.
+	askPause, askAgain := 10*time.Millisecond, time.Time{}
 	for {
 		term, err := t.get(wctx, u, name)
 		switch {
@@ -306,6 +318,13 @@ func (t *Terminals) TerminalEndpoint(ctx context.Context, u identity.User, name 
 			if ep, ok := t.agentOf(term); ok {
 				return ep, nil
 			}
+			if ep, ok := t.addressOf(term); ok && term.Status.Phase == nbv1.TerminalPending && !time.Now().Before(askAgain) {
+				if t.agentAnswers(wctx, ep) {
+					return ep, nil
+				}
+				askAgain = time.Now().Add(askPause)
+				askPause = min(2*askPause, 160*time.Millisecond)
+			}
 		}
 		select {
 		case <-time.After(pause):
@@ -317,6 +336,17 @@ func (t *Terminals) TerminalEndpoint(ctx context.Context, u identity.User, name 
 			return agentclient.Endpoint{}, startFailed("StartTimeout", fmt.Sprintf("the terminal did not start within %s", wait))
 		}
 	}
+}
+
+// agentAnswers tells whether the terminal agent at ep answers its status, briefly.
+func (t *Terminals) agentAnswers(ctx context.Context, ep agentclient.Endpoint) bool {
+	if t.Kernels.Agents == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err := t.Kernels.Agents.TerminalStatus(ctx, ep)
+	return err == nil
 }
 
 // DeleteTerminal ends the user's terminal: its agent is asked to hang its shell up (briefly:

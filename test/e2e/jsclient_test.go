@@ -44,11 +44,17 @@ func TestJupyterLabServices(t *testing.T) {
 	t.Run("Kernels_V1Subprotocol", func(t *testing.T) {
 		runNodeTest(t, jsDir, "kernels.test.mjs", 7, append(env, "NBKUBE_WS_PROTOCOL=v1")...)
 	})
-	// JupyterLab's terminal panel: TerminalManager and TerminalConnection, unmodified.
+	// JupyterLab's terminal panel: TerminalManager and TerminalConnection, unmodified; the
+	// same file against Jupyter Server with terminado, the reference, so that a check that
+	// only nbkube passes fails here.
 	t.Run("Terminals", func(t *testing.T) {
 		runNodeTest(t, jsDir, "terminals.test.mjs", 3, env...)
 	})
 	inst.stop(t)
+	t.Run("Terminals_JupyterServer", func(t *testing.T) {
+		js := startJupyterServer(t, t.TempDir())
+		runNodeTest(t, jsDir, "terminals.test.mjs", 3, "NBKUBE_URL="+js.base, "NBKUBE_TOKEN="+js.token)
+	})
 }
 
 // The summary lines node's test runner prints at the end of its TAP output.
