@@ -21,6 +21,7 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -651,4 +652,37 @@ func TestTerminalSocket_ConnectsOnceThePendingPodsAgentAnswers(t *testing.T) {
 	}
 	tc.send("stdin", "echo pending-$((6*7))\r")
 	tc.waitFor(`pending-42`)
+}
+
+// cacheBehind reads as a replica's cache that has not seen the Terminals made elsewhere yet.
+type cacheBehind struct{ client.Reader }
+
+func (c cacheBehind) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*nbv1.Terminal); ok {
+		return apierrors.NewNotFound(nbv1.GroupVersion.WithResource("terminals").GroupResource(), key.Name)
+	}
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestTerminals_AReplicaWhoseCacheIsBehindReadsTheTerminalLive: POST answers as soon as the
+// Terminal exists, and the client's next request may reach another replica whose cache has
+// not seen it: by name, it is read around the cache rather than answered 404; a name nobody
+// has is still 404, and another user's terminal is still not theirs.
+func TestTerminals_AReplicaWhoseCacheIsBehindReadsTheTerminalLive(t *testing.T) {
+	c, ns := quotaNamespace(t)
+	first := terminalServer(t, c, ns)
+	name := startedTerminal(t, first, "ann", nil)
+	behind := terminalServer(t, c, ns, func(o *apiserver.Options) {
+		k := *o.Terminals.(*repository.Terminals).Kernels
+		k.Reader = cacheBehind{c}
+		o.Terminals = &repository.Terminals{Kernels: &k, APIReader: c}
+	})
+	r := behind.do("GET", "/api/terminals/"+name, nil, as("ann")...)
+	expect(t, r, http.StatusOK)
+	if r.json(t)["name"] != name {
+		t.Errorf("the model %s", r.body)
+	}
+	expect(t, behind.do("GET", "/api/terminals/"+name, nil, as("ben")...), http.StatusNotFound)
+	expect(t, behind.do("GET", "/api/terminals/tnobodyhas1", nil, as("ann")...), http.StatusNotFound)
+	expect(t, behind.do("DELETE", "/api/terminals/"+name, nil, as("ann")...), http.StatusNoContent)
 }

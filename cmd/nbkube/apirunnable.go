@@ -69,7 +69,7 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		}}
 	var terminals apiserver.TerminalService
 	if f.terminals {
-		terminals = &repository.Terminals{Kernels: kernels}
+		terminals = &repository.Terminals{Kernels: kernels, APIReader: reader}
 	}
 	srv, err := apiserver.New(apiserver.Options{
 		BaseURL:            f.baseURL,

@@ -36,6 +36,10 @@ type Terminals struct {
 	// the users' ledger and the timeouts. Its StartTimeout bounds the wait of a connection
 	// for a terminal's pod (DefaultTerminalStartTimeout when zero).
 	Kernels *Kernels
+	// APIReader, when set, reads around the cache: a terminal asked for by name that the
+	// cache does not hold yet may have been made a moment ago through another replica (POST
+	// answers at once, and a client connects right after, through any replica).
+	APIReader client.Reader
 }
 
 // DefaultTerminalStartTimeout is how long a connection waits for a terminal's pod when the
@@ -79,7 +83,14 @@ func errTerminalNameTaken(name string) error {
 }
 
 func (t *Terminals) get(ctx context.Context, u identity.User, name string) (*nbv1.Terminal, error) {
-	return ownedTerminals.get(ctx, t.Kernels.Reader, t.Kernels.Namespace, u, name)
+	term, err := ownedTerminals.get(ctx, t.Kernels.Reader, t.Kernels.Namespace, u, name)
+	if errors.Is(err, domainerr.ErrNotFound) && t.APIReader != nil && validName(name) {
+		// Missing from the cache: made through another replica a moment ago, or not at all.
+		if live, lerr := ownedTerminals.get(ctx, t.APIReader, t.Kernels.Namespace, u, name); lerr == nil {
+			return live, nil
+		}
+	}
+	return term, err
 }
 
 // terminalModel is Jupyter's model of a terminal as its resource tells.
@@ -297,7 +308,7 @@ func (t *Terminals) TerminalEndpoint(ctx context.Context, u identity.User, name 
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	// The agent answers as soon as the controller records it running: the poll of the cache
-	// starts fast and slows down for a pod that takes long (an image pull).
+	// (memory, so cheap) starts fast and slows down to 50 ms, a delay a user does not see.
 	pause := 10 * time.Millisecond
 	// A pending terminal's agent is asked itself, as a kernel start asks its agent: the
 	// kubelet's readiness probe, and the controller's status write after it, come later.
@@ -328,7 +339,7 @@ func (t *Terminals) TerminalEndpoint(ctx context.Context, u identity.User, name 
 		}
 		select {
 		case <-time.After(pause):
-			pause = min(2*pause, 200*time.Millisecond)
+			pause = min(2*pause, 50*time.Millisecond)
 		case <-wctx.Done():
 			if ctx.Err() != nil {
 				return agentclient.Endpoint{}, ctx.Err()

@@ -140,6 +140,11 @@ func openTerminal(s *server) (*terminal, error) {
 	d := websocket.Dialer{HandshakeTimeout: terminalTimeout}
 	ws, r, err := d.Dial("ws"+strings.TrimPrefix(s.base, "http")+"terminals/websocket/"+model.Name, h)
 	if err != nil {
+		if r != nil {
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<10))
+			r.Body.Close()
+			err = fmt.Errorf("%w: %s %s", err, r.Status, bytes.TrimSpace(body))
+		}
 		return nil, fmt.Errorf("the terminal's WebSocket: %w", err)
 	}
 	r.Body.Close()
