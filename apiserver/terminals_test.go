@@ -451,6 +451,42 @@ func (tc *terminalClient) send(msg ...any) {
 	}
 }
 
+// dialWaiting dials url in the background and checks, for 300 ms, that the connection waits
+// (its terminal has no agent to reach yet). The function it returns gives the connection once
+// it is through, failing the test with what when that takes longer than wait.
+func dialWaiting(t *testing.T, url string) func(wait time.Duration, what string) *terminalClient {
+	t.Helper()
+	dialed := make(chan *terminalClient, 1)
+	failed := make(chan error, 1)
+	go func() {
+		tc, err := dialTerminal(t, url)
+		if err != nil {
+			failed <- err
+			return
+		}
+		dialed <- tc
+	}()
+	select {
+	case <-dialed:
+		t.Fatal("connected to a terminal whose agent cannot answer yet")
+	case err := <-failed:
+		t.Fatalf("a connection to a pending terminal: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	return func(wait time.Duration, what string) *terminalClient {
+		t.Helper()
+		select {
+		case tc := <-dialed:
+			return tc
+		case err := <-failed:
+			t.Fatal(err)
+		case <-time.After(wait):
+			t.Fatal(what)
+		}
+		return nil
+	}
+}
+
 // TestTerminalSocket_ProxiesARealShell: a client connects while the terminal's pod is still
 // coming and is through once it runs; it types and sees the shell's output, resizes the pty
 // and sees stty say so; a second client gets the replay; a DELETE hangs the shell up through
@@ -463,34 +499,11 @@ func TestTerminalSocket_ProxiesARealShell(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 
 	// Pending: the connection waits for the pod.
-	dialed := make(chan *terminalClient, 1)
-	failed := make(chan error, 1)
-	go func() {
-		tc, err := dialTerminal(t, s.wsURL(name)+"?token=token-ann")
-		if err != nil {
-			failed <- err
-			return
-		}
-		dialed <- tc
-	}()
-	select {
-	case <-dialed:
-		t.Fatal("connected to a terminal that does not run yet")
-	case err := <-failed:
-		t.Fatalf("a connection to a pending terminal: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	waiting := dialWaiting(t, s.wsURL(name)+"?token=token-ann")
 	done, stop := agentOn(t, terminalNamed(t, c, ns, name), host, t.TempDir())
 	defer stop()
 	setTerminalStatus(t, c, ns, name, nbv1.TerminalStatus{Phase: nbv1.TerminalRunning, PodIP: host})
-	var first *terminalClient
-	select {
-	case first = <-dialed:
-	case err := <-failed:
-		t.Fatal(err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("the waiting connection did not get through once the terminal ran")
-	}
+	first := waiting(15*time.Second, "the waiting connection did not get through once the terminal ran")
 	if msg, err := first.next(); err != nil || msg[0] != "setup" {
 		t.Fatalf("first message %v, %v; want setup", msg, err)
 	}
@@ -616,33 +629,10 @@ func TestTerminalSocket_ConnectsOnceThePendingPodsAgentAnswers(t *testing.T) {
 	name := startedTerminal(t, s, "ann", nil)
 	setTerminalStatus(t, c, ns, name, nbv1.TerminalStatus{Phase: nbv1.TerminalPending, PodIP: host})
 
-	dialed := make(chan *terminalClient, 1)
-	failed := make(chan error, 1)
-	go func() {
-		tc, err := dialTerminal(t, s.wsURL(name)+"?token=token-ann")
-		if err != nil {
-			failed <- err
-			return
-		}
-		dialed <- tc
-	}()
-	select {
-	case <-dialed:
-		t.Fatal("connected to a terminal whose agent does not listen yet")
-	case err := <-failed:
-		t.Fatalf("a connection to a pending terminal: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	waiting := dialWaiting(t, s.wsURL(name)+"?token=token-ann")
 	_, stop := agentOn(t, terminalNamed(t, c, ns, name), host, t.TempDir())
 	defer stop()
-	var tc *terminalClient
-	select {
-	case tc = <-dialed:
-	case err := <-failed:
-		t.Fatal(err)
-	case <-time.After(5 * time.Second):
-		t.Fatal("the connection did not get through once the pending pod's agent answered")
-	}
+	tc := waiting(5*time.Second, "the connection did not get through once the pending pod's agent answered")
 	defer tc.ws.Close()
 	if phase := terminalNamed(t, c, ns, name).Status.Phase; phase != nbv1.TerminalPending {
 		t.Fatalf("the terminal is %s; the test means it Pending", phase)

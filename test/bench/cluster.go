@@ -170,19 +170,14 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 		fmt.Fprintln(os.Stderr, "bench: cluster:", err)
 		return rep
 	}
-	rc, cs, err := clusterClients(cfg)
-	if err != nil {
-		return fail(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rep.version, rep.node = describeCluster(ctx, cs)
-	api, cleanup, err := installBench(ctx, cs, cfg)
-	defer cleanup()
+	b, err := setUpBench(ctx, cfg, &rep.version, &rep.node)
+	defer b.cleanup()
 	if err != nil {
 		return fail(err)
 	}
-	clock := newPodClock(ctx, cs, benchNamespace)
+	rc, cs, api, clock := b.rc, b.cs, b.api, b.clock
 
 	// One start and one floor pod first: the first of each pays for caches the others find warm.
 	if _, _, err := nbkubeStart(api, clock); err != nil {
@@ -258,6 +253,31 @@ func measureCluster(cfg clusterConfig) *clusterReport {
 	fmt.Fprintf(os.Stderr, "cluster  sequential p50 nbkube %.0f ms, floor %.0f ms; %d at once: all ready in %.1f s, floor %.1f s\n",
 		ms(p50(rep.seq)), ms(p50(rep.seqFloor)), clusterStarts, rep.concAll.Seconds(), rep.concFloorAll.Seconds())
 	return rep
+}
+
+// benchCluster is the chart installed for a run of the cluster sections.
+type benchCluster struct {
+	rc      *rest.Config
+	cs      kubernetes.Interface
+	api     *kernelClient
+	clock   *podClock
+	cleanup func()
+}
+
+// setUpBench makes clients of the cluster of cfg, says its version and node, and installs the
+// chart (see installBench). Call cleanup even when it fails.
+func setUpBench(ctx context.Context, cfg clusterConfig, version, node *string) (*benchCluster, error) {
+	b := &benchCluster{cleanup: func() {}}
+	var err error
+	if b.rc, b.cs, err = clusterClients(cfg); err != nil {
+		return b, err
+	}
+	*version, *node = describeCluster(ctx, b.cs)
+	if b.api, b.cleanup, err = installBench(ctx, b.cs, cfg); err != nil {
+		return b, err
+	}
+	b.clock = newPodClock(ctx, b.cs, benchNamespace)
+	return b, nil
 }
 
 // clusterClients are clients of the cluster of cfg.kubeconfig.

@@ -35,19 +35,14 @@ func measureClusterTerminals(cfg clusterConfig) *clusterTerminalReport {
 		fmt.Fprintln(os.Stderr, "bench: cluster terminals:", err)
 		return rep
 	}
-	_, cs, err := clusterClients(cfg)
-	if err != nil {
-		return fail(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rep.version, rep.node = describeCluster(ctx, cs)
-	api, cleanup, err := installBench(ctx, cs, cfg)
-	defer cleanup()
+	b, err := setUpBench(ctx, cfg, &rep.version, &rep.node)
+	defer b.cleanup()
 	if err != nil {
 		return fail(err)
 	}
-	clock := newPodClock(ctx, cs, benchNamespace)
+	cs, api, clock := b.cs, b.api, b.clock
 	// One of each first: the first pays for caches the others find warm.
 	if _, err := firstOutput(api.s); err != nil {
 		return fail(fmt.Errorf("warm-up terminal: %w", err))
