@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,27 +63,6 @@ func (c *terminadoConn) untilCount(want string, n int) {
 	c.t.Helper()
 	for strings.Count(c.out.String(), want) < n {
 		if msg := c.next(); msg[0] == "stdout" {
-			s, _ := msg[1].(string)
-			c.out.WriteString(s)
-		}
-	}
-}
-
-// untilMatch reads until what the terminal printed matches re, within wait (a command may
-// print nothing for a while), and returns re's first group.
-func (c *terminadoConn) untilMatch(re *regexp.Regexp, wait time.Duration) string {
-	c.t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		if m := re.FindStringSubmatch(c.out.String()); m != nil {
-			return m[1]
-		}
-		_ = c.ws.SetReadDeadline(deadline)
-		var msg []any
-		if err := c.ws.ReadJSON(&msg); err != nil {
-			c.t.Fatalf("waiting for %s (printed so far %q): %v", re, c.out.String(), err)
-		}
-		if len(msg) > 1 && msg[0] == "stdout" {
 			s, _ := msg[1].(string)
 			c.out.WriteString(s)
 		}
