@@ -44,6 +44,9 @@ type Agent struct {
 	stderrTail *tail
 	// mem is charged with what the agent holds for clients.
 	mem budget
+	// rec writes the outputs of runs whose client is away into their notebooks; nil when
+	// the agent knows no contents directory.
+	rec *recorder
 
 	// life serializes starting, restarting, interrupting and stopping the kernel.
 	life sync.Mutex
@@ -123,6 +126,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	a.mem.limit = cfg.MemoryBudget
 	a.signer = wire.NewSigner(a.key)
+	a.rec = a.newRecorder(cfg.ContentsDir)
+	defer a.stopRecording()
 	a.lastActivity = time.Now()
 	a.unusedSince = a.lastActivity
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -51,12 +52,13 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		ipythonDir = filepath.Join(getenv("HOME"), ".ipython")
 	}
 	return Run(ctx, Config{
-		KernelID:   kernelID,
-		Listen:     net.JoinHostPort(getenv(agentapi.EnvPodIP), port),
-		SecretDir:  getenv(agentapi.EnvSecretDir),
-		Argv:       fs.Args(),
-		RuntimeDir: os.TempDir(),
-		StopGrace:  *grace,
+		KernelID:    kernelID,
+		Listen:      net.JoinHostPort(getenv(agentapi.EnvPodIP), port),
+		SecretDir:   getenv(agentapi.EnvSecretDir),
+		Argv:        fs.Args(),
+		ContentsDir: contentsDir(getenv(agentapi.EnvKernelPath)),
+		RuntimeDir:  os.TempDir(),
+		StopGrace:   *grace,
 		// The kernel spec's interrupt_mode; the builder always sets it.
 		InterruptMode:     getenv(agentapi.EnvInterruptMode),
 		StartTimeout:      *startTimeout,
@@ -67,4 +69,26 @@ func Main(ctx context.Context, name string, args []string, getenv func(string) s
 		Cluster:           ClusterConfig{Profile: getenv(agentapi.EnvClusterProfile), File: getenv(agentapi.EnvClusterFile), IPythonDir: ipythonDir},
 		Log:               log,
 	})
+}
+
+// contentsDir is the kernel's contents directory: its working directory, which is kernelPath
+// (EnvKernelPath) below it, as far up as kernelPath goes down. Empty when the working
+// directory does not end in kernelPath (a pod made otherwise): nothing is written then.
+func contentsDir(kernelPath string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return contentsDirOf(wd, kernelPath)
+}
+
+func contentsDirOf(wd, kernelPath string) string {
+	rel := filepath.Clean("/" + kernelPath)
+	if rel == "/" {
+		return wd
+	}
+	if !strings.HasSuffix(wd, rel) {
+		return ""
+	}
+	return filepath.Dir(wd[:len(wd)-len(rel)] + "/x")
 }

@@ -20,6 +20,9 @@ type Config struct {
 	// are relative to; empty, the agent's own working directory (the pod's, which under
 	// `nbkube local` is the host directory behind the container's path).
 	WorkDir string
+	// ContentsDir is the kernel's contents directory (its home), which the notebooks that
+	// clients name are relative to; empty, outputs are never written into notebooks.
+	ContentsDir string
 	// RuntimeDir is where the connection file is written (a private directory is made in it).
 	RuntimeDir string
 	// StopGrace is how long the kernel has to exit after a shutdown request, and again after

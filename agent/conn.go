@@ -37,8 +37,11 @@ type conn struct {
 	proto string
 	// only, when set, makes this a single-channel connection of the older IPython
 	// interface (/kernels/<id>/shell, iopub, stdin).
-	only    string
-	limiter rateLimiter
+	only string
+	// notebook is the notebook of the kernel's session that the API server named
+	// (agentapi.QueryNotebook), which this client's runs are recorded for; "" records none.
+	notebook string
+	limiter  rateLimiter
 	// sess is set under the agent's mutex.
 	sess *clientSession
 

@@ -146,6 +146,8 @@ type client struct {
 	session string
 	v1      bool
 	msgs    chan *wire.Message
+	// metadata, when set, is the metadata of the messages sent ({} otherwise).
+	metadata json.RawMessage
 	// backlog holds messages read ahead by waitOutput, for collect.
 	backlog []*wire.Message
 }
@@ -255,7 +257,11 @@ func (c *client) sendOn(channel, msgType string, parent json.RawMessage, content
 		"date": time.Now().UTC().Format(time.RFC3339Nano), "msg_type": msgType, "version": "5.3"}
 	hb, _ := json.Marshal(header)
 	cb, _ := json.Marshal(content)
-	m := &wire.Message{Channel: channel, Header: hb, ParentHeader: parent, Metadata: json.RawMessage(`{}`), Content: cb}
+	md := c.metadata
+	if md == nil {
+		md = json.RawMessage(`{}`)
+	}
+	m := &wire.Message{Channel: channel, Header: hb, ParentHeader: parent, Metadata: md, Content: cb}
 	var err error
 	if c.v1 {
 		err = c.ws.WriteMessage(websocket.BinaryMessage, wire.EncodeV1(m))

@@ -190,6 +190,9 @@ func (a *Agent) serveChannels(w http.ResponseWriter, r *http.Request) {
 	}
 	c := newConn(a, ws, only, limits)
 	c.batch = hw.Conn()
+	if nb := q.Get(agentapi.QueryNotebook); validNotebook(nb) {
+		c.notebook = nb
+	}
 	a.attach(c, q.Get(agentapi.QuerySessionID))
 	wrote := make(chan struct{})
 	go func() {

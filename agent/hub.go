@@ -75,6 +75,10 @@ func (a *Agent) fromKernel(inc *incarnation, channel string, frames [][]byte) {
 			}
 			return
 		}
+		if a.rec != nil && a.rec.runs[parent.MsgID] != nil {
+			h, _ := wire.ParseDecodedHeader(m.Header)
+			a.recordLocked(m, h, parent)
+		}
 		if s := a.route[parent.Session]; s != nil {
 			a.deliverLocked(s, m, wire.Header{}, &encodings{m: m})
 		}
@@ -93,6 +97,7 @@ func (a *Agent) fromKernel(inc *incarnation, channel string, frames [][]byte) {
 			a.state = st.ExecutionState
 		}
 	}
+	a.recordLocked(m, h, parent)
 	a.broadcastLocked(m, h)
 }
 
@@ -210,6 +215,7 @@ func (a *Agent) detachLocked(c *conn) {
 	}
 	s.conn = nil
 	s.since = time.Now()
+	a.awayLocked(s)
 	if !s.keep {
 		a.dropSessionLocked(s)
 		return
@@ -319,6 +325,9 @@ func (a *Agent) toKernel(c *conn, m *wire.Message) {
 	a.mu.Lock()
 	if c.sess != nil && h.Session != "" {
 		a.addRouteLocked(c.sess, h.Session)
+	}
+	if channel == wire.Shell && h.MsgType == "execute_request" {
+		a.startRunLocked(c, h, m)
 	}
 	inc := a.inc
 	if inc == nil {

@@ -49,6 +49,7 @@ func (s *Server) proxyChannels(c *gin.Context, only string) error {
 	upstream, err := s.agents.DialChannels(dialCtx, ep, agentclient.ChannelOptions{
 		SessionID:    c.Query("session_id"),
 		Channel:      only,
+		Notebook:     s.opts.Sessions.NotebookOf(c.Request.Context(), *userOf(c), c.Param("id")),
 		Subprotocols: websocket.Subprotocols(c.Request),
 		RateLimits:   s.opts.RateLimits,
 		WrapConn:     fromAgent.wrap,

@@ -34,6 +34,9 @@ type SessionService interface {
 	CreateSession(ctx context.Context, u User, ch repository.SessionChange) (jupyter.Session, bool, error)
 	UpdateSession(ctx context.Context, u User, id string, ch repository.SessionChange) (jupyter.Session, error)
 	DeleteSession(ctx context.Context, u User, id string) error
+	// NotebookOf is the notebook of the user's session on the kernel, "" when there is not
+	// exactly one: the agent writes the outputs of its cells there when their client is away.
+	NotebookOf(ctx context.Context, u User, kernelID string) string
 }
 
 // listKernels is GET /api/kernels.

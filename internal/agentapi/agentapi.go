@@ -71,6 +71,11 @@ const (
 	EnvClusterProfile = EnvPrefix + "IPCLUSTER_PROFILE"
 	// EnvClusterFile is the client connection file of that cluster (in a Secret volume).
 	EnvClusterFile = EnvPrefix + "IPCLUSTER_FILE"
+	// EnvKernelPath is where the kernel starts, relative to its contents directory (the
+	// Kernel's spec.path, "" for the directory itself): the agent finds the contents
+	// directory, in which the notebooks of QueryNotebook are, by going up that far from its
+	// working directory.
+	EnvKernelPath = EnvPrefix + "KERNEL_PATH"
 )
 
 // Keys of the kernel's Secret, which the controllers write and the agent reads from its
@@ -146,6 +151,11 @@ const (
 	// QueryChannel makes a PathChannels connection carry one channel only (shell, iopub,
 	// stdin or control), as the older IPython interface's per-channel WebSockets do.
 	QueryChannel = "channel"
+	// QueryNotebook names the notebook of the kernel's session on a PathChannels connection,
+	// relative to the kernel's contents directory (EnvKernelPath): the outputs of the cells
+	// the connection's client runs (metadata.cellId) are written into it when the client is
+	// away (docs/api.md, "Outputs that outlive the browser").
+	QueryNotebook = "notebook"
 )
 
 // WaitReady is the QueryWait value that makes PathStatus wait until the kernel is ready.

@@ -157,6 +157,8 @@ type ChannelOptions struct {
 	SessionID string
 	// Channel, when set, makes a single-channel connection (the older IPython interface).
 	Channel string
+	// Notebook, when set, is the notebook of the kernel's session (agentapi.QueryNotebook).
+	Notebook string
 	// Subprotocols are offered to the agent as the client offered them.
 	Subprotocols []string
 	// RateLimits are the connection's iopub limits; the agent's defaults when nil, and for
@@ -177,6 +179,9 @@ func (c *Client) DialChannels(ctx context.Context, e Endpoint, o ChannelOptions)
 	}
 	if o.Channel != "" {
 		q.Set(agentapi.QueryChannel, o.Channel)
+	}
+	if o.Notebook != "" {
+		q.Set(agentapi.QueryNotebook, o.Notebook)
 	}
 	if o.RateLimits != nil {
 		o.RateLimits.SetQuery(q)

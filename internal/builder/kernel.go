@@ -86,10 +86,7 @@ func KernelPod(k *nbv1.Kernel, spec *nbv1.KernelSpec, o Options) *corev1.Pod {
 	if interrupt == "" {
 		interrupt = nbv1.InterruptModeSignal
 	}
-	workDir := ContentsDir
-	if k.Spec.Path != "" {
-		workDir = path.Join(ContentsDir, path.Clean(k.Spec.Path))
-	}
+	workDir := path.Join(ContentsDir, kernelPath(k))
 	// The controller refuses a kernel without a valid home before building its pod; should
 	// one get here anyway, it gets no contents rather than the whole volume.
 	home, homeErr := KernelHome(k, o)
@@ -185,7 +182,7 @@ func agentPod(meta metav1.ObjectMeta, o Options, home string, homeErr error, mai
 // kernelEnv is the KernelSpec's env, then the Kernel's, then what the agent needs, which
 // neither may override. Keys are sorted so that the pod spec is stable.
 func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMode) []corev1.EnvVar {
-	return append(userEnv(8, spec.Spec.Env, k.Spec.Env),
+	return append(userEnv(9, spec.Spec.Env, k.Spec.Env),
 		corev1.EnvVar{Name: "HOME", Value: HomeDir},
 		corev1.EnvVar{Name: agentapi.EnvKernelID, Value: k.Name},
 		fieldEnv(agentapi.EnvNamespace, "metadata.namespace"),
@@ -194,7 +191,18 @@ func kernelEnv(k *nbv1.Kernel, spec *nbv1.KernelSpec, interrupt nbv1.InterruptMo
 		corev1.EnvVar{Name: agentapi.EnvSecretDir, Value: SecretDir},
 		corev1.EnvVar{Name: agentapi.EnvInterruptMode, Value: string(interrupt)},
 		corev1.EnvVar{Name: agentapi.EnvTerminationLog, Value: TerminationLog},
+		// Where the pod's working directory is below ContentsDir, for the agent to find
+		// the notebooks of the kernel's sessions.
+		corev1.EnvVar{Name: agentapi.EnvKernelPath, Value: kernelPath(k)},
 	)
+}
+
+// kernelPath is the kernel's working directory relative to ContentsDir ("" for ContentsDir).
+func kernelPath(k *nbv1.Kernel) string {
+	if k.Spec.Path == "" {
+		return ""
+	}
+	return path.Clean(k.Spec.Path)
 }
 
 // userEnv is the environment of the maps, a later one's value winning, less what the agent's

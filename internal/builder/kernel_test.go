@@ -252,8 +252,15 @@ func TestKernelPod_EnvLayersAndReservedNames(t *testing.T) {
 	spec := testSpec(func(s *nbv1.KernelSpec) {
 		s.Spec.Env = map[string]string{"A": "spec", "B": "spec", "NBKUBE_KERNEL_ID": "evil", "HOME": "/root"}
 	})
-	kernel := testKernel(func(k *nbv1.Kernel) { k.Spec.Env = map[string]string{"B": "kernel", "C": "kernel"} })
-	env := KernelPod(kernel, spec, DefaultOptions()).Spec.Containers[0].Env
+	kernel := testKernel(func(k *nbv1.Kernel) {
+		k.Spec.Env = map[string]string{"B": "kernel", "C": "kernel"}
+		k.Spec.Path = "nb/./sub/"
+	})
+	pod := KernelPod(kernel, spec, DefaultOptions())
+	env := pod.Spec.Containers[0].Env
+	if wd := pod.Spec.Containers[0].WorkingDir; wd != ContentsDir+"/nb/sub" {
+		t.Errorf("working directory %s", wd)
+	}
 	want := map[string]string{
 		"A": "spec", "B": "kernel", "C": "kernel",
 		"HOME":                     HomeDir,
@@ -264,6 +271,7 @@ func TestKernelPod_EnvLayersAndReservedNames(t *testing.T) {
 		agentapi.EnvSecretDir:      SecretDir,
 		agentapi.EnvInterruptMode:  "signal",
 		agentapi.EnvTerminationLog: TerminationLog,
+		agentapi.EnvKernelPath:     "nb/sub",
 	}
 	if d := cmp.Diff(want, envMap(env)); d != "" {
 		t.Errorf("env (-want +got):\n%s", d)

@@ -41,7 +41,7 @@ type request struct {
 	Channel      string   `json:"channel,omitempty"`
 	Header       header   `json:"header"`
 	ParentHeader struct{} `json:"parent_header"`
-	Metadata     struct{} `json:"metadata"`
+	Metadata     any      `json:"metadata"`
 	Content      any      `json:"content"`
 }
 
@@ -64,10 +64,14 @@ const writeTimeout = 30 * time.Second
 // goes out in one write: a frame split over several writes would wait for an ACK with
 // Nagle's algorithm on.
 func (c *Conn) Send(channel, msgType string, content any) (string, error) {
+	return c.sendWith(channel, msgType, struct{}{}, content)
+}
+
+func (c *Conn) sendWith(channel, msgType string, metadata, content any) (string, error) {
 	if c.opts.Channel != "" {
 		channel = ""
 	}
-	m := request{Channel: channel, Content: content, Header: header{
+	m := request{Channel: channel, Metadata: metadata, Content: content, Header: header{
 		MsgID: NewID(), MsgType: msgType, Session: c.session, Username: c.opts.Username,
 		Date: time.Now().UTC().Format("2006-01-02T15:04:05.000000Z"), Version: "5.3",
 	}}
@@ -104,4 +108,12 @@ type executeRequest struct {
 // raised, as a notebook's "run all" wants; a test that sends its next cell at once does not.
 func (c *Conn) SendExecute(code string, stopOnError bool) (string, error) {
 	return c.Send("shell", "execute_request", &executeRequest{Code: code, StoreHistory: true, StopOnError: stopOnError})
+}
+
+// SendCell sends an execute_request for code as JupyterLab runs the cell of cellID with its
+// recordTiming setting on: the cell's id in its metadata (cellId), and the ask for a timing
+// record (recordTiming). It returns the msg_id.
+func (c *Conn) SendCell(cellID, code string) (string, error) {
+	return c.sendWith("shell", "execute_request", map[string]any{"cellId": cellID, "recordTiming": true},
+		&executeRequest{Code: code, StoreHistory: true, StopOnError: true})
 }

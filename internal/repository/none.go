@@ -87,6 +87,9 @@ func (None) DeleteSession(_ context.Context, _ identity.User, id string) error {
 	return ownedSessions.missing(id)
 }
 
+// NotebookOf finds none.
+func (None) NotebookOf(context.Context, identity.User, string) string { return "" }
+
 // ListClusters is empty.
 func (None) ListClusters(context.Context, identity.User) ([]jupyter.Cluster, error) {
 	return []jupyter.Cluster{}, nil

@@ -132,6 +132,28 @@ func sessionKernel(s *nbv1.Session) string {
 	return s.Name
 }
 
+// NotebookOf is the notebook of the user's session on the kernel of that id, relative to the
+// kernel's home (as session paths are): the outputs of cells its clients run are written
+// there when they are away. "" when no session of a notebook uses the kernel, or sessions of
+// several notebooks share it (which of them a cell belongs to, only the client knows).
+func (r *Sessions) NotebookOf(ctx context.Context, u identity.User, kernelID string) string {
+	list, err := r.list(ctx, u)
+	if err != nil {
+		return ""
+	}
+	found := ""
+	for _, s := range list {
+		if sessionKernel(s) != kernelID || s.DeletionTimestamp != nil || !strings.HasSuffix(s.Spec.Path, ".ipynb") {
+			continue
+		}
+		if found != "" && found != s.Spec.Path {
+			return ""
+		}
+		found = s.Spec.Path
+	}
+	return found
+}
+
 // GetSession is the user's session.
 func (r *Sessions) GetSession(ctx context.Context, u identity.User, id string) (jupyter.Session, error) {
 	s, err := r.get(ctx, u, id)

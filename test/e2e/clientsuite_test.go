@@ -72,6 +72,7 @@ func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 		{"TwoClientsShareOutputButNotReplies", func(t *testing.T, _ deployment, api *jupyterAPI) { testTwoClients(t, api) }},
 		{"ReconnectingClientGetsWhatItMissed", func(t *testing.T, _ deployment, api *jupyterAPI) { testReplay(t, api) }},
 		{"OlderIPythonInterface", func(t *testing.T, _ deployment, api *jupyterAPI) { testLegacyKernels(t, api) }},
+		{"OutputsOfARunWhoseClientLeftReachTheNotebook", testOutputsOutliveTheClient},
 	}, more...)
 	start = time.Now()
 	t.Run("Together", func(t *testing.T) {

@@ -175,20 +175,27 @@ export class KernelSession {
     });
   }
 
-  /** execute runs code; handlers hear its output, input requests and reply. The returned
-   * promise settles when the execution is done (or fails when the kernel restarted). */
-  execute(code: string, h: ExecuteHandlers): Promise<void> {
+  /** execute runs code, the source of the cell of cellId; handlers hear its output, input
+   * requests and reply. The cell's id goes with the request (metadata.cellId, as JupyterLab
+   * sends it), so that the server can write the outputs into the notebook when the page is
+   * gone. The returned promise settles when the execution is done (or fails when the kernel
+   * restarted). */
+  execute(code: string, h: ExecuteHandlers, cellId?: string): Promise<void> {
     const k = this.kernel;
     if (!k) {
       return Promise.reject(new Error('no kernel'));
     }
-    const future = k.requestExecute({
-      code,
-      stop_on_error: true,
-      allow_stdin: true,
-      store_history: true,
-      silent: false,
-    });
+    const future = k.requestExecute(
+      {
+        code,
+        stop_on_error: true,
+        allow_stdin: true,
+        store_history: true,
+        silent: false,
+      },
+      true,
+      cellId === undefined ? undefined : { cellId },
+    );
     future.onIOPub = (m) => h.onIOPub(m);
     future.onStdin = (m) => {
       if (m.header.msg_type !== 'input_request') {

@@ -41,44 +41,48 @@ export class CellRunner {
     const current = () => this.runs.get(v) === run;
     let p: Promise<void>;
     try {
-      p = this.kernel.execute(v.cell.source, {
-        onIOPub: (m) => {
-          if (!current()) return;
-          const t = m.header.msg_type;
-          if (t === 'execute_input') {
-            v.setRunning('running');
-            return;
-          }
-          if (t === 'clear_output') {
-            out.clear((m.content as KernelMessage.IClearOutputMsg['content']).wait);
-            return;
-          }
-          if (t === 'update_display_data') {
-            return; // the registry's, by display id
-          }
-          const o = outputFromMessage({ msgType: t, content: m.content as Record<string, unknown> });
-          if (o) {
-            out.add(o.output, o.displayId);
-          }
-        },
-        onInput: (p, password) => out.requestInput(p, password),
-        onReply: (r) => {
-          if (!current()) return;
-          if (r.status === 'ok' || r.status === 'error') {
-            v.setExecutionCount(r.execution_count ?? null);
-          }
-          if (r.status === 'ok') {
-            for (const pl of (
-              r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }
-            ).payload ?? []) {
-              if (pl.source === 'page' && pl.data) {
-                out.add({ output_type: 'display_data', data: pl.data, metadata: {} });
+      p = this.kernel.execute(
+        v.cell.source,
+        {
+          onIOPub: (m) => {
+            if (!current()) return;
+            const t = m.header.msg_type;
+            if (t === 'execute_input') {
+              v.setRunning('running');
+              return;
+            }
+            if (t === 'clear_output') {
+              out.clear((m.content as KernelMessage.IClearOutputMsg['content']).wait);
+              return;
+            }
+            if (t === 'update_display_data') {
+              return; // the registry's, by display id
+            }
+            const o = outputFromMessage({ msgType: t, content: m.content as Record<string, unknown> });
+            if (o) {
+              out.add(o.output, o.displayId);
+            }
+          },
+          onInput: (p, password) => out.requestInput(p, password),
+          onReply: (r) => {
+            if (!current()) return;
+            if (r.status === 'ok' || r.status === 'error') {
+              v.setExecutionCount(r.execution_count ?? null);
+            }
+            if (r.status === 'ok') {
+              for (const pl of (
+                r as KernelMessage.IExecuteReply & { payload?: { source: string; data?: nbformat.IMimeBundle }[] }
+              ).payload ?? []) {
+                if (pl.source === 'page' && pl.data) {
+                  out.add({ output_type: 'display_data', data: pl.data, metadata: {} });
+                }
               }
             }
-          }
-          this.changed();
+            this.changed();
+          },
         },
-      });
+        v.cell.id,
+      );
     } catch {
       v.setRunning(null);
       return Promise.resolve();
