@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -319,12 +320,24 @@ func testHelmSession(t *testing.T, env *helmEnv, api *jupyterAPI) string {
 }
 
 // testHelmAPIServerKilled kills every API server process with SIGKILL in the middle of a cell
-// (the node is this machine); a client that reconnects through the Service with its session
-// id, once the containers have restarted, gets all of the output it missed, none twice.
+// (the node is this machine): the cell's outputs are written into its notebook on the volume
+// meanwhile, and a client that reconnects through the Service with its session id, once the
+// containers have restarted, gets all of the output it missed, none twice.
 func testHelmAPIServerKilled(t *testing.T, env *helmEnv, api *jupyterAPI, kernelID string) {
 	sessionID := "e2e-" + randomID()
+	// The cell is one of the session's notebook, run as JupyterLab runs it: with every API
+	// server gone, the kernel's agent writes its outputs into the notebook on the volume.
+	code := "import time\nfor i in range(8):\n    print(i, flush=True)\n    time.sleep(1)"
+	api.call(t, http.MethodPut, "api/contents/e2e/analysis.ipynb", map[string]any{"type": "notebook", "format": "json",
+		"content": map[string]any{"nbformat": 4, "nbformat_minor": 5, "metadata": map[string]any{}, "cells": []any{
+			map[string]any{"cell_type": "code", "id": "killed", "metadata": map[string]any{}, "execution_count": nil, "outputs": []any{}, "source": code},
+		}}}).want(t, http.StatusCreated)
 	ws := dialJupyterWS(t, api, "api/kernels/"+kernelID+"/channels", sessionID)
-	first := jpclient.NewExecution(ws.execute("import time\nfor i in range(8):\n    print(i, flush=True)\n    time.sleep(1)"))
+	id, err := ws.SendCell("killed", code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := jpclient.NewExecution(id)
 	ws.await(first, cellTimeout, "the first output", func(e *jpclient.Execution) bool { return e.Stdout.Len() > 0 })
 	msgID := first.MsgID
 
@@ -345,6 +358,7 @@ func testHelmAPIServerKilled(t *testing.T, env *helmEnv, api *jupyterAPI, kernel
 	}
 	killed := time.Now()
 	ws.drain(nil, 30*time.Second)
+	testHelmOutputsWrittenWithoutAPIServers(t, env, "e2e/analysis.ipynb", "killed")
 	testenv.Eventually(t, "both API servers restarted, ready", 2*time.Minute, func() error {
 		var now corev1.PodList
 		if err := env.client.List(t.Context(), &now, client.InNamespace(helmNamespace), client.MatchingLabels{"app.kubernetes.io/component": "apiserver"}); err != nil {
@@ -372,6 +386,57 @@ func testHelmAPIServerKilled(t *testing.T, env *helmEnv, api *jupyterAPI, kernel
 	}
 	t.Logf("figure: API server killed during a cell: %d lines before the kill, %d after the reconnect (replayed and new), of 8; the reply came %.1fs after the kill",
 		strings.Count(first.Stdout.String(), "\n"), strings.Count(e.Stdout.String(), "\n"), time.Since(killed).Seconds())
+}
+
+// testHelmOutputsWrittenWithoutAPIServers reads the notebook on the volume (not through the API,
+// whose servers are coming back) until the cell of id has all of its run: 0..7 and its
+// execution count, written within a second of the kernel's last message.
+func testHelmOutputsWrittenWithoutAPIServers(t *testing.T, env *helmEnv, nbPath, id string) {
+	t.Helper()
+	p := filepath.Join(env.contentsDir, nbPath)
+	var cell struct {
+		ID             string `json:"id"`
+		ExecutionCount *int   `json:"execution_count"`
+		Outputs        []struct {
+			Text []string `json:"text"`
+		} `json:"outputs"`
+		Metadata struct {
+			Execution map[string]string `json:"execution"`
+		} `json:"metadata"`
+	}
+	var mtime time.Time
+	testenv.Eventually(t, "the cell's outputs in the notebook on the volume", 2*time.Minute, func() error {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var nb struct {
+			Cells []json.RawMessage `json:"cells"`
+		}
+		if err := json.Unmarshal(data, &nb); err != nil || len(nb.Cells) != 1 {
+			return fmt.Errorf("notebook %s: %v", data, err)
+		}
+		if err := json.Unmarshal(nb.Cells[0], &cell); err != nil {
+			return err
+		}
+		if cell.ExecutionCount == nil || len(cell.Outputs) != 1 || strings.Join(cell.Outputs[0].Text, "") != "0\n1\n2\n3\n4\n5\n6\n7\n" {
+			return fmt.Errorf("cell %s", nb.Cells[0])
+		}
+		mtime = fi.ModTime()
+		return nil
+	})
+	idle, err := time.Parse(time.RFC3339Nano, cell.Metadata.Execution["iopub.status.idle"])
+	if err != nil {
+		t.Fatalf("timing record %v: %v", cell.Metadata.Execution, err)
+	}
+	if late := mtime.Sub(idle); late > time.Second {
+		t.Errorf("written %s after the kernel's last message, want within 1 s", late)
+	}
+	t.Logf("figure: every API server killed during a cell: its outputs written into the notebook %s after the kernel's last message", mtime.Sub(idle).Round(time.Millisecond))
 }
 
 // testHelmMissingImage: a kernel whose image cannot be pulled fails fast, with the reason. The
