@@ -211,6 +211,7 @@ func (a *Agent) watch(inc *incarnation) {
 		return
 	}
 	a.inc = nil
+	a.endRunsLocked()
 	ranFor := time.Since(inc.started)
 	if ranFor > time.Minute {
 		a.autoRestarts = 0
@@ -248,6 +249,7 @@ func (a *Agent) restart(ctx context.Context) error {
 	}
 	old := a.inc
 	a.inc = nil
+	a.endRunsLocked()
 	a.mu.Unlock()
 	a.setState(agentapi.ExecutionRestarting, true)
 	if old != nil {

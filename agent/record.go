@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -228,6 +229,24 @@ func (a *Agent) noteTiming(run *cellRun, key, date string) {
 	if run.execution != nil && date != "" {
 		run.execution[key] = date
 	}
+}
+
+// endRunsLocked ends the runs of the kernel process that is going (it died, or restarts):
+// nothing more comes of them. Those whose client is connected are forgotten; the others are
+// written as they are, then forgotten.
+func (a *Agent) endRunsLocked() {
+	if a.rec == nil {
+		return
+	}
+	for _, run := range slices.Clone(a.rec.order) {
+		run.finished = true
+		if run.sess.conn != nil {
+			a.forgetRunLocked(run)
+		} else {
+			run.dirty = true
+		}
+	}
+	a.wakeFlusher()
 }
 
 // awayLocked marks the runs of a session whose connection left to be written.

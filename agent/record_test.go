@@ -239,3 +239,32 @@ func TestRecord_ARunPastWhatIsKeptSaysSoInItsCell(t *testing.T) {
 		t.Errorf("%d bytes still counted after the run was forgotten", a.rec.bytes)
 	}
 }
+
+func TestRecord_ARunWhoseKernelDiesIsWrittenAsFarAsItGot(t *testing.T) {
+	dir := t.TempDir()
+	code := "print('before', flush=True)\nimport os, time\ntime.sleep(0.5)\nos._exit(1)"
+	nb := writeNotebook(t, dir, "nb.ipynb", map[string]any{"id": "c1", "cell_type": "code", "source": code})
+	ra := startAgent(t, func(c *Config) { c.ContentsDir = dir })
+	cl := ra.connectWith(t, "s1", false, "&notebook=nb.ipynb")
+	cl.metadata = json.RawMessage(`{"cellId": "c1"}`)
+	id := cl.sendExecute(code, false)
+	cl.waitOutput(id, "before", 30*time.Second)
+	cl.ws.Close()
+	testenv.Eventually(t, "the run's output so far in the notebook", 20*time.Second, func() error {
+		cell := storedCell(t, nb, "c1")
+		if cell["execution_count"] == nil || len(cell["outputs"].([]any)) != 1 {
+			return os.ErrNotExist
+		}
+		if out := cell["outputs"].([]any)[0].(map[string]any); joined(out["text"]) != "before\n" {
+			t.Fatalf("output %v", out)
+		}
+		return nil
+	})
+	// The kernel is started again, and runs the next cell as usual.
+	testenv.Eventually(t, "the kernel restarted", 30*time.Second, func() error {
+		if st := ra.status(t, ""); st.RestartCount != 1 || st.ExecutionState != "idle" {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+}
