@@ -166,7 +166,7 @@ func TestAgent_ForkedKernelInterruptsDiesAndIsForkedAgain(t *testing.T) {
 		t.Fatalf("kernel's parent %q, want the fork server", f.Parent)
 	}
 	id := c.sendExecute("import time; print('sleeping', flush=True); time.sleep(60)", false)
-	c.waitOutput(id, "sleeping", 30*time.Second)
+	c.waitOutput(id, "sleeping")
 	if r := ra.interruptCell(t, c, id); r.reply["ename"] != "KeyboardInterrupt" {
 		t.Errorf("reply to the interrupted cell %v", r.reply)
 	}

@@ -152,10 +152,11 @@ type client struct {
 	backlog []*wire.Message
 }
 
-// waitOutput reads until a stream output of id contains text; what it reads stays for
-// collect.
-func (c *client) waitOutput(id, text string, timeout time.Duration) {
+// waitOutput reads until a stream output of id contains text, for at most 30 s; what it reads
+// stays for collect.
+func (c *client) waitOutput(id, text string) {
 	c.t.Helper()
+	const timeout = 30 * time.Second
 	deadline := time.After(timeout)
 	for {
 		select {

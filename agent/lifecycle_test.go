@@ -60,7 +60,7 @@ func TestAgent_InterruptStopsASleepingCell(t *testing.T) {
 			id := c.sendExecute("import time; print('sleeping', flush=True); time.sleep(60)", false)
 			// Interrupting before the cell runs would hit ipykernel between requests, where
 			// it ignores SIGINT.
-			c.waitOutput(id, "sleeping", 30*time.Second)
+			c.waitOutput(id, "sleeping")
 			if st := ra.status(t, ""); st.ExecutionState != agentapi.ExecutionBusy {
 				t.Errorf("state while sleeping %q", st.ExecutionState)
 			}

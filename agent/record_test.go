@@ -81,7 +81,7 @@ func TestRecord_TheOutputsOfARunWhoseClientLeftAreWrittenIntoItsCell(t *testing.
 	cl := ra.connectWith(t, "s1", false, "&notebook=sub/nb.ipynb")
 	cl.metadata = json.RawMessage(`{"cellId": "c1", "recordTiming": true}`)
 	id := cl.sendExecute(code, false)
-	cl.waitOutput(id, "first", 30*time.Second)
+	cl.waitOutput(id, "first")
 	// The tab is closed after the first line: the rest, and the result, only the agent sees.
 	cl.ws.Close()
 
@@ -248,7 +248,7 @@ func TestRecord_ARunWhoseKernelDiesIsWrittenAsFarAsItGot(t *testing.T) {
 	cl := ra.connectWith(t, "s1", false, "&notebook=nb.ipynb")
 	cl.metadata = json.RawMessage(`{"cellId": "c1"}`)
 	id := cl.sendExecute(code, false)
-	cl.waitOutput(id, "before", 30*time.Second)
+	cl.waitOutput(id, "before")
 	cl.ws.Close()
 	testenv.Eventually(t, "the run's output so far in the notebook", 20*time.Second, func() error {
 		cell := storedCell(t, nb, "c1")
