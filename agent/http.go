@@ -54,6 +54,7 @@ func (a *Agent) handler() http.Handler {
 		a.answer(w, a.restart(r.Context()))
 	}))
 	mux.Handle("POST "+agentapi.PathWorkDir, a.authorized(a.serveWorkDir))
+	mux.Handle("POST "+agentapi.PathNotebook, a.authorized(a.serveNotebookMove))
 	mux.Handle("POST "+agentapi.PathShutdown, a.authorized(func(w http.ResponseWriter, _ *http.Request) {
 		a.stop()
 		w.WriteHeader(http.StatusNoContent)

@@ -3,12 +3,14 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/nbformat"
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -61,7 +63,9 @@ type recorder struct {
 
 // cellRun is one execute_request of a cell of a notebook.
 type cellRun struct {
-	msgID, notebook, cellID, code string
+	msgID, cellID, code string
+	// notebook is guarded by the agent's mutex: a rename moves it (moveNotebook).
+	notebook string
 	// sess is the client session that ran it: while it has a connection, the client keeps
 	// the outputs itself.
 	sess *clientSession
@@ -94,6 +98,40 @@ func (a *Agent) newRecorder(dir string) *recorder {
 	r := &recorder{root: root, limit: int(min(a.cfg.MemoryBudget/2, 1<<40)), runs: map[string]*cellRun{}, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go a.flushLoop(r)
 	return r
+}
+
+// serveNotebookMove is agentapi.PathNotebook: the session's notebook was renamed.
+func (a *Agent) serveNotebookMove(w http.ResponseWriter, r *http.Request) {
+	body, ok := readBody(w, r, 64<<10, "a notebook move")
+	if !ok {
+		return
+	}
+	var mv agentapi.NotebookMove
+	if err := json.Unmarshal(body, &mv); err != nil || !validNotebook(mv.From) || !validNotebook(mv.To) {
+		writeError(w, http.StatusBadRequest, "the body must be {\"from\": notebook, \"to\": notebook}, relative .ipynb paths")
+		return
+	}
+	a.moveNotebook(mv.From, mv.To)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// moveNotebook makes the connections and the runs of notebook from write into to.
+func (a *Agent) moveNotebook(from, to string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, s := range a.sessions {
+		if s.conn != nil && s.conn.notebook == from {
+			s.conn.notebook = to
+		}
+	}
+	if a.rec == nil {
+		return
+	}
+	for _, run := range a.rec.order {
+		if run.notebook == from {
+			run.notebook = to
+		}
+	}
 }
 
 // validNotebook is a notebook path an API server may name: relative, clean, an .ipynb file.
@@ -305,6 +343,7 @@ func (a *Agent) stopRecording() {
 // runSnapshot is what flush took of a run under the mutex.
 type runSnapshot struct {
 	run       *cellRun
+	notebook  string
 	msgs      []*wire.Message
 	count     *int
 	execution map[string]any
@@ -323,7 +362,7 @@ func (a *Agent) flush(final bool) time.Duration {
 	var snaps []runSnapshot
 	a.mu.Lock()
 	for _, run := range r.order {
-		s := runSnapshot{run: run, msgs: run.pending, count: run.count, finished: run.finished, truncated: run.truncated}
+		s := runSnapshot{run: run, notebook: run.notebook, msgs: run.pending, count: run.count, finished: run.finished, truncated: run.truncated}
 		if run.dirty && run.sess.conn == nil {
 			if away := now.Sub(run.sess.since); away >= awayGrace || final {
 				s.write = true
@@ -353,10 +392,10 @@ func (a *Agent) flush(final bool) time.Duration {
 		if !s.write {
 			continue
 		}
-		if _, ok := byNotebook[s.run.notebook]; !ok {
-			notebooks = append(notebooks, s.run.notebook)
+		if _, ok := byNotebook[s.notebook]; !ok {
+			notebooks = append(notebooks, s.notebook)
 		}
-		byNotebook[s.run.notebook] = append(byNotebook[s.run.notebook], s.run.cellRun(s))
+		byNotebook[s.notebook] = append(byNotebook[s.notebook], s.run.cellRun(s))
 	}
 	for _, nb := range notebooks {
 		written, err := writeRuns(r.root, nb, byNotebook[nb])

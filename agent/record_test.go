@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/testenv"
 	"github.com/nbkube/nbkube/internal/wire"
 )
@@ -267,4 +269,47 @@ func TestRecord_ARunWhoseKernelDiesIsWrittenAsFarAsItGot(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+func TestRecord_ANotebookRenamedMidRunIsWrittenUnderItsNewName(t *testing.T) {
+	dir := t.TempDir()
+	code := "import time\nprint('first', flush=True)\ntime.sleep(1)\nprint('second')"
+	writeNotebook(t, dir, "old.ipynb", map[string]any{"id": "c1", "cell_type": "code", "source": code})
+	ra := startAgent(t, func(c *Config) { c.ContentsDir = dir })
+	cl := ra.connectWith(t, "s1", false, "&notebook=old.ipynb")
+	cl.metadata = json.RawMessage(`{"cellId": "c1"}`)
+	id := cl.sendExecute(code, false)
+	cl.waitOutput(id, "first")
+	if err := os.Rename(filepath.Join(dir, "old.ipynb"), filepath.Join(dir, "new.ipynb")); err != nil {
+		t.Fatal(err)
+	}
+	move := func(body string) int {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ra.addr+agentapi.PathNotebook, strings.NewReader(body))
+		req.Header.Set("Authorization", agentapi.AuthScheme+" "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, bad := range []string{`{"from": "old.ipynb", "to": "../x.ipynb"}`, `{"from": "old.ipynb", "to": "/abs.ipynb"}`, `{"from": "old.ipynb"}`, `[`} {
+		if code := move(bad); code != http.StatusBadRequest {
+			t.Errorf("move %s: HTTP %d, want 400", bad, code)
+		}
+	}
+	if code := move(`{"from": "old.ipynb", "to": "new.ipynb"}`); code != http.StatusNoContent {
+		t.Fatalf("move: HTTP %d", code)
+	}
+	cl.ws.Close()
+	testenv.Eventually(t, "the run in the renamed notebook", 20*time.Second, func() error {
+		cell := storedCell(t, filepath.Join(dir, "new.ipynb"), "c1")
+		if cell["execution_count"] == nil || len(cell["outputs"].([]any)) != 1 || joined(cell["outputs"].([]any)[0].(map[string]any)["text"]) != "first\nsecond\n" {
+			return os.ErrNotExist
+		}
+		return nil
+	})
+	if _, err := os.Stat(filepath.Join(dir, "old.ipynb")); !os.IsNotExist(err) {
+		t.Errorf("a notebook was made under the old name: %v", err)
+	}
 }

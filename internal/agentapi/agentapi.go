@@ -118,7 +118,19 @@ const (
 	// or Code failed (the message carries the exception's name and value), 504 when the
 	// kernel did not answer Code in time. A refused move changes nothing for later restarts.
 	PathWorkDir = "/workdir"
+	// PathNotebook (POST) tells the agent that a notebook its clients name (QueryNotebook)
+	// was renamed: its body is a NotebookMove of at most 64 KiB. The connections that named
+	// From, and the runs recorded for it, write into To from then on. 204, or 400 with an
+	// ErrorBody for a bad body.
+	PathNotebook = "/notebook"
 )
+
+// NotebookMove is the body of a PathNotebook request: two notebook paths as QueryNotebook
+// gives them.
+type NotebookMove struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
 
 // WorkDir is the body of a PathWorkDir request.
 type WorkDir struct {

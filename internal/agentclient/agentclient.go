@@ -151,6 +151,12 @@ func (c *Client) SetWorkDir(ctx context.Context, e Endpoint, w agentapi.WorkDir)
 	return c.do(ctx, e, http.MethodPost, agentapi.PathWorkDir, w, nil)
 }
 
+// MoveNotebook tells the kernel's agent that the notebook of its session moved from one path
+// to another (agentapi.PathNotebook).
+func (c *Client) MoveNotebook(ctx context.Context, e Endpoint, from, to string) error {
+	return c.do(ctx, e, http.MethodPost, agentapi.PathNotebook, agentapi.NotebookMove{From: from, To: to}, nil)
+}
+
 // ChannelOptions shape one channels connection.
 type ChannelOptions struct {
 	// SessionID names the client session, for replay after a reconnect.

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
@@ -340,6 +342,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 	var s *nbv1.Session
 	var before *nbv1.Kernel
 	kernelChanged := false
+	oldPath := ""
 	// The session controller writes the same object (its status, the kernel's UID): a
 	// conflict means read again and apply the change to what is there.
 	err := retryOnConflict(func() error {
@@ -348,6 +351,7 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 			return err
 		}
 		s = cur.DeepCopy()
+		oldPath = cur.Spec.Path
 		if ch.Path != nil {
 			p, err := sessionPath(*ch.Path)
 			if err != nil {
@@ -410,6 +414,9 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 	}
 	waitFresh(ctx, r.Reader, s)
 	if !kernelChanged {
+		if s.Spec.Path != oldPath {
+			r.notebookMoved(ctx, s, oldPath)
+		}
 		m, _, err := r.model(ctx, s)
 		return m, err
 	}
@@ -421,6 +428,29 @@ func (r *Sessions) UpdateSession(ctx context.Context, u identity.User, id string
 		r.letGo(ctx, s, before)
 	}
 	return m, nil
+}
+
+// notebookMoved tells the session's kernel's agent that its notebook is now at the session's
+// path (a client renamed it): the outputs of cells run before the rename, and after it on
+// connections opened before it, are written there. Best effort: a kernel that cannot be told
+// writes into the old path, where no notebook is any more, so writes nothing.
+func (r *Sessions) notebookMoved(ctx context.Context, s *nbv1.Session, from string) {
+	if r.Kernels == nil || r.Kernels.Agents == nil || !strings.HasSuffix(from, ".ipynb") || !strings.HasSuffix(s.Spec.Path, ".ipynb") {
+		return
+	}
+	kn, err := r.kernelOf(ctx, s)
+	if err != nil || kn == nil {
+		return
+	}
+	ep, err := r.Kernels.endpoint(ctx, kn)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.Kernels.Agents.MoveNotebook(ctx, ep, from, s.Spec.Path); err != nil {
+		log.FromContext(ctx).Info("The kernel's agent could not be told that its notebook was renamed", "kernel", kn.Name, "error", err.Error())
+	}
 }
 
 // DeleteSession deletes the session and shuts its kernel down, as Jupyter does; a kernel it

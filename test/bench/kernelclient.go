@@ -153,7 +153,23 @@ func (k *kernelConn) execute(code string, onIOPub func(*jpclient.Msg) error) err
 	if err != nil {
 		return err
 	}
+	return k.await(id, onIOPub)
+}
+
+// executeCell is execute as a notebook front end runs the cell of cellID (its id in the
+// request), whose outputs the server records.
+func (k *kernelConn) executeCell(cellID, code string, onIOPub func(*jpclient.Msg) error) error {
+	id, err := k.SendCell(cellID, code)
+	if err != nil {
+		return err
+	}
+	return k.await(id, onIOPub)
+}
+
+// await reads until the request of id has its reply and its idle status.
+func (k *kernelConn) await(id string, onIOPub func(*jpclient.Msg) error) error {
 	replied, idle := false, false
+	var err error
 	err = k.Until(time.Now().Add(kernelTimeout), func(m *jpclient.Msg) (bool, error) {
 		if m.ParentHeader.MsgID != id {
 			return false, nil

@@ -15,11 +15,11 @@ import (
 )
 
 // testOutputsOutliveTheClient runs a cell of a notebook's session over the channels, as
-// JupyterLab runs it (the cell's id in the request), and closes the connection after the
-// first line: the rest of the output, the result and the execution count are in the notebook
-// on the volume within a second of the kernel's last message, and a page that saves the copy
-// it had is refused (409) instead of discarding them. It returns the notebook's path, which
-// its cleanup deletes.
+// JupyterLab runs it (the cell's id in the request), renames the notebook after the first
+// line and closes the connection: the rest of the output, the result and the execution count
+// are in the renamed notebook on the volume within a second of the kernel's last message,
+// and a page that saves the copy it had is refused (409) instead of discarding them. It
+// returns the notebook's path, which its cleanup deletes.
 func testOutputsOutliveTheClient(t *testing.T, _ deployment, api *jupyterAPI) {
 	outputsOutliveTheClient(t, api)
 }
@@ -61,6 +61,12 @@ func outputsOutliveTheClient(t *testing.T, api *jupyterAPI) string {
 	}
 	run := jpclient.NewExecution(id)
 	ws.await(run, cellTimeout, "the first line", func(e *jpclient.Execution) bool { return strings.Contains(e.Stdout.String(), "first") })
+	// The user renames the notebook while the cell runs, as JupyterLab does it (the file,
+	// then the session), and closes the tab.
+	oldPath := nbPath
+	nbPath = dir + "/renamed run.ipynb"
+	api.call(t, http.MethodPatch, "api/contents/"+oldPath, map[string]string{"path": nbPath}).want(t, http.StatusOK)
+	api.call(t, http.MethodPatch, "api/sessions/"+session.ID, map[string]string{"path": nbPath, "name": "renamed run.ipynb"}).want(t, http.StatusOK)
 	ws.close()
 
 	type cell struct {
