@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path"
@@ -79,8 +80,12 @@ type cellRun struct {
 	bytes     int
 	truncated bool
 	// The flusher's own:
-	outputs   []any
-	displays  map[string][]int
+	outputs  []any
+	displays map[string][]int
+	// texts are the texts of stream outputs (by index in outputs) that later stream
+	// messages were merged into: appended here, which stays linear in the text's length, and
+	// put into the output when the run is written.
+	texts     map[int]*strings.Builder
 	clearWait bool
 }
 
@@ -432,7 +437,7 @@ func (run *cellRun) fold(msgs []*wire.Message) {
 			if c.Wait {
 				run.clearWait = true
 			} else {
-				run.outputs, run.displays, run.clearWait = nil, nil, false
+				run.clear()
 			}
 			continue
 		case "update_display_data":
@@ -461,14 +466,24 @@ func (run *cellRun) fold(msgs []*wire.Message) {
 			continue
 		}
 		if run.clearWait {
-			run.outputs, run.displays, run.clearWait = nil, nil, false
+			run.clear()
 		}
 		if h.MsgType == "stream" && len(run.outputs) > 0 {
-			last, _ := run.outputs[len(run.outputs)-1].(map[string]any)
+			i := len(run.outputs) - 1
+			last, _ := run.outputs[i].(map[string]any)
 			if last["output_type"] == "stream" && last["name"] == out["name"] {
-				prev, _ := last["text"].(string)
+				b := run.texts[i]
+				if b == nil {
+					b = &strings.Builder{}
+					prev, _ := last["text"].(string)
+					b.WriteString(prev)
+					if run.texts == nil {
+						run.texts = map[int]*strings.Builder{}
+					}
+					run.texts[i] = b
+				}
 				text, _ := out["text"].(string)
-				last["text"] = prev + text
+				b.WriteString(text)
 				continue
 			}
 		}
@@ -489,9 +504,22 @@ func (run *cellRun) fold(msgs []*wire.Message) {
 	}
 }
 
+// clear forgets the outputs so far (clear_output).
+func (run *cellRun) clear() {
+	run.outputs, run.displays, run.texts, run.clearWait = nil, nil, nil, false
+}
+
 // cellRun is what is written of the run.
 func (run *cellRun) cellRun(s runSnapshot) nbformat.CellRun {
 	outputs := run.outputs
+	if len(run.texts) > 0 {
+		outputs = slices.Clone(outputs)
+		for i, b := range run.texts {
+			merged := maps.Clone(outputs[i].(map[string]any))
+			merged["text"] = b.String()
+			outputs[i] = merged
+		}
+	}
 	if s.truncated {
 		outputs = append(outputs[:len(outputs):len(outputs)], map[string]any{"output_type": "stream", "name": "stderr",
 			"text": "[nbkube: the rest of this cell's output was not written: it passed what the kernel's agent keeps of a run whose client is away]\n"})

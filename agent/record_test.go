@@ -181,7 +181,7 @@ func TestRecord_OutputsFoldAsAFrontEndShowsThem(t *testing.T) {
 		iopubMsg("update_display_data", `{"data":{"text/plain":"v2"},"metadata":{"m":1},"transient":{"display_id":"d"}}`),
 	})
 	run.fold([]*wire.Message{iopubMsg("stream", `{"name":"stderr","text":"f\n"}`)})
-	got, _ := json.Marshal(run.outputs)
+	got, _ := json.Marshal(run.cellRun(runSnapshot{}).Outputs)
 	want := `[{"name":"stdout","output_type":"stream","text":"ab\n"},{"name":"stderr","output_type":"stream","text":"e\n"},` +
 		`{"data":{"text/plain":"v2"},"metadata":{"m":1},"output_type":"display_data"},{"name":"stderr","output_type":"stream","text":"f\n"}]`
 	if string(got) != want {
@@ -193,7 +193,7 @@ func TestRecord_OutputsFoldAsAFrontEndShowsThem(t *testing.T) {
 		t.Errorf("cleared before the next output: %v", run.outputs)
 	}
 	run.fold([]*wire.Message{iopubMsg("stream", `{"name":"stdout","text":"new"}`)})
-	if got, _ := json.Marshal(run.outputs); string(got) != `[{"name":"stdout","output_type":"stream","text":"new"}]` {
+	if got, _ := json.Marshal(run.cellRun(runSnapshot{}).Outputs); string(got) != `[{"name":"stdout","output_type":"stream","text":"new"}]` {
 		t.Errorf("after the wait clear: %s", got)
 	}
 }

@@ -169,8 +169,7 @@ func (k *kernelConn) executeCell(cellID, code string, onIOPub func(*jpclient.Msg
 // await reads until the request of id has its reply and its idle status.
 func (k *kernelConn) await(id string, onIOPub func(*jpclient.Msg) error) error {
 	replied, idle := false, false
-	var err error
-	err = k.Until(time.Now().Add(kernelTimeout), func(m *jpclient.Msg) (bool, error) {
+	err := k.Until(time.Now().Add(kernelTimeout), func(m *jpclient.Msg) (bool, error) {
 		if m.ParentHeader.MsgID != id {
 			return false, nil
 		}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // The outputs section: what it costs nbkube local to record the outputs of a notebook's cells
@@ -79,14 +78,22 @@ func measureOutputs(nbkubeBin, work string) *outputsReport {
 	}
 	err = json.NewDecoder(resp.Body).Decode(&session)
 	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusCreated {
-		rep.err = fmt.Errorf("POST /api/sessions: status %d: %v", resp.StatusCode, err)
+	if err != nil {
+		rep.err = fmt.Errorf("POST /api/sessions: %w", err)
+		return rep
+	}
+	if resp.StatusCode != http.StatusCreated {
+		rep.err = fmt.Errorf("POST /api/sessions: status %d", resp.StatusCode)
 		return rep
 	}
 	kernel := session.Kernel.ID
 	agents, err := agentPIDs(s.pid)
-	if err != nil || len(agents) != 1 {
-		rep.err = fmt.Errorf("the session's agent: %v %v", agents, err)
+	if err != nil {
+		rep.err = err
+		return rep
+	}
+	if len(agents) != 1 {
+		rep.err = fmt.Errorf("agents %v, want the session's one", agents)
 		return rep
 	}
 	agent := agents[0]

@@ -6,6 +6,7 @@ import { alert, messageOf, pick, prompt } from '../shell/dialogs';
 import type { NotebookModel } from './model';
 import { basename, saveAsking, type Saver } from '../shell/saver';
 import { withIpynb } from './save';
+import { recordedRuns, type RecordedRun } from './recorded';
 import type { Toolbar } from './toolbar';
 
 /** FileHost is what the file's actions need of the page. */
@@ -20,6 +21,8 @@ export interface FileHost {
   renamed(): void;
   /** refocus gives the focus back to the notebook after a dialog. */
   refocus(): void;
+  /** showRun puts a run the server recorded into its cell (see recorded.ts). */
+  showRun(run: RecordedRun): void;
 }
 
 export class FileActions {
@@ -28,7 +31,7 @@ export class FileActions {
   /** save saves the notebook, asking first if the file changed on the server. */
   async save(force = false, quiet = false): Promise<void> {
     const { model, toolbar } = this.host;
-    const version = model.version;
+    let version = model.version;
     const r = await saveAsking(
       this.host.saver,
       () => model.toJSON(),
@@ -36,12 +39,38 @@ export class FileActions {
       (s) => toolbar.setSaveState(s),
       force,
       quiet,
+      async () => {
+        const taken = await this.takeRecorded();
+        // The runs taken are part of what the save sends again.
+        if (taken) version = model.version;
+        return taken;
+      },
     );
     if (r === 'reload') {
       await this.reload();
     } else if (r === 'saved' && model.version === version) {
       model.setDirty(false);
     }
+  }
+
+  /** takeRecorded settles a conflict whose cause is only the outputs the server wrote of runs
+   * whose page was away: it shows them in their cells and adopts the server's version. False
+   * when the server's copy changed otherwise (the user decides). */
+  private async takeRecorded(): Promise<boolean> {
+    const { saver, model } = this.host;
+    if (!saver.base) {
+      return false;
+    }
+    const v = await saver.fetch();
+    const runs = recordedRuns(saver.base, v.content, model.cells);
+    if (!runs) {
+      return false;
+    }
+    for (const run of runs) {
+      this.host.showRun(run);
+    }
+    saver.adopt(v);
+    return true;
   }
 
   /** reload reads the file again (after a conflict or a revert). */

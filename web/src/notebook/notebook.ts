@@ -21,6 +21,7 @@ import { LazyEditors } from './lazyeditors';
 import { isNew, NotebookModel, type Change } from './model';
 import { DisplayRegistry } from './outputs';
 import { CellRunner } from './run';
+import type { RecordedRun } from './recorded';
 import { Autosave } from './save';
 import { basename, Saver } from '../shell/saver';
 import { CellSelection } from './selection';
@@ -80,6 +81,7 @@ export class NotebookPage {
       loaded: () => this.select(Math.min(this.sel.head, this.views.length - 1), false),
       renamed: () => this.setTitle(),
       refocus: () => this.refocus(),
+      showRun: (run) => this.showRun(run),
     });
     this.model.onChange((c) => this.onModelChange(c));
     this.model.onDirty((d) => {
@@ -375,6 +377,25 @@ export class NotebookPage {
   /** save saves the notebook, asking first if the file changed on the server. */
   save(force = false, quiet = false): Promise<void> {
     return this.file.save(force, quiet);
+  }
+
+  /** showRun puts a run the server recorded while the page was away into its cell: its
+   * outputs, execution count and timing record (see recorded.ts). */
+  showRun(run: RecordedRun): void {
+    const v = this.views[run.index];
+    if (!v) return;
+    const md = v.cell.metadata as Record<string, unknown>;
+    if (run.execution === undefined) {
+      delete md.execution;
+    } else {
+      md.execution = run.execution;
+    }
+    v.setRunning(null);
+    v.outputs?.clear();
+    for (const o of run.outputs) {
+      v.outputs?.add(o);
+    }
+    v.setExecutionCount(run.executionCount);
   }
 
   /** reload reads the file again (after a conflict or a revert). */

@@ -25,6 +25,14 @@ export function isNewer(server: string | undefined, ours: string | undefined): b
 
 export type SaveResult = 'saved' | 'conflict' | 'failed';
 
+/** FileVersion is a version of the file on the server. */
+export interface FileVersion<T> {
+  content: T;
+  etag: string | undefined;
+  lastModified: string | undefined;
+  path: string;
+}
+
 /** saveVerdict is what the answer to a conditional save means: 'conflict' when the file
  * changed since the version the save was conditional on (nbkube's 409 "changed on disk", or
  * the 412 of a server that checks If-Match so), 'saved' on success, else 'failed'. */
@@ -55,6 +63,8 @@ export class Saver<T> {
   lastModified: string | undefined;
   /** etag names the version of the file loaded or last saved (the server's ETag header). */
   etag: string | undefined;
+  /** base is a copy of the content of that version, as loaded or saved. */
+  base: T | undefined;
   private saving: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -71,6 +81,15 @@ export class Saver<T> {
 
   /** load fetches the file and remembers its version. */
   async load(): Promise<T> {
+    const v = await this.fetch();
+    this.adopt(v);
+    this.path = v.path;
+    return v.content;
+  }
+
+  /** fetch reads the file as it is on the server, without taking its version as the one
+   * saves are conditional on (adopt does that). */
+  async fetch(): Promise<FileVersion<T>> {
     const settings = serverSettings();
     const response = await ServerConnection.makeRequest(
       contentsURL(this.path) + '?' + asked[this.type].query,
@@ -81,10 +100,19 @@ export class Saver<T> {
       throw await ServerConnection.ResponseError.create(response);
     }
     const m = (await response.json()) as Contents.IModel;
-    this.etag = response.headers.get('ETag') ?? undefined;
-    this.lastModified = m.last_modified;
-    this.path = m.path;
-    return m.content as T;
+    return {
+      content: m.content as T,
+      etag: response.headers.get('ETag') ?? undefined,
+      lastModified: m.last_modified,
+      path: m.path,
+    };
+  }
+
+  /** adopt makes v the version the next save is conditional on. */
+  adopt(v: FileVersion<T>): void {
+    this.etag = v.etag;
+    this.lastModified = v.lastModified;
+    this.base = structuredClone(v.content);
   }
 
   /** changedOnServer says whether the file changed on the server since we loaded or saved it. */
@@ -108,12 +136,15 @@ export class Saver<T> {
         // A server that gave no version: the check before the save, as JupyterLab does.
         return 'conflict';
       }
+      // What is sent, as it is when sent: the page goes on changing its content (a kernel's
+      // language_info arrives) while the request is under way.
+      const sent = structuredClone(content);
       const response = await ServerConnection.makeRequest(
         contentsURL(this.path),
         {
           method: 'PUT',
           headers,
-          body: JSON.stringify({ type: asked[this.type].type, format: asked[this.type].format, content }),
+          body: JSON.stringify({ type: asked[this.type].type, format: asked[this.type].format, content: sent }),
         },
         serverSettings(),
       );
@@ -130,6 +161,7 @@ export class Saver<T> {
       const m = (await response.json()) as Contents.IModel;
       this.etag = response.headers.get('ETag') ?? undefined;
       this.lastModified = m.last_modified;
+      this.base = sent;
       return 'saved';
     };
     const p = this.saving.then(run, run);
@@ -186,8 +218,11 @@ export function savedAt(t: Date): string {
 
 /** saveAsking saves content with saver, showing its state with show, and asks the user what to
  * do when the file changed on the server: overwrite it (saved again, over whatever is there)
- * or reload it. It resolves with 'saved', 'reload' (the page is to load the file again),
- * 'kept' (the user chose neither) or 'failed' (told in a dialog unless quiet). */
+ * or reload it. Before asking, resolve (when given) may settle the conflict itself: when it
+ * has made the page's content current with the server's copy and adopted that version, it
+ * says so, and the save is tried again, conditional on that version. It resolves with
+ * 'saved', 'reload' (the page is to load the file again), 'kept' (the user chose neither)
+ * or 'failed' (told in a dialog unless quiet). */
 export async function saveAsking<T>(
   saver: Saver<T>,
   content: () => T,
@@ -195,6 +230,7 @@ export async function saveAsking<T>(
   show: (state: string) => void,
   force = false,
   quiet = false,
+  resolve?: () => Promise<boolean>,
 ): Promise<'saved' | 'reload' | 'kept' | 'failed'> {
   show('Saving…');
   let r: SaveResult;
@@ -206,6 +242,9 @@ export async function saveAsking<T>(
     return 'failed';
   }
   if (r === 'conflict') {
+    if (resolve && (await resolve().catch(() => false))) {
+      return saveAsking(saver, content, what, show, false, quiet);
+    }
     show('');
     const c = await askOnConflict(what);
     if (c === 'overwrite') {
