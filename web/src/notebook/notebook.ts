@@ -380,10 +380,12 @@ export class NotebookPage {
   }
 
   /** showRun puts a run the server recorded while the page was away into its cell: its
-   * outputs, execution count and timing record (see recorded.ts). */
+   * outputs, execution count and timing record (see recorded.ts); not into a cell that is
+   * running here. */
   showRun(run: RecordedRun): void {
     const v = this.views[run.index];
-    if (!v) return;
+    // A cell running here is being run again: its new run replaces what the server has.
+    if (!v || v.isRunning) return;
     const md = v.cell.metadata as Record<string, unknown>;
     if (run.execution === undefined) {
       delete md.execution;
