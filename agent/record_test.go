@@ -313,3 +313,20 @@ func TestRecord_ANotebookRenamedMidRunIsWrittenUnderItsNewName(t *testing.T) {
 		t.Errorf("a notebook was made under the old name: %v", err)
 	}
 }
+
+func TestRecord_ARequestSentAgainUnderItsIDIsOneRun(t *testing.T) {
+	a := &Agent{}
+	a.rec = &recorder{limit: 1 << 20, runs: map[string]*cellRun{}, wake: make(chan struct{}, 1)}
+	c := &conn{notebook: "nb.ipynb", sess: &clientSession{}}
+	m := &wire.Message{Metadata: json.RawMessage(`{"cellId": "c1"}`), Content: json.RawMessage(`{"code": "1"}`)}
+	a.startRunLocked(c, wire.Header{MsgID: "m1"}, m)
+	first := a.rec.runs["m1"]
+	a.startRunLocked(c, wire.Header{MsgID: "m1"}, m)
+	if second := a.rec.runs["m1"]; second == nil || second == first || len(a.rec.order) != 1 || a.rec.order[0] != second {
+		t.Fatalf("runs %v, order %v: want the second request's run alone", a.rec.runs, a.rec.order)
+	}
+	a.forgetRunLocked(first) // the old one, gone already, takes nothing with it
+	if a.rec.runs["m1"] == nil {
+		t.Error("forgetting the replaced run forgot the new one")
+	}
+}
