@@ -417,11 +417,17 @@ func testHelmOutputsWrittenWithoutAPIServers(t *testing.T, env *helmEnv, nbPath,
 		var nb struct {
 			Cells []json.RawMessage `json:"cells"`
 		}
-		if err := json.Unmarshal(data, &nb); err != nil || len(nb.Cells) != 1 {
-			return fmt.Errorf("notebook %s: %v", data, err)
+		if err := json.Unmarshal(data, &nb); err != nil {
+			return fmt.Errorf("notebook %s: %w", data, err)
+		}
+		if len(nb.Cells) != 1 {
+			return fmt.Errorf("notebook %s: want one cell", data)
 		}
 		if err := json.Unmarshal(nb.Cells[0], &cell); err != nil {
 			return err
+		}
+		if cell.ID != id {
+			return fmt.Errorf("cell %s, want %s", nb.Cells[0], id)
 		}
 		if cell.ExecutionCount == nil || len(cell.Outputs) != 1 || strings.Join(cell.Outputs[0].Text, "") != "0\n1\n2\n3\n4\n5\n6\n7\n" {
 			return fmt.Errorf("cell %s", nb.Cells[0])
