@@ -429,7 +429,9 @@ func testHelmOutputsWrittenWithoutAPIServers(t *testing.T, env *helmEnv, nbPath,
 		if cell.ID != id {
 			return fmt.Errorf("cell %s, want %s", nb.Cells[0], id)
 		}
-		if cell.ExecutionCount == nil || len(cell.Outputs) != 1 || strings.Join(cell.Outputs[0].Text, "") != "0\n1\n2\n3\n4\n5\n6\n7\n" {
+		// The run's end (the kernel's idle status, its last message) is written too.
+		if cell.ExecutionCount == nil || len(cell.Outputs) != 1 || strings.Join(cell.Outputs[0].Text, "") != "0\n1\n2\n3\n4\n5\n6\n7\n" ||
+			cell.Metadata.Execution["iopub.status.idle"] == "" {
 			return fmt.Errorf("cell %s", nb.Cells[0])
 		}
 		mtime = fi.ModTime()

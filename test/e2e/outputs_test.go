@@ -91,7 +91,8 @@ func outputsOutliveTheClient(t *testing.T, api *jupyterAPI) string {
 			return fmt.Errorf("cells %+v", saved.Content.Cells)
 		}
 		long = saved.Content.Cells[0]
-		if long.ExecutionCount == nil || len(long.Outputs) < 2 {
+		// The run's end (the kernel's idle status, its last message) is written too.
+		if long.ExecutionCount == nil || len(long.Outputs) < 2 || long.Metadata.Execution["iopub.status.idle"] == "" {
 			return fmt.Errorf("cell %+v", long)
 		}
 		return nil
