@@ -87,8 +87,12 @@ func contentsDirOf(wd, kernelPath string) string {
 	if rel == "/" {
 		return wd
 	}
-	if !strings.HasSuffix(wd, rel) {
+	root, found := strings.CutSuffix(wd, rel)
+	if !found {
 		return ""
 	}
-	return filepath.Dir(wd[:len(wd)-len(rel)] + "/x")
+	if root == "" {
+		return "/"
+	}
+	return root
 }

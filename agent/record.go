@@ -44,7 +44,7 @@ const (
 
 // maxRunBytes bounds what one run keeps of its output messages; what comes after is not
 // written, and the cell says so.
-var maxRunBytes = 32 << 20
+const maxRunBytes = 32 << 20
 
 // recorder keeps the runs of cells. Its maps and the runs' fields marked so are guarded by
 // the agent's mutex; the outputs are the flusher's own.
