@@ -19,6 +19,39 @@ type ClusterService interface {
 	// StartCluster starts a stopped cluster, with n engines when n is given.
 	StartCluster(ctx context.Context, u User, id string, n *int32) (jupyter.Cluster, error)
 	StopCluster(ctx context.Context, u User, id string) (jupyter.Cluster, error)
+	// CreateCluster makes the user a cluster named profile and starts it with n engines
+	// (two when nil).
+	CreateCluster(ctx context.Context, u User, profile string, n *int32) (jupyter.Cluster, error)
+	// DeleteCluster deletes the user's cluster, running or not.
+	DeleteCluster(ctx context.Context, u User, id string) error
+}
+
+// createCluster is POST /api/clusters, nbkube's own: {"profile": ..., "n": ...} makes the
+// user a cluster and starts it; 201 with its model.
+func (s *Server) createCluster(c *gin.Context) error {
+	var body jupyter.ClusterCreate
+	if err := readJSON(c, &body); err != nil {
+		return err
+	}
+	if body.Profile == "" {
+		return domainerr.Invalid("A new cluster needs a profile (its name)")
+	}
+	m, err := s.opts.Clusters.CreateCluster(c.Request.Context(), *userOf(c), body.Profile, body.N)
+	if err != nil {
+		return err
+	}
+	c.Header("Location", s.opts.BaseURL+"api/clusters/"+m.Profile)
+	c.JSON(http.StatusCreated, m)
+	return nil
+}
+
+// deleteCluster is DELETE /api/clusters/<id>, nbkube's own: the cluster and its pods go.
+func (s *Server) deleteCluster(c *gin.Context) error {
+	if err := s.opts.Clusters.DeleteCluster(c.Request.Context(), *userOf(c), c.Param("id")); err != nil {
+		return err
+	}
+	c.Status(http.StatusNoContent)
+	return nil
 }
 
 // listClusters is GET /api/clusters and the older GET /clusters.

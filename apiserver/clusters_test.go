@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,4 +107,92 @@ func TestClusters(t *testing.T) {
 			t.Errorf("session attached to %s: %d %s, want 400 No such cluster", cluster, r.status, r.body)
 		}
 	}
+}
+
+// Users make clusters of their own through the API and delete them: the Cluster resource is
+// theirs and started; names are checked, taken ones are conflicts whoever has them, and one
+// user's clusters are bounded.
+func TestClusters_UsersMakeAndDeleteTheirOwn(t *testing.T) {
+	c := testenv.KubeClient(t)
+	ns := testenv.Namespace(t, c)
+	if err := c.Create(t.Context(), &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bobs"},
+		Spec: nbv1.ClusterParameters{Owner: "bob", State: nbv1.ClusterStopped, Engines: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, func(o *apiserver.Options) {
+		o.Clusters = &repository.Clusters{Reader: c, Writer: c, Namespace: ns}
+	})
+	get := func(name string) (*nbv1.Cluster, error) {
+		cl := &nbv1.Cluster{}
+		return cl, c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cl)
+	}
+
+	r := s.do("POST", "/api/clusters", map[string]any{"profile": "work", "n": 3})
+	expect(t, r, http.StatusCreated)
+	if loc := r.header.Get("Location"); loc != "/api/clusters/work" {
+		t.Errorf("Location %q", loc)
+	}
+	var m jupyter.Cluster
+	if err := json.Unmarshal(r.body, &m); err != nil || m.Profile != "work" || m.Status != "running" || m.N != 3 || m.Owner != "alice" {
+		t.Errorf("the new cluster's model: %s (%v)", r.body, err)
+	}
+	if cl, err := get("work"); err != nil || cl.Spec.Owner != "alice" || cl.Spec.State != nbv1.ClusterRunning || cl.Spec.Engines != 3 {
+		t.Errorf("the Cluster made: %+v %v", cl.Spec, err)
+	}
+	expect(t, s.do("GET", "/api/clusters/work", nil), http.StatusOK)
+	// No n: the schema's two.
+	expect(t, s.do("POST", "/api/clusters", map[string]any{"profile": "two"}), http.StatusCreated)
+	if cl, err := get("two"); err != nil || cl.Spec.Engines != 2 {
+		t.Errorf("a cluster made without n: %+v %v", cl.Spec, err)
+	}
+
+	// Taken names, the user's own or another's, answer alike and change nothing.
+	for _, name := range []string{"work", "bobs"} {
+		r := s.do("POST", "/api/clusters", map[string]any{"profile": name, "n": 1})
+		if r.status != http.StatusConflict || !strings.Contains(string(r.body), "not available") {
+			t.Errorf("a new cluster named %s: %d %s, want 409", name, r.status, r.body)
+		}
+	}
+	if cl, _ := get("bobs"); cl.Spec.Owner != "bob" || cl.Spec.Engines != 1 || cl.Spec.State != nbv1.ClusterStopped {
+		t.Errorf("bob's cluster after alice asked for its name: %+v", cl.Spec)
+	}
+	// Bad names and counts.
+	for _, body := range []any{
+		map[string]any{"profile": "Work"}, map[string]any{"profile": "-x"}, map[string]any{"profile": "x-"},
+		map[string]any{"profile": "a/b"}, map[string]any{"profile": "a.b"}, map[string]any{"profile": strings.Repeat("a", 41)},
+		map[string]any{"profile": ""}, map[string]any{}, map[string]any{"profile": "ok", "n": 5000},
+		map[string]any{"profile": "ok", "n": -1}, map[string]any{"profile": 7}, "[]",
+	} {
+		r := s.do("POST", "/api/clusters", body)
+		if r.status != http.StatusBadRequest || !json.Valid(r.body) {
+			t.Errorf("POST /api/clusters %v: %d %s, want 400", body, r.status, r.body)
+		}
+	}
+	if _, err := get("ok"); err == nil {
+		t.Error("a refused cluster was made")
+	}
+	expect(t, s.do("POST", "/api/clusters", map[string]any{"profile": strings.Repeat("a", 40)}), http.StatusCreated)
+
+	// Delete: the user's own only.
+	expect(t, s.do("DELETE", "/api/clusters/bobs", nil), http.StatusNotFound)
+	expect(t, s.do("DELETE", "/api/clusters/nosuch", nil), http.StatusNotFound)
+	expect(t, s.do("DELETE", "/api/clusters/work", nil), http.StatusNoContent)
+	expect(t, s.do("GET", "/api/clusters/work", nil), http.StatusNotFound)
+	if cl, err := get("work"); err == nil && cl.DeletionTimestamp == nil {
+		t.Error("the Cluster is still there after DELETE")
+	}
+	if _, err := get("bobs"); err != nil {
+		t.Errorf("bob's cluster after alice's DELETE: %v", err)
+	}
+
+	// At most MaxOwnClusters: alice has two; fill up, then one more is refused.
+	for i := 2; i < repository.MaxOwnClusters; i++ {
+		expect(t, s.do("POST", "/api/clusters", map[string]any{"profile": "c" + strconv.Itoa(i), "n": 0}), http.StatusCreated)
+	}
+	r = s.do("POST", "/api/clusters", map[string]any{"profile": "one-more", "n": 0})
+	if r.status != http.StatusForbidden || !strings.Contains(string(r.body), "delete one first") {
+		t.Errorf("cluster %d: %d %s, want 403", repository.MaxOwnClusters+1, r.status, r.body)
+	}
+	expect(t, s.do("DELETE", "/api/clusters/c2", nil), http.StatusNoContent)
+	expect(t, s.do("POST", "/api/clusters", map[string]any{"profile": "one-more", "n": 0}), http.StatusCreated)
 }

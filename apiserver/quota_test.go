@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -311,6 +312,24 @@ func TestQuota_RefusalsAndWhatUsersAreTold(t *testing.T) {
 	expect(t, s.do("POST", "/api/clusters/par/stop", nil, as("ben")...), http.StatusOK)
 	if q := s.do("GET", "/api/status", nil, as("ben")...).json(t)["quota"].(map[string]any); q["usage"].(map[string]any)["engines"] != 0.0 {
 		t.Errorf("after stop: %v", q)
+	}
+	// A cluster made through the API is held to the same limit: refused past it and not
+	// made; its engines counted while it runs, and given back when it is deleted.
+	r = s.do("POST", "/api/clusters", map[string]any{"profile": "more", "n": 3}, as("ben")...)
+	expect(t, r, http.StatusForbidden)
+	if r.json(t)["reason"] != "engines: 0 of 2" {
+		t.Errorf("a new cluster of 3 engines: %s", r.body)
+	}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "more"}, &nbv1.Cluster{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused cluster: %v", err)
+	}
+	expect(t, s.do("POST", "/api/clusters", map[string]any{"profile": "more", "n": 2}, as("ben")...), http.StatusCreated)
+	if q := s.do("GET", "/api/status", nil, as("ben")...).json(t)["quota"].(map[string]any); q["usage"].(map[string]any)["engines"] != 2.0 {
+		t.Errorf("with a new cluster of 2 engines: %v", q)
+	}
+	expect(t, s.do("DELETE", "/api/clusters/more", nil, as("ben")...), http.StatusNoContent)
+	if q := s.do("GET", "/api/status", nil, as("ben")...).json(t)["quota"].(map[string]any); q["usage"].(map[string]any)["engines"] != 0.0 {
+		t.Errorf("after delete: %v", q)
 	}
 
 	// Uploads: two uploads in progress may not hold more than 1000 bytes.

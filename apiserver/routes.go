@@ -76,7 +76,9 @@ func (s *Server) routes() *gin.Engine {
 	auth.POST("api/kernels/:id/:action", h(s.kernelAction))
 	auth.GET("api/kernels/:id/channels", h(s.kernelChannels))
 	auth.GET("api/clusters", h(s.listClusters))
+	auth.POST("api/clusters", h(s.createCluster))
 	auth.GET("api/clusters/:id", h(s.getCluster))
+	auth.DELETE("api/clusters/:id", h(s.deleteCluster))
 	auth.POST("api/clusters/:id/:action", h(s.clusterAction))
 	// Terminals (terminals.go); without them, nothing is there.
 	terminals := auth.Group("", s.terminalsOn)

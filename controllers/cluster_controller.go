@@ -210,6 +210,11 @@ func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	if existing.Name != "" && !metav1.IsControlledBy(existing, c) {
+		// Another's, or a deleted cluster's of the same name not yet collected: never
+		// its key.
+		return fmt.Errorf("secret %s exists and is not this cluster's: waiting for it to go", existing.Name)
+	}
 	key := string(existing.Data[builder.ClusterSecretKey])
 	if key == "" {
 		b := make([]byte, 32)

@@ -298,7 +298,9 @@ func TestCluster_RefusedPodsAreReported(t *testing.T) {
 }
 
 // A step that fails (here: the cluster's Service name is taken by a Service nbkube did not
-// make) is told in the status, and the cluster goes on once the cause is gone.
+// make) is told in the status, and the cluster goes on once the cause is gone. A Service of
+// nbkube's that another owner controls (a deleted cluster's of the same name, not yet
+// collected) is not taken either: users name their clusters.
 func TestCluster_AFailedStepIsReportedInItsStatus(t *testing.T) {
 	ns := namespace(t)
 	foreign := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-ipcontroller"},
@@ -312,6 +314,23 @@ func TestCluster_AFailedStepIsReportedInItsStatus(t *testing.T) {
 	}
 	if c.Status.ObservedGeneration != c.Generation {
 		t.Errorf("observedGeneration %d, generation %d", c.Status.ObservedGeneration, c.Generation)
+	}
+	// Now labelled as nbkube's, so that the manager's cache shows it: still not taken.
+	foreign.Labels = map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue}
+	if err := k8sClient.Update(context.Background(), foreign); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the taken name reported", func() error {
+		if err := get(c); err != nil {
+			return err
+		}
+		if r := meta.FindStatusCondition(c.Status.Conditions, nbv1.ConditionReady); r == nil || !strings.Contains(r.Message, "service c1-ipcontroller exists and is not this Cluster's") {
+			return fmt.Errorf("Ready %+v", r)
+		}
+		return nil
+	})
+	if err := get(foreign); err != nil || len(foreign.OwnerReferences) != 0 || len(foreign.Spec.Ports) != 1 || foreign.Spec.Ports[0].Port != 80 {
+		t.Errorf("the foreign Service was changed: %v %+v %+v", err, foreign.OwnerReferences, foreign.Spec.Ports)
 	}
 
 	if err := k8sClient.Delete(context.Background(), foreign); err != nil {

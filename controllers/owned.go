@@ -9,8 +9,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// notOurs refuses to write over an object of the desired one's name that another owner
+// controls (or none does): a user names their clusters, and a cluster must never take
+// another's Secret, Service or policy, nor one left by a cluster of the same name that is
+// still being garbage collected. The garbage collector removes such a leftover, and the
+// next reconcile makes the object anew.
+func notOurs(noun string, existing, desired client.Object) error {
+	want := metav1.GetControllerOf(desired)
+	if want == nil {
+		return nil
+	}
+	if got := metav1.GetControllerOf(existing); got == nil || got.UID != want.UID {
+		return fmt.Errorf("%s %s exists and is not this %s's: waiting for it to go", noun, existing.GetName(), want.Kind)
+	}
+	return nil
+}
 
 // specHashAnnotation records the hash of the spec an owned object was last written from, so
 // that the object is updated when (and only when) the builder's output changes, without
@@ -57,6 +74,9 @@ func applyService(ctx context.Context, c client.Client, desired *corev1.Service)
 	} else if err != nil {
 		return err
 	}
+	if err := notOurs("service", existing, desired); err != nil {
+		return err
+	}
 	if existing.Annotations[specHashAnnotation] == hash {
 		return nil
 	}
@@ -94,6 +114,9 @@ func applyNetworkPolicy(ctx context.Context, c client.Client, desired *networkin
 		}
 		return nil
 	} else if err != nil {
+		return err
+	}
+	if err := notOurs("network policy", existing, desired); err != nil {
 		return err
 	}
 	if existing.Annotations[specHashAnnotation] == hash {

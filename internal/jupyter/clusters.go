@@ -30,3 +30,11 @@ type Cluster struct {
 type ClusterStart struct {
 	N *int32 `json:"n"`
 }
+
+// ClusterCreate is the body of POST /api/clusters, nbkube's own: a new cluster's profile
+// and its engines (two when absent). IPython had no such route: its clusters were the
+// profiles on disk.
+type ClusterCreate struct {
+	Profile string `json:"profile"`
+	N       *int32 `json:"n"`
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -21,8 +23,8 @@ import (
 // MaxClusterEngines is the most engines a start may ask for, the Cluster schema's maximum.
 const MaxClusterEngines = 1024
 
-// Clusters are the users' ipyparallel clusters (Cluster resources), which admins create and
-// users start and stop.
+// Clusters are the users' ipyparallel clusters (Cluster resources), which admins make with
+// kubectl and users make through the API, and which users start, stop and delete.
 type Clusters struct {
 	Reader    client.Reader
 	Writer    client.Writer
@@ -42,7 +44,7 @@ func (r *Clusters) apiTimeout() time.Duration {
 	return DefaultAPITimeout
 }
 
-// +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;create;update;patch;delete
 
 // ListClusters lists the user's clusters (every cluster for an admin).
 func (r *Clusters) ListClusters(ctx context.Context, u identity.User) ([]jupyter.Cluster, error) {
@@ -96,6 +98,134 @@ func (r *Clusters) StartCluster(ctx context.Context, u identity.User, id string,
 		r.release(ctx, owner, id)
 	}
 	return m, err
+}
+
+// MaxOwnClusters is the most clusters one user may have made through the API: a stopped
+// cluster holds no engines, so the quota does not bound them, and each is objects in the
+// control plane. Clusters admins make with kubectl are not bounded.
+const MaxOwnClusters = 20
+
+// DefaultClusterEngines is a new cluster's engines when the request names none, the Cluster
+// schema's default.
+const DefaultClusterEngines = 2
+
+// clusterProfile is the form of a profile a user may name a new cluster: a DNS label short
+// enough that the names of its objects (the "-ipcontroller" Service, the "-ipengine-" pods)
+// still are.
+var clusterProfile = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
+// CreateCluster makes a cluster of u's named profile and starts it with n engines
+// (DefaultClusterEngines when nil), its room reserved in u's usage first as a start's is.
+// A name another cluster has, u's or anyone's, is a conflict.
+func (r *Clusters) CreateCluster(ctx context.Context, u identity.User, profile string, n *int32) (jupyter.Cluster, error) {
+	if !clusterProfile.MatchString(profile) {
+		return jupyter.Cluster{}, domainerr.Invalid("Invalid profile %q: a cluster's name is 1 to 40 lowercase letters, digits and '-', starting and ending with a letter or digit", profile)
+	}
+	engines := int32(DefaultClusterEngines)
+	if n != nil {
+		engines = *n
+	}
+	if engines < 0 || engines > MaxClusterEngines {
+		return jupyter.Cluster{}, domainerr.Invalid("n must be between 0 and %d", MaxClusterEngines)
+	}
+	if err := r.checkRoomForOneMore(ctx, u); err != nil {
+		return jupyter.Cluster{}, err
+	}
+	c := &nbv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: profile, Namespace: r.Namespace,
+			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
+		},
+		Spec: nbv1.ClusterParameters{Owner: nbv1.Owner(u.Name), State: nbv1.ClusterRunning, Engines: engines},
+	}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(c), &nbv1.Cluster{}); err == nil {
+		return jupyter.Cluster{}, errClusterNameTaken(profile)
+	} else if !apierrors.IsNotFound(err) {
+		return jupyter.Cluster{}, fmt.Errorf("get cluster: %w", err)
+	}
+	if r.Quota != nil {
+		room := quota.ClusterRoom(profile, engines, c.Spec.EngineResources)
+		if err := boundedCall(ctx, r.apiTimeout(), "record the cluster in its owner's usage", func(ctx context.Context) error {
+			_, _, err := r.Quota.Reserve(ctx, quota.Request{Owner: u.Name, Groups: groupsOf(u, u.Name), Reservation: room})
+			return quota.Refusal(err)
+		}); err != nil {
+			return jupyter.Cluster{}, err
+		}
+	}
+	err := boundedCall(ctx, r.apiTimeout(), "create the cluster", func(ctx context.Context) error { return r.Writer.Create(ctx, c) })
+	if err != nil && !r.madeMeanwhileBy(ctx, u, profile, err) {
+		// Not made: give the room back.
+		r.release(ctx, u.Name, profile)
+	}
+	switch {
+	case err == nil:
+	case apierrors.IsAlreadyExists(err):
+		return jupyter.Cluster{}, errClusterNameTaken(profile)
+	case apierrors.IsInvalid(err):
+		return jupyter.Cluster{}, domainerr.Invalid("%s", err.Error())
+	case errors.Is(err, domainerr.ErrUnavailable):
+		return jupyter.Cluster{}, err
+	default:
+		return jupyter.Cluster{}, fmt.Errorf("create cluster: %w", err)
+	}
+	waitFresh(ctx, r.Reader, c)
+	return ClusterModel(c), nil
+}
+
+// madeMeanwhileBy tells whether a create failed because u made a cluster of that name
+// meanwhile (another request, through any replica): the room reserved is that one's too.
+func (r *Clusters) madeMeanwhileBy(ctx context.Context, u identity.User, profile string, err error) bool {
+	if !apierrors.IsAlreadyExists(err) {
+		return false
+	}
+	c := &nbv1.Cluster{}
+	return r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: profile}, c) == nil &&
+		string(c.Spec.Owner) == u.Name
+}
+
+// checkRoomForOneMore refuses a new cluster to a user who has MaxOwnClusters already.
+func (r *Clusters) checkRoomForOneMore(ctx context.Context, u identity.User) error {
+	var l nbv1.ClusterList
+	if err := r.Reader.List(ctx, &l, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list clusters: %w", err)
+	}
+	mine := 0
+	for i := range l.Items {
+		if string(l.Items[i].Spec.Owner) == u.Name {
+			mine++
+		}
+	}
+	if mine >= MaxOwnClusters {
+		return domainerr.Forbidden("You have %d clusters, the most one user may make: delete one first", mine)
+	}
+	return nil
+}
+
+func errClusterNameTaken(profile string) error {
+	return domainerr.Conflict("The cluster name %s is not available: choose another", profile)
+}
+
+// DeleteCluster deletes the user's cluster, running or not; its pods go with it.
+func (r *Clusters) DeleteCluster(ctx context.Context, u identity.User, id string) error {
+	c, err := r.get(ctx, u, id)
+	if err != nil {
+		return err
+	}
+	err = boundedCall(ctx, r.apiTimeout(), "delete the cluster", func(ctx context.Context) error {
+		return r.Writer.Delete(ctx, c, client.Preconditions{UID: &c.UID})
+	})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		// Gone meanwhile, or another of that name: not this request's to delete.
+		return ownedClusters.missing(id)
+	case errors.Is(err, domainerr.ErrUnavailable):
+		return err
+	case err != nil:
+		return fmt.Errorf("delete cluster: %w", err)
+	}
+	r.release(ctx, string(c.Spec.Owner), id)
+	waitGone(ctx, r.Reader, c)
+	return nil
 }
 
 // release gives back the room of a cluster's engines.

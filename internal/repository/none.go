@@ -110,6 +110,16 @@ func (None) StopCluster(_ context.Context, _ identity.User, id string) (jupyter.
 	return jupyter.Cluster{}, ownedClusters.missing(id)
 }
 
+// CreateCluster makes none: this server has no clusters.
+func (None) CreateCluster(context.Context, identity.User, string, *int32) (jupyter.Cluster, error) {
+	return jupyter.Cluster{}, domainerr.NotFound("This server runs no clusters")
+}
+
+// DeleteCluster finds none.
+func (None) DeleteCluster(_ context.Context, _ identity.User, id string) error {
+	return ownedClusters.missing(id)
+}
+
 // ListKernelSpecs is empty.
 func (None) ListKernelSpecs(context.Context) ([]jupyter.KernelSpec, error) {
 	return []jupyter.KernelSpec{}, nil
