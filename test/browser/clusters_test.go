@@ -79,3 +79,43 @@ spec:
 		until(row+`.dataset.status === "stopped"`),
 	)
 }
+
+// A user makes a cluster from the dashboard: a name and a number of engines typed into the
+// New cluster form start a Cluster of theirs, listed running with its engines ready; Delete,
+// once confirmed, takes it away.
+func TestDashboard_ANewClusterIsMadeRunsAndIsDeleted(t *testing.T) {
+	srv := nbkube(t)
+	profile := "made-here"
+	t.Cleanup(func() { srv.kubectl(t, "", "delete", "cluster", profile, "--ignore-not-found", "--wait=false") })
+
+	ctx := browser(t)
+	row := fmt.Sprintf(`document.querySelector('[data-profile=%q]')`, profile)
+	run(t, ctx, "make a cluster", 2*time.Minute,
+		chromedp.Navigate(srv.url+"?token="+srv.token),
+		ready("dashboard"),
+		until(`!document.querySelector('form.nb-new-cluster').hidden`),
+		chromedp.SendKeys(chromedp.CSS(`#nb-new-cluster-name`), profile),
+		chromedp.Evaluate[chromedp.Void](`(() => { const i = document.querySelector('#nb-new-cluster-engines'); i.focus(); i.select(); })()`),
+		chromedp.KeyEvent("1"),
+		press("Create"),
+		until(row+` && `+row+`.dataset.status === "running"`),
+		until(`document.querySelector('#nb-new-cluster-name').value === ""`),
+		until(fmt.Sprintf(`/^1 \/ 1$/.test(%s.cells[2].textContent)`, row)),
+	)
+	screenshot(t, ctx, "dashboard-new-cluster")
+	out := srv.kubectl(t, "", "get", "cluster", profile, "-o", "jsonpath={.spec.owner} {.spec.engines} {.status.readyEngines}")
+	if want := srv.me(t) + " 1 1"; out != want {
+		t.Errorf("the Cluster made from the dashboard: %q, want %q", out, want)
+	}
+
+	run(t, ctx, "delete it", time.Minute,
+		press("Delete "+profile),
+		until(`!!document.querySelector('dialog[open]')`),
+		confirm("Delete"),
+		until(`!`+row),
+	)
+	out = srv.kubectl(t, "", "get", "clusters", "-o", "name")
+	if strings.Contains(out, profile) {
+		t.Errorf("the cluster is still there after Delete: %q", out)
+	}
+}

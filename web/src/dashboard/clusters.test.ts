@@ -1,7 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { installDOM } from '../testing/dom';
-import { Clusters, clusterStatus, engineCount, parseEngines, type Cluster } from './clusters';
+import {
+  mayMakeClusters,
+  Clusters,
+  NewCluster,
+  clusterStatus,
+  engineCount,
+  parseEngines,
+  profileProblem,
+  type Cluster,
+} from './clusters';
 
 installDOM();
 
@@ -29,7 +38,11 @@ test('parseEngines takes whole numbers 0-1024', () => {
 
 test('rows: labelled number input, Start with n, Stop, and typed numbers survive polling', () => {
   const calls: string[] = [];
-  const view = new Clusters({ start: (p, n) => calls.push(`start ${p} ${n}`), stop: (p) => calls.push(`stop ${p}`) });
+  const view = new Clusters({
+    start: (p, n) => calls.push(`start ${p} ${n}`),
+    stop: (p) => calls.push(`stop ${p}`),
+    remove: (p) => calls.push(`delete ${p}`),
+  });
   document.body.replaceChildren(view.element);
   view.update([
     cluster('default'),
@@ -51,9 +64,62 @@ test('rows: labelled number input, Start with n, Stop, and typed numbers survive
   // Stop on a stopped cluster does nothing; on a running one it stops it.
   row.querySelector<HTMLButtonElement>('button[data-action=stop]')!.click();
   view.element.querySelector<HTMLButtonElement>('tr[data-profile=big] button[data-action=stop]')!.click();
-  assert.deepEqual(calls, ['start default 5', 'stop big']);
+  view.element.querySelector<HTMLButtonElement>('tr[data-profile=big] button[aria-label="Delete big"]')!.click();
+  assert.deepEqual(calls, ['start default 5', 'stop big', 'delete big']);
   assert.equal(row.querySelector('button[data-action=start]')!.getAttribute('aria-label'), 'Start default');
   assert.equal(view.element.querySelector<HTMLTableRowElement>('tr[data-profile=big]')!.cells[2].textContent, '8 / 8');
   view.update([]);
   assert.equal(view.element.querySelectorAll('tr[data-profile]').length, 0);
+});
+
+test('profileProblem follows the API: a DNS label of at most 40 characters', () => {
+  for (const ok of ['a', 'analysis', 'x-2', 'a'.repeat(40)]) {
+    assert.equal(profileProblem(ok), '', ok);
+  }
+  for (const bad of ['', 'A', '-x', 'x-', 'a/b', 'a.b', 'a b', 'a'.repeat(41)]) {
+    assert.notEqual(profileProblem(bad), '', bad);
+  }
+});
+
+test('the new cluster form: checks the name and engines, creates, and clears the name once made', async () => {
+  const asked: string[] = [];
+  let answer = false;
+  const form = new NewCluster((p, n) => {
+    asked.push(`${p} ${n}`);
+    return Promise.resolve(answer);
+  });
+  document.body.replaceChildren(form.element);
+  assert.equal(document.querySelector(`label[for="${form.name.id}"]`)!.textContent, 'New cluster');
+  assert.equal(document.querySelector(`label[for="${form.engines.id}"]`)!.textContent, 'Engines');
+  assert.equal(form.engines.value, '2');
+  const submit = () => form.element.dispatchEvent(new window.Event('submit', { cancelable: true }));
+
+  form.name.value = 'Bad Name';
+  submit();
+  assert.deepEqual(asked, [], 'a bad name is not sent');
+  assert.notEqual(form.name.validationMessage, '');
+  form.name.value = 'work';
+  form.name.dispatchEvent(new window.Event('input'));
+  form.engines.value = '2000';
+  submit();
+  assert.deepEqual(asked, [], 'too many engines are not sent');
+
+  form.engines.value = '3';
+  answer = false;
+  submit();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(asked, ['work 3']);
+  assert.equal(form.name.value, 'work', 'a refused name stays for the user to change');
+  answer = true;
+  submit();
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(asked, ['work 3', 'work 3']);
+  assert.equal(form.name.value, '', 'the name is cleared once made');
+});
+
+test('the form is for users whose policies leave them engines', () => {
+  assert.equal(mayMakeClusters({}), true, 'no policies');
+  assert.equal(mayMakeClusters({ quota: { limits: { engines: null } } }), true, 'no engines limit');
+  assert.equal(mayMakeClusters({ quota: { limits: { engines: 4 } } }), true);
+  assert.equal(mayMakeClusters({ quota: { limits: { engines: 0 } } }), false);
 });

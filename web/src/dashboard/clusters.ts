@@ -1,6 +1,6 @@
 // ipyparallel clusters: profile, status, engines, and a form per cluster to start it with a
-// number of engines or stop it. Rows are keyed by profile and updated in place; a number the
-// user is typing is never overwritten by polling.
+// number of engines, stop it or delete it; and a form to make a new one. Rows are keyed by
+// profile and updated in place; a number the user is typing is never overwritten by polling.
 import { h } from '../shell/dom';
 
 /** Cluster is the API's cluster model (IPython's plus nbkube's fields). */
@@ -22,6 +22,105 @@ export interface Cluster {
 export interface ClusterActions {
   start(profile: string, n: number): void;
   stop(profile: string): void;
+  remove(profile: string): void;
+}
+
+/** Me is what the dashboard reads of GET /api/me: the user's engines limit, when policies set one. */
+export interface Me {
+  quota?: { limits: { engines: number | null } };
+}
+
+/** mayMakeClusters tells whether the user's policies leave them engines (no policy: yes). */
+export function mayMakeClusters(me: Me): boolean {
+  return me.quota?.limits.engines !== 0;
+}
+
+/** profileProblem tells why value cannot name a new cluster, or '' when it can (the API's rule). */
+export function profileProblem(value: string): string {
+  if (value === '') {
+    return 'Enter a name for the cluster.';
+  }
+  if (value.length > 40) {
+    return 'A cluster name has at most 40 characters.';
+  }
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(value)) {
+    return "Use lowercase letters, digits and '-', starting and ending with a letter or digit.";
+  }
+  return '';
+}
+
+/**
+ * NewCluster is the form that makes a cluster: a name and a number of engines. create
+ * resolves true once the cluster is made; the name is then cleared.
+ */
+export class NewCluster {
+  readonly element: HTMLFormElement;
+  readonly name: HTMLInputElement;
+  readonly engines: HTMLInputElement;
+
+  constructor(create: (profile: string, n: number) => Promise<boolean>) {
+    this.name = h('input', {
+      type: 'text',
+      id: 'nb-new-cluster-name',
+      maxlength: 40,
+      autocomplete: 'off',
+      spellcheck: 'false',
+      placeholder: 'e.g. analysis',
+      required: true,
+    });
+    this.engines = h('input', {
+      type: 'number',
+      id: 'nb-new-cluster-engines',
+      min: 0,
+      max: MAX_ENGINES,
+      step: 1,
+      inputmode: 'numeric',
+      value: 2,
+    });
+    const button = h('button', { type: 'submit' }, 'Create');
+    this.element = h(
+      'form',
+      { class: 'nb-new-cluster', 'aria-label': 'New cluster', novalidate: true },
+      h('label', { for: this.name.id }, 'New cluster'),
+      this.name,
+      h('label', { for: this.engines.id }, 'Engines'),
+      this.engines,
+      button,
+    );
+    for (const input of [this.name, this.engines]) {
+      input.addEventListener('input', () => input.setCustomValidity(''));
+    }
+    this.element.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      if (button.getAttribute('aria-disabled') === 'true') {
+        return;
+      }
+      const profile = this.name.value.trim();
+      const problem = profileProblem(profile);
+      if (problem) {
+        this.refuse(this.name, problem);
+        return;
+      }
+      const n = parseEngines(this.engines.value);
+      if (n === undefined) {
+        this.refuse(this.engines, `Enter a whole number from 0 to ${MAX_ENGINES}.`);
+        return;
+      }
+      setDisabled(button, true);
+      void create(profile, n).then((made) => {
+        setDisabled(button, false);
+        if (made) {
+          this.name.value = '';
+        }
+      });
+    });
+  }
+
+  private refuse(input: HTMLInputElement, why: string): void {
+    input.setCustomValidity(why);
+    input.reportValidity();
+    input.focus();
+  }
 }
 
 /** clusterStatus is what the Status column says. */
@@ -92,6 +191,10 @@ export class Clusters {
       }
       if (b.dataset.action === 'stop') {
         this.actions.stop(profile);
+        return;
+      }
+      if (b.dataset.action === 'delete') {
+        this.actions.remove(profile);
         return;
       }
       const input = row.querySelector<HTMLInputElement>('input[type=number]')!;
@@ -175,6 +278,7 @@ export class Clusters {
         { class: 'nb-col-actions' },
         h('button', { type: 'button', 'data-action': 'start', 'aria-label': `Start ${c.profile}` }, 'Start'),
         h('button', { type: 'button', 'data-action': 'stop', 'aria-label': `Stop ${c.profile}` }, 'Stop'),
+        h('button', { type: 'button', 'data-action': 'delete', 'aria-label': `Delete ${c.profile}` }, 'Delete'),
       ),
     );
   }

@@ -12,7 +12,7 @@ import { api, services } from '../shell/server';
 import { listTerminals, shutDownTerminal, startTerminal } from '../shell/terminals';
 import { UploadProgress, Toolbar } from './actions';
 import { Alerts, errorText } from './alerts';
-import { Clusters, type Cluster } from './clusters';
+import { Clusters, NewCluster, mayMakeClusters, type Cluster, type Me } from './clusters';
 import { confirmDialog } from './dialogs';
 import { Listing, type Entry } from './listing';
 import { breadcrumbs, badName, baseName, joinPath, parentDir } from './paths';
@@ -214,13 +214,50 @@ const clusters = new Clusters({
       api<Cluster>(`api/clusters/${encodeURIComponent(profile)}/stop`, { method: 'POST' }),
     );
   },
+  remove(profile) {
+    void confirmDialog({
+      title: `Delete cluster ${profile}?`,
+      message: 'Its controller and engines stop, and whatever they hold in memory is lost.',
+      confirm: 'Delete',
+      danger: true,
+    }).then((yes) => {
+      if (yes) {
+        void act(`Cannot delete ${profile}`, () =>
+          api<void>(`api/clusters/${encodeURIComponent(profile)}`, { method: 'DELETE' }),
+        );
+      }
+    });
+  },
 });
+const newCluster = new NewCluster(
+  async (profile, n) =>
+    (await act(`Cannot create ${profile}`, () =>
+      api<Cluster>('api/clusters', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ profile, n }),
+      }),
+    )) !== undefined,
+);
+// Shown to a user who may start clusters: one whose policies leave engines (/api/me).
+newCluster.element.hidden = true;
 const clustersSection = h(
   'section',
   { class: 'nb-section nb-clusters', 'aria-labelledby': 'nb-clusters-title' },
   h('h2', { id: 'nb-clusters-title' }, 'Clusters'),
   clusters.element,
+  newCluster.element,
 );
+
+async function loadMayMakeClusters(): Promise<void> {
+  try {
+    const me = await api<Me>('api/me');
+    newCluster.element.hidden = !mayMakeClusters(me);
+  } catch {
+    // Without an answer, no form: a start would tell the same error.
+    newCluster.element.hidden = true;
+  }
+}
 
 async function loadClusters(): Promise<void> {
   const asked = epoch;
@@ -358,4 +395,5 @@ const poller = new Poller(async () => {
 
 // Ready once the listing, sessions, terminals and clusters were shown (or their errors) and the Kernel
 // select is filled, so that New notebook works.
-void Promise.all([poller.start(), specsLoaded]).then(() => markReady('dashboard'));
+// Whether the user may make clusters is asked once: policies change rarely.
+void Promise.all([poller.start(), specsLoaded, loadMayMakeClusters()]).then(() => markReady('dashboard'));
