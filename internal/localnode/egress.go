@@ -13,17 +13,18 @@ import (
 	"time"
 
 	"github.com/elazarl/goproxy"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// A sandbox has no route out of its network namespace. Its way out is an HTTP proxy that the
-// node serves inside it, at an address no pod gets: the proxy connects, from the host, only
-// where the pod's egress NetworkPolicies let it, as a network that enforces them would. The
-// environment of every sandboxed container names it (HTTP_PROXY, HTTPS_PROXY and their
-// lower-case forms), which pip, git, curl, conda, requests and urllib follow; the names it is
-// asked for are resolved by the node (the sandbox's own DNS, dns.go, only answers names).
-// Other protocols than HTTP and CONNECT tunnels (TLS, SSH over a proxy command) have no way
-// out.
+// One of a sandbox's ways out of its network namespace is an HTTP proxy that the node serves
+// inside it, at an address no pod gets: the proxy connects, from the host, only where the
+// pod's egress NetworkPolicies let it, as a network that enforces them would. The environment
+// of every sandboxed container names it (HTTP_PROXY, HTTPS_PROXY and their lower-case forms),
+// which pip, git, curl, conda, requests and urllib follow; the names it is asked for are
+// resolved by the node (the sandbox's own DNS, dns.go, only answers names). The other way out,
+// for every TCP and UDP client, is the sandbox's eth0 (routeout.go), where the machine allows
+// one.
 const (
 	egressProxyIP   = "127.0.0.100"
 	egressProxyPort = 3128
@@ -116,7 +117,7 @@ func (n *podNetwork) dialOut(ctx context.Context, l *sandboxLink, addr string) (
 			if !l.routes(target) {
 				continue
 			}
-		} else if !view.allowsOut(src, ip, int32(port)) {
+		} else if !view.allowsOut(src, ip, corev1.ProtocolTCP, int32(port)) {
 			continue
 		}
 		c, err := d.DialContext(ctx, "tcp", target)
@@ -128,10 +129,10 @@ func (n *podNetwork) dialOut(ctx context.Context, l *sandboxLink, addr string) (
 	return nil, lastErr
 }
 
-// allowsOut tells whether src may connect to TCP port of ip, an address outside the pod
-// network, as its egress policies decide (ipBlock rules, or rules with no peers).
-func (v policyView) allowsOut(src endpointPod, ip netip.Addr, port int32) bool {
-	return v.admits(networkingv1.PolicyTypeEgress, src, endpointPod{ip: ip.String()}, port)
+// allowsOut tells whether src may reach port (of protocol proto) of ip, an address outside
+// the pod network, as its egress policies decide (ipBlock rules, or rules with no peers).
+func (v policyView) allowsOut(src endpointPod, ip netip.Addr, proto corev1.Protocol, port int32) bool {
+	return v.admits(networkingv1.PolicyTypeEgress, src, endpointPod{ip: ip.String()}, proto, port)
 }
 
 // routes tells whether the pod network carries this link's connections to addr, another

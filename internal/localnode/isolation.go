@@ -43,6 +43,7 @@ func (w *podWorker) sandboxSpec(c *container, mounts mountTable, declared []core
 		Hostname: w.pod.Name,
 		PodIP:    w.ip,
 		Root:     filepath.Join(w.podDir, "rootfs", c.spec.Name),
+		RouteOut: w.sandboxRouteOut(),
 	}
 	spec.UID, spec.GID = sandboxIDs(w.pod, c.spec)
 	if w.node.ownUsers {

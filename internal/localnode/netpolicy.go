@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 )
 
 // policyView is what deciding whether one pod may open a TCP connection to another reads:
@@ -29,13 +30,13 @@ type endpointPod struct {
 // ingress policies that select dst must let it in; a pod no policy of a direction selects is
 // not restricted in that direction.
 func (v policyView) allows(src, dst endpointPod, port int32) bool {
-	return v.admits(networkingv1.PolicyTypeEgress, src, dst, port) &&
-		v.admits(networkingv1.PolicyTypeIngress, dst, src, port)
+	return v.admits(networkingv1.PolicyTypeEgress, src, dst, corev1.ProtocolTCP, port) &&
+		v.admits(networkingv1.PolicyTypeIngress, dst, src, corev1.ProtocolTCP, port)
 }
 
-// admits tells whether the policies of direction that select subject admit its peer on port,
-// port being dst's in either direction.
-func (v policyView) admits(direction networkingv1.PolicyType, subject, peer endpointPod, port int32) bool {
+// admits tells whether the policies of direction that select subject admit its peer on port
+// of protocol proto, port being dst's in either direction.
+func (v policyView) admits(direction networkingv1.PolicyType, subject, peer endpointPod, proto corev1.Protocol, port int32) bool {
 	selected := false
 	dst := peer
 	if direction == networkingv1.PolicyTypeIngress {
@@ -48,13 +49,13 @@ func (v policyView) admits(direction networkingv1.PolicyType, subject, peer endp
 		selected = true
 		if direction == networkingv1.PolicyTypeIngress {
 			for _, r := range p.Spec.Ingress {
-				if v.peersMatch(r.From, p.Namespace, peer) && portsMatch(r.Ports, dst.pod, port) {
+				if v.peersMatch(r.From, p.Namespace, peer) && portsMatch(r.Ports, dst.pod, proto, port) {
 					return true
 				}
 			}
 		} else {
 			for _, r := range p.Spec.Egress {
-				if v.peersMatch(r.To, p.Namespace, peer) && portsMatch(r.Ports, dst.pod, port) {
+				if v.peersMatch(r.To, p.Namespace, peer) && portsMatch(r.Ports, dst.pod, proto, port) {
 					return true
 				}
 			}
@@ -135,14 +136,15 @@ func inBlock(b *networkingv1.IPBlock, ip string) bool {
 	return true
 }
 
-// portsMatch tells whether a rule's ports include TCP port of dst; a rule without ports
-// matches every port. A named port is the one of dst's containers that has that name.
-func portsMatch(ports []networkingv1.NetworkPolicyPort, dst *corev1.Pod, port int32) bool {
+// portsMatch tells whether a rule's ports include port of dst with protocol proto (a port
+// without one is TCP's, as in Kubernetes); a rule without ports matches every port of every
+// protocol. A named port is the one of dst's containers that has that name.
+func portsMatch(ports []networkingv1.NetworkPolicyPort, dst *corev1.Pod, proto corev1.Protocol, port int32) bool {
 	if len(ports) == 0 {
 		return true
 	}
 	for _, p := range ports {
-		if p.Protocol != nil && *p.Protocol != corev1.ProtocolTCP {
+		if ruleProto := ptr.Deref(p.Protocol, corev1.ProtocolTCP); ruleProto != proto {
 			continue
 		}
 		if p.Port == nil {

@@ -140,8 +140,35 @@ func TestLocalNetworkPolicies_LetKernelsReachTheirOwnersClustersOnly(t *testing.
 		{"the renderer to a public address", renderer, "151.101.0.223", false},
 		{"an ipcontroller (no egress policy) to a private address", controller, "10.1.2.3", true},
 	} {
-		if got := v.allowsOut(tc.src, netip.MustParseAddr(tc.ip), 443); got != tc.want {
+		if got := v.allowsOut(tc.src, netip.MustParseAddr(tc.ip), corev1.ProtocolTCP, 443); got != tc.want {
 			t.Errorf("%s: allowsOut %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Ports of a rule are of a protocol (TCP when it names none), as Kubernetes reads them; a
+// rule without ports allows every port of every protocol.
+func TestPortsMatch_ReadsTheProtocol(t *testing.T) {
+	udp, tcp, sctp := corev1.ProtocolUDP, corev1.ProtocolTCP, corev1.ProtocolSCTP
+	p53 := intstr.FromInt32(53)
+	for _, tc := range []struct {
+		name  string
+		ports []networkingv1.NetworkPolicyPort
+		proto corev1.Protocol
+		port  int32
+		want  bool
+	}{
+		{"no ports, UDP", nil, udp, 53, true},
+		{"no ports, TCP", nil, tcp, 53, true},
+		{"UDP 53 for UDP 53", []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &p53}}, udp, 53, true},
+		{"UDP 53 for TCP 53", []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &p53}}, tcp, 53, false},
+		{"no protocol (TCP) 53 for UDP 53", []networkingv1.NetworkPolicyPort{{Port: &p53}}, udp, 53, false},
+		{"no protocol (TCP) 53 for TCP 53", []networkingv1.NetworkPolicyPort{{Port: &p53}}, tcp, 53, true},
+		{"SCTP, any port, for UDP", []networkingv1.NetworkPolicyPort{{Protocol: &sctp}}, udp, 9, false},
+		{"UDP, any port, for UDP", []networkingv1.NetworkPolicyPort{{Protocol: &udp}}, udp, 9, true},
+	} {
+		if got := portsMatch(tc.ports, nil, tc.proto, tc.port); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

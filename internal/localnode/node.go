@@ -114,6 +114,9 @@ type Node struct {
 	// ownUsers: each sandbox runs as a user of the machine of its own (see
 	// decideSandboxUsers); set once, before the node runs pods.
 	ownUsers bool
+	// routeOut: sandboxes get a route out for every protocol (routeout.go); set once,
+	// before the node runs pods.
+	routeOut bool
 
 	// recorder is set by Start before anything that records events runs.
 	recorder record.EventRecorder
@@ -225,6 +228,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	if n.cfg.Sandbox {
 		n.decideSandboxUsers(logger)
+		n.decideRouteOut(logger)
 	}
 	// The fork server outlives the pods: stopping them lets each agent shut its kernel down.
 	forkCtx, stopForks := context.WithCancel(log.IntoContext(context.WithoutCancel(ctx), logger))

@@ -82,6 +82,8 @@ type sandboxLink struct {
 	// dns and dnsTCP are the DNS relay's sockets inside the sandbox (dns.go).
 	dns    net.PacketConn
 	dnsTCP net.Listener
+	// routeOut answers the sandbox's eth0 (routeout.go), when it has one.
+	routeOut *routeOutStack
 }
 
 // attach links a sandboxed container into the network: its declared ports are reachable at
@@ -105,6 +107,7 @@ func (n *podNetwork) attach(ctx context.Context, pod *corev1.Pod, ip string, c *
 		l.close()
 		return nil, fmt.Errorf("serving the sandbox's DNS: %w", err)
 	}
+	l.startRouteOut(n)
 	n.mu.Lock()
 	n.links[l] = true
 	n.mu.Unlock()
@@ -403,6 +406,11 @@ func (l *sandboxLink) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+	if r := l.routeOut; r != nil {
+		l.routeOut = nil
+		// Its stack's end waits for none of the link's locks.
+		go r.close()
+	}
 	for _, ln := range l.in {
 		ln.Close()
 	}

@@ -153,7 +153,9 @@ func hostUIDOf(marker string) (string, error) {
 
 // egressProbe reports, as JSON in the termination message, what a sandboxed process gets
 // from the host's server at argv[1]:argv[2] through the proxy its environment names, through
-// a CONNECT tunnel, and from the host's loopback server at 127.0.0.1:argv[3] through the proxy.
+// a CONNECT tunnel and through a plain socket, from the host's loopback server at
+// 127.0.0.1:argv[3] through the proxy, and from the host's UDP echo server at
+// argv[1]:argv[4].
 const egressProbe = `
 import http.client, json, os, sys, urllib.parse, urllib.request
 host, port, loport = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -178,12 +180,26 @@ try:
     out["tunnel"] = c.getresponse().read().decode()
 except OSError as e:
     out["tunnel"] = "error %s" % e
+import socket
 try:
-    import socket
-    socket.create_connection((host, port), timeout=5)
-    out["socket"] = "connected"
+    s = socket.create_connection((host, port), timeout=10)
+    s.sendall(b"GET / HTTP/1.0\r\nHost: outside\r\n\r\n")
+    data = b""
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+    out["socket"] = data.decode().split("\r\n\r\n", 1)[-1]
 except OSError as e:
     out["socket"] = "error"
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.settimeout(3)
+try:
+    u.sendto(b"ping", (host, int(sys.argv[4])))
+    out["udp"] = u.recv(100).decode()
+except OSError as e:
+    out["udp"] = "error"
 open("/work/msg", "w").write(json.dumps(out))
 `
 
@@ -218,6 +234,22 @@ func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
 	}
 	outside := serve(net.JoinHostPort(hostIP, "0"), "hello from outside")
 	controlPlane := serve("127.0.0.1:0", "control plane")
+	echo, err := net.ListenPacket("udp", net.JoinHostPort(hostIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { echo.Close() })
+	go func() {
+		buf := make([]byte, 100)
+		for {
+			n, from, err := echo.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			_, _ = echo.WriteTo(buf[:n], from)
+		}
+	}()
+	udpPort := echo.LocalAddr().(*net.UDPAddr).Port
 
 	ns := newNamespace(t, client)
 	egress := func(name, app string, rules ...networkingv1.NetworkPolicyEgressRule) {
@@ -231,8 +263,14 @@ func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
 	// "open" may go anywhere (a block of every address, loopback included); "closed" nowhere.
 	egress("open", "open", networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0"}}}})
 	egress("closed", "closed")
+	// "tcp" may reach the outside server's TCP port only.
+	egress("tcp", "tcp", networkingv1.NetworkPolicyEgressRule{
+		To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: hostIP + "/32"}}},
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(outside.Port))}},
+	})
 	probe := func(app string) map[string]string {
-		p := basicPod(ns, app, corev1.RestartPolicyNever, "python3", "-c", egressProbe, hostIP, strconv.Itoa(outside.Port), strconv.Itoa(controlPlane.Port))
+		p := basicPod(ns, app, corev1.RestartPolicyNever, "python3", "-c", egressProbe, hostIP, strconv.Itoa(outside.Port), strconv.Itoa(controlPlane.Port),
+			strconv.Itoa(udpPort))
 		p.Labels = map[string]string{"app": app}
 		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
 		c := &p.Spec.Containers[0]
@@ -249,11 +287,28 @@ func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
 		}
 		return got
 	}
-	open, closed := probe("open"), probe("closed")
-	for what, want := range map[string]string{"env": "hello from outside", "tunnel": "hello from outside", "socket": "error"} {
+	open, closed, tcpOnly := probe("open"), probe("closed"), probe("tcp")
+	// A plain socket and UDP go out through the sandbox's eth0 (routeout.go), as the
+	// policies allow, protocol and port included; on a machine without /dev/net/tun, only
+	// the proxy goes out.
+	plain, udp := "hello from outside", "ping"
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Log("no /dev/net/tun: sandboxes have no route out here, only the proxy")
+		plain, udp = "error", "error"
+	}
+	for what, want := range map[string]string{"env": "hello from outside", "tunnel": "hello from outside",
+		"socket": plain, "udp": udp} {
 		if open[what] != want {
 			t.Errorf("allowed pod, %s: %q, want %q", what, open[what], want)
 		}
+	}
+	for what, want := range map[string]string{"socket": plain, "udp": "error"} {
+		if tcpOnly[what] != want {
+			t.Errorf("pod allowed TCP to the port only, %s: %q, want %q", what, tcpOnly[what], want)
+		}
+	}
+	if closed["socket"] != "error" || closed["udp"] != "error" {
+		t.Errorf("pod without egress, plain socket and UDP: %v, want both refused", closed)
 	}
 	if !strings.HasPrefix(open["loopback"], "HTTP 403") {
 		t.Errorf("allowed pod, the node's loopback through the proxy: %q, want a 403", open["loopback"])

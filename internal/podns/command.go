@@ -59,6 +59,8 @@ type Command struct {
 	specWrite  *os.File
 	childFiles []*os.File
 	control    *net.UnixConn
+	// routeOut is made by this process before the init reads its spec (root's node).
+	routeOut *RouteOut
 }
 
 // NewCommand prepares the sandbox of spec. Its init is the program init, which must call
@@ -72,6 +74,9 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 		return nil, err
 	}
 	is := initSpec{Spec: spec, Distinct: spec.distinct()}
+	if spec.RouteOut != nil && hostMakesRouteOut() {
+		is.RouteOut = nil
+	}
 	var host *hostFiles
 	if is.Distinct {
 		var err error
@@ -139,7 +144,11 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, host.mounts...)
 		children = cmd.ExtraFiles
 	}
-	return &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: children, control: fc.(*net.UnixConn)}, nil
+	c := &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: children, control: fc.(*net.UnixConn)}
+	if spec.RouteOut != nil && hostMakesRouteOut() {
+		c.routeOut = spec.RouteOut
+	}
+	return c, nil
 }
 
 // Close releases what a Command that was never started holds.
@@ -158,6 +167,18 @@ func (c *Command) Started() (*Control, error) {
 	for _, f := range c.childFiles {
 		f.Close()
 	}
+	var tun *os.File
+	var tunErr error
+	if c.routeOut != nil {
+		// The init waits for its spec: eth0 is there before the command runs.
+		tun, tunErr = makeRouteOutOf(c.Cmd.Process.Pid, c.routeOut)
+	}
+	started := false
+	defer func() {
+		if !started && tun != nil {
+			tun.Close()
+		}
+	}()
 	go func() {
 		defer c.specWrite.Close()
 		_, _ = c.specWrite.Write(c.spec)
@@ -181,7 +202,9 @@ func (c *Command) Started() (*Control, error) {
 		return nil, errors.New(msg.Error)
 	}
 	_ = c.control.SetReadDeadline(time.Time{})
-	return newControl(c.control), nil
+	ctl := newControl(c.control)
+	ctl.routeOut, ctl.routeOutErr, started = tun, tunErr, true
+	return ctl, nil
 }
 
 // startMessage is the init's first word on the control socket.

@@ -30,6 +30,8 @@ type dialRequest struct {
 	// UDP makes a Listen request's socket a UDP one.
 	UDP  bool  `json:"udp,omitempty"`
 	Exec *Exec `json:"exec,omitempty"`
+	// RouteOut asks for the TUN device of the sandbox's route out (Spec.RouteOut).
+	RouteOut bool `json:"routeOut,omitempty"`
 }
 
 type dialReply struct {
@@ -65,6 +67,10 @@ const MaxExecOutput = 10 * 1024
 // Control reaches into a running sandbox.
 type Control struct {
 	conn *net.UnixConn
+	// routeOut is the TUN device of the sandbox's route out when the node made it (root),
+	// or routeOutErr why it could not.
+	routeOut    *os.File
+	routeOutErr error
 
 	mu      sync.Mutex
 	nextID  uint64
@@ -184,7 +190,12 @@ func (c *Control) forget(id uint64) {
 }
 
 // Close stops reaching into the sandbox; the init carries on.
-func (c *Control) Close() error { return c.conn.Close() }
+func (c *Control) Close() error {
+	if c.routeOut != nil {
+		c.routeOut.Close()
+	}
+	return c.conn.Close()
+}
 
 // read hands each answer to its Dial until the init's end closes the socket.
 func (c *Control) read() {

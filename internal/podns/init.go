@@ -70,6 +70,14 @@ func runInit() int {
 	if err := loopbackUp(); err != nil {
 		return fail(fmt.Errorf("bringing up the loopback interface: %w", err))
 	}
+	var routeOut *os.File
+	if spec.RouteOut != nil {
+		// Before the root is built: the device is the host's. A sandbox that cannot have
+		// one still runs, with its loopback only; the node is told when it asks.
+		if routeOut, err = makeRouteOut(spec.RouteOut); err != nil {
+			fmt.Fprintf(os.Stderr, "nbkube sandbox: no route out: %v\n", err)
+		}
+	}
 	if spec.Hostname != "" {
 		if err := unix.Sethostname([]byte(spec.Hostname)); err != nil {
 			return fail(fmt.Errorf("setting the hostname: %w", err))
@@ -106,7 +114,7 @@ func runInit() int {
 		return 137
 	}
 	execs := make(chan execStart)
-	go serveControl(control, spec.PodIP, execs)
+	go serveControl(control, spec.PodIP, routeOut, execs)
 	return supervise(proc.Pid, signals, execs)
 }
 
@@ -154,7 +162,7 @@ func supervise(pid int, signals chan os.Signal, execs <-chan execStart) int {
 }
 
 // serveControl answers dial, listen and exec requests until the other end closes the socket.
-func serveControl(control *os.File, podIP string, execs chan<- execStart) {
+func serveControl(control *os.File, podIP string, routeOut *os.File, execs chan<- execStart) {
 	fc, err := net.FileConn(control)
 	control.Close()
 	if err != nil {
@@ -176,8 +184,25 @@ func serveControl(control *os.File, podIP string, execs chan<- execStart) {
 			go answerExec(conn, req, execs)
 			continue
 		}
+		if req.RouteOut {
+			go answerRouteOut(conn, req, routeOut)
+			continue
+		}
 		go answerDial(conn, req, podIP)
 	}
+}
+
+// answerRouteOut hands the node the TUN device of the sandbox's route out.
+func answerRouteOut(conn *net.UnixConn, req dialRequest, routeOut *os.File) {
+	rep := dialReply{ID: req.ID}
+	var rights []byte
+	if routeOut == nil {
+		rep.Error = errNoRouteOut.Error()
+	} else {
+		rights = syscall.UnixRights(int(routeOut.Fd()))
+	}
+	b, _ := json.Marshal(rep)
+	_, _, _ = conn.WriteMsgUnix(b, rights, nil)
 }
 
 // dialTimeout bounds a connection inside the sandbox: on loopback it is refused or accepted

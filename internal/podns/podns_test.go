@@ -336,13 +336,15 @@ func TestSandbox_WorksForAnOrdinaryUser(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "-test.run", "^TestSandbox_(SeesItsVolumesAndTheSystemOnly|ReachesNothingOnTheNetwork|DialConnectsToAServerInside|ListenPacketServesAPrivilegedPortInsideButTheCommandGetsNone)$", "-test.count=1", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^TestSandbox_(SeesItsVolumesAndTheSystemOnly|ReachesNothingOnTheNetwork|DialConnectsToAServerInside|ListenPacketServesAPrivilegedPortInsideButTheCommandGetsNone|RouteOutCarriesWhatItSendsOut)$", "-test.count=1", "-test.v")
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "TMPDIR=" + dir, "HOME=" + dir}
 	cmd.Dir = dir
 	const nobody = 65534
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.CombinedOutput()
-	if err != nil || strings.Count(string(out), "--- PASS") != 4 {
+	// The route out needs a /dev/net/tun the user may open, which some machines lack.
+	passed, skipped := strings.Count(string(out), "--- PASS"), strings.Contains(string(out), "--- SKIP: TestSandbox_RouteOutCarriesWhatItSendsOut")
+	if err != nil || passed != 5 && (passed != 4 || !skipped) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 }

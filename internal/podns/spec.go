@@ -44,6 +44,10 @@ type Spec struct {
 	Masks []string `json:"masks,omitempty"`
 	// Mounts are the volumes.
 	Mounts []Mount `json:"mounts,omitempty"`
+	// RouteOut, when set, gives the sandbox a network interface with the default route,
+	// whose packets the node answers (routeout.go); without it the sandbox has only its
+	// loopback.
+	RouteOut *RouteOut `json:"routeOut,omitempty"`
 }
 
 // HostIDs are a user and a group of the machine.
