@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -68,12 +69,11 @@ func openHostFiles(s *Spec, init string) (*hostFiles, error) {
 	if len(s.Mounts) == 0 {
 		return h, nil
 	}
-	userns, err := idmapUserns(init, *s.Host)
+	userns, err := idmapUsernsCache.get(init, *s.Host)
 	if err != nil {
 		h.close()
 		return nil, err
 	}
-	defer func() { _ = unix.Close(userns) }()
 	for _, m := range s.Mounts {
 		f, err := idmappedMount(m, userns)
 		if err != nil {
@@ -109,6 +109,46 @@ func idmappedMount(m Mount, userns int) (*os.File, error) {
 // usernsHolder is the program that holds a user namespace open until its stdin ends when
 // the machine has it: cat, which starts in a millisecond where a Go program takes several.
 const usernsHolder = "/bin/cat"
+
+// usernsCache keeps the volumes' user namespaces of the host IDs sandboxes ran as, so that a
+// sandbox of the same IDs (a pod given an address that an earlier pod had) needs no new one:
+// making one forks this process whole (the Go runtime cannot vfork into a new user
+// namespace), which in a node of some hundred megabytes costs more than the rest of the
+// sandbox. A namespace maps one user and group and holds nothing else, so sharing it between
+// sandboxes of the same IDs shares nothing.
+type usernsCache struct {
+	mu  sync.Mutex
+	fds map[HostIDs]int
+}
+
+// maxCachedUserns bounds the cache; past it, the namespaces of other IDs are made each time.
+const maxCachedUserns = 4096
+
+var idmapUsernsCache = &usernsCache{fds: map[HostIDs]int{}}
+
+// get is a descriptor of the user namespace of host's volumes, which the cache keeps open:
+// the caller does not close it.
+func (c *usernsCache) get(init string, host HostIDs) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fd, ok := c.fds[host]; ok {
+		return fd, nil
+	}
+	fd, err := idmapUserns(init, host)
+	if err != nil {
+		return -1, err
+	}
+	if len(c.fds) >= maxCachedUserns {
+		// Full: one is dropped; its namespace goes once no mount uses it.
+		for h, old := range c.fds {
+			_ = unix.Close(old)
+			delete(c.fds, h)
+			break
+		}
+	}
+	c.fds[host] = fd
+	return fd, nil
+}
 
 // idmapUserns is a descriptor of a new user namespace in which the starter's user and group
 // are host's: the mapping of the volumes' mounts. A process (usernsHolder, else init) holds

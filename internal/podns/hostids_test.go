@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // testHostID is a user and group of the machine no file or process of a test machine has.
@@ -126,5 +128,38 @@ func TestCheckIdmap_AcceptsAnIdmappableDirectoryAndRefusesOtherwise(t *testing.T
 	// procfs cannot be idmapped.
 	if err := CheckIdmap("/proc/self", "", host); err == nil {
 		t.Error("/proc/self passed the check")
+	}
+}
+
+// The volumes' user namespace of a host user is made once and kept: making one forks the
+// node whole. Another host user gets one of its own.
+func TestUsernsCache_KeepsOneNamespacePerHostUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root maps other users of the machine")
+	}
+	c := &usernsCache{fds: map[HostIDs]int{}}
+	ino := func(ids HostIDs) uint64 {
+		t.Helper()
+		fd, err := c.get("", ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	a := HostIDs{UID: testHostID, GID: testHostID}
+	b := HostIDs{UID: testHostID + 1, GID: testHostID + 1}
+	first := ino(a)
+	if again := ino(a); again != first {
+		t.Errorf("a second ask for %v made another namespace (%d, then %d)", a, first, again)
+	}
+	if other := ino(b); other == first {
+		t.Errorf("%v got %v's namespace", b, a)
+	}
+	if len(c.fds) != 2 {
+		t.Errorf("the cache holds %d namespaces, want 2", len(c.fds))
 	}
 }
