@@ -79,6 +79,7 @@ func TestSandboxedNode(t *testing.T) {
 	})
 
 	t.Run("EgressFollowsThePodsPolicies", func(t *testing.T) { egressFollowsThePodsPolicies(t, client) })
+	t.Run("RouteOutResistsItsPod", func(t *testing.T) { routeOutResistsItsPod(t, client) })
 	t.Run("EachPodRunsAsAUserOfItsOwn", func(t *testing.T) { eachPodRunsAsAUserOfItsOwn(t, client) })
 	t.Run("NamesResolveThroughTheNodesDNS", func(t *testing.T) { namesResolveThroughTheNodesDNS(t, client) })
 }
