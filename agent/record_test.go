@@ -2,6 +2,7 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func joined(v any) string {
 
 func TestRecord_TheOutputsOfARunWhoseClientLeftAreWrittenIntoItsCell(t *testing.T) {
 	dir := t.TempDir()
-	code := "import time\nprint('first', flush=True)\ntime.sleep(1)\nfor i in range(3): print(i)\nprint('last')\n6 * 7"
+	code := "import time\nprint('first', flush=True)\ntime.sleep(3)\nfor i in range(3): print(i)\nprint('last')\n6 * 7"
 	nb := writeNotebook(t, dir, "sub/nb.ipynb",
 		map[string]any{"id": "c1", "cell_type": "code", "source": code},
 		map[string]any{"id": "c2", "cell_type": "code", "source": []any{"x = 1"}, "execution_count": 4,
@@ -87,6 +88,15 @@ func TestRecord_TheOutputsOfARunWhoseClientLeftAreWrittenIntoItsCell(t *testing.
 	// The tab is closed after the first line: the rest, and the result, only the agent sees.
 	cl.ws.Close()
 
+	// While it runs, the cell says so (a page that opens the notebook shows it running).
+	testenv.Eventually(t, "the first line written, the cell marked running", 10*time.Second, func() error {
+		cell := storedCell(t, nb, "c1")
+		own, _ := cell["metadata"].(map[string]any)["nbkube"].(map[string]any)
+		if outs, _ := cell["outputs"].([]any); len(outs) == 0 || own["running"] != id {
+			return fmt.Errorf("cell %v", cell)
+		}
+		return nil
+	})
 	var cell map[string]any
 	testenv.Eventually(t, "the run's outputs in the notebook", 20*time.Second, func() error {
 		cell = storedCell(t, nb, "c1")
@@ -115,6 +125,9 @@ func TestRecord_TheOutputsOfARunWhoseClientLeftAreWrittenIntoItsCell(t *testing.
 	}
 	if cell["execution_count"] != float64(1) {
 		t.Errorf("execution_count %v, want 1", cell["execution_count"])
+	}
+	if own, ok := cell["metadata"].(map[string]any)["nbkube"]; ok {
+		t.Errorf("the run ended, and its cell still says %v", own)
 	}
 	timing, _ := cell["metadata"].(map[string]any)["execution"].(map[string]any)
 	for _, k := range []string{"iopub.status.busy", "iopub.execute_input", "iopub.status.idle"} {

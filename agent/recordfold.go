@@ -114,5 +114,9 @@ func (run *cellRun) cellRun(s runSnapshot) nbformat.CellRun {
 		outputs = append(outputs[:len(outputs):len(outputs)], map[string]any{"output_type": "stream", "name": "stderr",
 			"text": "[nbkube: the rest of this cell's output was not written: it passed what the kernel's agent keeps of a run whose client is away]\n"})
 	}
-	return nbformat.CellRun{CellID: run.cellID, Source: run.code, ExecutionCount: s.count, Outputs: outputs, Execution: s.execution}
+	r := nbformat.CellRun{CellID: run.cellID, Source: run.code, ExecutionCount: s.count, Outputs: outputs, Execution: s.execution}
+	if !s.finished {
+		r.Running = run.msgID
+	}
+	return r
 }

@@ -23,7 +23,16 @@ type CellRun struct {
 	// Execution, when not nil, becomes the cell's metadata.execution: the timing record
 	// JupyterLab keeps when asked to (recordTiming).
 	Execution map[string]any
+	// Running, when not empty, is the msg_id of the run's execute_request while the kernel
+	// still runs it: metadata.nbkube.running says so, for a page that opens the notebook
+	// meanwhile (it shows the cell running, and the run's further output as it comes). A
+	// run written once it ended takes the key away.
+	Running string
 }
+
+// RunningKey is where a cell's metadata says that a run of it is still going: under
+// metadata.nbkube, nbkube's own (JupyterLab keeps what it does not know).
+const RunningKey = "running"
 
 // PutRuns writes runs into data, a stored nbformat 4 notebook: each into the code cell of its
 // id whose source is the run's. It returns the notebook as nbformat.write stores it, and the
@@ -69,14 +78,15 @@ func PutRuns(data []byte, runs []CellRun) ([]byte, []string, error) {
 		} else {
 			cell["execution_count"] = nil
 		}
+		md, ok := cell["metadata"].(map[string]any)
+		if !ok {
+			md = map[string]any{}
+			cell["metadata"] = md
+		}
 		if r.Execution != nil {
-			md, ok := cell["metadata"].(map[string]any)
-			if !ok {
-				md = map[string]any{}
-				cell["metadata"] = md
-			}
 			md["execution"] = deepCopyJSON(r.Execution)
 		}
+		setRunning(md, r.Running)
 		written = append(written, r.CellID)
 	}
 	if len(written) == 0 {
@@ -90,6 +100,27 @@ func PutRuns(data []byte, runs []CellRun) ([]byte, []string, error) {
 	stripTransient(nb)
 	splitLines(nb)
 	return appendNotebookElided(make([]byte, 0, len(data)+len(data)/8+4096), nb, e), written, nil
+}
+
+// setRunning sets or takes away metadata.nbkube.running, and metadata.nbkube with the last
+// of its keys.
+func setRunning(md map[string]any, msgID string) {
+	own, _ := md["nbkube"].(map[string]any)
+	if msgID != "" {
+		if own == nil {
+			own = map[string]any{}
+			md["nbkube"] = own
+		}
+		own[RunningKey] = msgID
+		return
+	}
+	if own == nil {
+		return
+	}
+	delete(own, RunningKey)
+	if len(own) == 0 {
+		delete(md, "nbkube")
+	}
 }
 
 // sourceOf is a stored cell's source as one string (nbformat stores a string or a list of

@@ -3,6 +3,7 @@ package nbformat
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -98,5 +99,50 @@ func TestOutputFromMsg_IsNbformatsOutputFromMsg(t *testing.T) {
 		if _, ok, _ := OutputFromMsg(typ, []byte(`{}`)); ok {
 			t.Errorf("%s made an output", typ)
 		}
+	}
+}
+
+// A run still going marks its cell (metadata.nbkube.running, the request's msg_id) beside
+// what the cell's metadata has; the run written once it ended takes the mark away, and
+// metadata.nbkube with its last key.
+func TestPutRuns_MarksACellWhileItsRunGoesOn(t *testing.T) {
+	nb := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+		{"id": "a", "cell_type": "code", "source": "1", "metadata": {"tags": ["t"], "nbkube": {"other": 1}}, "outputs": [], "execution_count": null},
+		{"id": "b", "cell_type": "code", "source": "2", "metadata": {}, "outputs": [], "execution_count": null}]}`
+	md := func(data []byte, id string) map[string]any {
+		t.Helper()
+		var doc struct {
+			Cells []map[string]any `json:"cells"`
+		}
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range doc.Cells {
+			if c["id"] == id {
+				return c["metadata"].(map[string]any)
+			}
+		}
+		t.Fatalf("no cell %s", id)
+		return nil
+	}
+	running, _, err := PutRuns([]byte(nb), []CellRun{{CellID: "a", Source: "1", Running: "m1"}, {CellID: "b", Source: "2", Running: "m2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := md(running, "a"); fmt.Sprint(got["nbkube"]) != "map[other:1 running:m1]" || got["tags"] == nil {
+		t.Errorf("a's metadata while it runs: %v", got)
+	}
+	if got := md(running, "b"); fmt.Sprint(got["nbkube"]) != "map[running:m2]" {
+		t.Errorf("b's metadata while it runs: %v", got)
+	}
+	ended, _, err := PutRuns(running, []CellRun{{CellID: "a", Source: "1"}, {CellID: "b", Source: "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := md(ended, "a"); fmt.Sprint(got["nbkube"]) != "map[other:1]" {
+		t.Errorf("a's metadata once ended: %v", got)
+	}
+	if got := md(ended, "b"); got["nbkube"] != nil {
+		t.Errorf("b's metadata once ended: %v", got)
 	}
 }
