@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
@@ -255,5 +257,25 @@ func exhaustQuota(t *testing.T, ns string, resource corev1.ResourceName) {
 		q.Status.Hard = q.Spec.Hard
 		q.Status.Used = q.Spec.Hard
 		return k8sClient.Status().Update(context.Background(), q)
+	})
+	// The API server's quota admission reads quotas from a cache of its own: wait until it
+	// refuses what the quota counts, or an object made right after would still be admitted.
+	var probe client.Object
+	switch resource {
+	case corev1.ResourcePods:
+		probe = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "quota-probe-"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	case "count/kernels.nbkube.io":
+		probe = &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "quota-probe-"},
+			Spec: nbv1.KernelParameters{Owner: "probe", KernelSpec: "python3"}}
+	default:
+		return
+	}
+	eventually(t, "quota enforced", func() error {
+		err := k8sClient.Create(context.Background(), probe.DeepCopyObject().(client.Object), client.DryRunAll)
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
+		return fmt.Errorf("a %s was admitted past the quota: %w", resource, err)
 	})
 }

@@ -23,24 +23,7 @@ const dnsTestIP = "192.0.2.7"
 // every A question with dnsTestIP and others with no answer; it returns its address.
 func startNameServer(t *testing.T) string {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 1500)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			if answer := answerQuery(buf[:n]); answer != nil {
-				_, _ = pc.WriteTo(answer, from)
-			}
-		}
-	}()
-	return pc.LocalAddr().String()
+	return servePackets(t, "127.0.0.1:0", answerQuery).LocalAddr().String()
 }
 
 // answerQuery is the answer to one question: the header with the query's id, the question

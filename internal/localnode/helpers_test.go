@@ -2,8 +2,10 @@ package localnode_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -226,4 +228,66 @@ func httpGet(t *testing.T, ip string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// servePackets answers each UDP datagram at addr with what answer makes of it (nothing when
+// nil) until the test ends; it returns the socket.
+func servePackets(t *testing.T, addr string, answer func([]byte) []byte) net.PacketConn {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if a := answer(buf[:n]); a != nil {
+				_, _ = pc.WriteTo(a, from)
+			}
+		}
+	}()
+	return pc
+}
+
+// hostAddress is the machine's first IPv4 address besides loopback, "" when it has none.
+func hostAddress(t *testing.T) string {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	return ""
+}
+
+// runProbe runs a Python script as pod app of ns, labelled app=<app>, with args, as user
+// 1000, and returns the JSON object it wrote to /work/msg (its termination message).
+func runProbe(t *testing.T, client kubernetes.Interface, ns, app, script string, args ...string) map[string]string {
+	t.Helper()
+	p := basicPod(ns, app, corev1.RestartPolicyNever, append([]string{"python3", "-c", script}, args...)...)
+	p.Labels = map[string]string{"app": app}
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)}
+	p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	c := &p.Spec.Containers[0]
+	c.Image, c.TerminationMessagePath = "python:3.11-slim", "/work/msg"
+	c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	done := waitPod(t, client, createPod(t, client, p), "ended", terminal)
+	if done.Status.Phase != corev1.PodSucceeded {
+		t.Fatalf("%s: the probe failed: %+v", app, done.Status.ContainerStatuses[0].State.Terminated)
+	}
+	var got map[string]string
+	if err := json.Unmarshal([]byte(done.Status.ContainerStatuses[0].State.Terminated.Message), &got); err != nil {
+		t.Fatalf("%s: %v: %q", app, err, done.Status.ContainerStatuses[0].State.Terminated.Message)
+	}
+	return got
 }

@@ -1,7 +1,6 @@
 package localnode_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -208,17 +207,7 @@ open("/work/msg", "w").write(json.dumps(out))
 // proxy, where its egress NetworkPolicies allow, and never the node's own loopback, where the
 // control plane listens.
 func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
-	hostIP := ""
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
-			hostIP = n.IP.String()
-			break
-		}
-	}
+	hostIP := hostAddress(t)
 	if hostIP == "" {
 		t.Skip("the machine has no IPv4 address besides loopback to stand for the internet")
 	}
@@ -235,21 +224,7 @@ func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
 	}
 	outside := serve(net.JoinHostPort(hostIP, "0"), "hello from outside")
 	controlPlane := serve("127.0.0.1:0", "control plane")
-	echo, err := net.ListenPacket("udp", net.JoinHostPort(hostIP, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { echo.Close() })
-	go func() {
-		buf := make([]byte, 100)
-		for {
-			n, from, err := echo.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			_, _ = echo.WriteTo(buf[:n], from)
-		}
-	}()
+	echo := servePackets(t, net.JoinHostPort(hostIP, "0"), func(b []byte) []byte { return b })
 	udpPort := echo.LocalAddr().(*net.UDPAddr).Port
 
 	ns := newNamespace(t, client)
@@ -270,23 +245,8 @@ func egressFollowsThePodsPolicies(t *testing.T, client kubernetes.Interface) {
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(outside.Port))}},
 	})
 	probe := func(app string) map[string]string {
-		p := basicPod(ns, app, corev1.RestartPolicyNever, "python3", "-c", egressProbe, hostIP, strconv.Itoa(outside.Port), strconv.Itoa(controlPlane.Port),
+		return runProbe(t, client, ns, app, egressProbe, hostIP, strconv.Itoa(outside.Port), strconv.Itoa(controlPlane.Port),
 			strconv.Itoa(udpPort))
-		p.Labels = map[string]string{"app": app}
-		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-		c := &p.Spec.Containers[0]
-		c.Image, c.TerminationMessagePath = "python:3.11-slim", "/work/msg"
-		c.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
-		c.VolumeMounts = []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
-		done := waitPod(t, client, createPod(t, client, p), "ended", terminal)
-		if done.Status.Phase != corev1.PodSucceeded {
-			t.Fatalf("%s: the probe failed: %+v", app, done.Status.ContainerStatuses[0].State.Terminated)
-		}
-		var got map[string]string
-		if err := json.Unmarshal([]byte(done.Status.ContainerStatuses[0].State.Terminated.Message), &got); err != nil {
-			t.Fatalf("%s: %v: %q", app, err, done.Status.ContainerStatuses[0].State.Terminated.Message)
-		}
-		return got
 	}
 	open, closed, tcpOnly := probe("open"), probe("closed"), probe("tcp")
 	// A plain socket and UDP go out through the sandbox's eth0 (routeout.go), as the
