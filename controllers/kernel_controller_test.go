@@ -210,6 +210,43 @@ func TestKernel_FailsFastOnPodProblems(t *testing.T) {
 	}
 }
 
+// The scheduler calls a pod whose claims a provisioner still makes unschedulable; the kernel
+// waits for the volume instead of failing (a start right after an install hit this).
+func TestKernel_WaitsForItsVolumesToBeBound(t *testing.T) {
+	ns := namespace(t)
+	create(t, kernelSpec(ns, "python3"))
+	k := kernel(ns, "k1", "python3")
+	create(t, k)
+	pod := kernelPod(t, k)
+	setPodStatus(t, pod, func(s *corev1.PodStatus) {
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+			Message: "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found"}}
+	})
+	eventually(t, "the kernel says it waits for its volumes", func() error {
+		if err := get(k); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionReady)
+		if c == nil || c.Reason != string(nbv1.ReasonPodPending) || !strings.Contains(c.Message, "volumes to be bound") {
+			return fmt.Errorf("ready condition %+v", c)
+		}
+		return nil
+	})
+	if c := meta.FindStatusCondition(k.Status.Conditions, nbv1.ConditionFailed); c != nil {
+		t.Fatalf("a kernel waiting for its volume failed: %+v", c)
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}, Target: corev1.ObjectReference{Kind: "Node", Name: "n1"}}
+	if err := k8sClient.SubResource("binding").Create(context.Background(), pod, b); err != nil {
+		t.Fatal(err)
+	}
+	setPodStatus(t, pod, func(s *corev1.PodStatus) {
+		s.Phase = corev1.PodRunning
+		s.PodIP = "10.1.2.3"
+		s.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	})
+	kernelCondition(t, k, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonAgentReady)
+}
+
 func findEvent(ns, regarding, kind string, reason nbv1.EventReason) error {
 	var evs eventsv1.EventList
 	if err := k8sClient.List(context.Background(), &evs, client.InNamespace(ns)); err != nil {

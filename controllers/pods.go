@@ -49,6 +49,23 @@ func fatalWaiting(w *corev1.ContainerStateWaiting) bool {
 	return slices.ContainsFunc(definitivePullErrors, func(s string) bool { return strings.Contains(msg, s) })
 }
 
+// unboundClaims is what kube-scheduler's volume binding says of a pod whose claims wait for
+// a volume.
+const unboundClaims = "unbound immediate PersistentVolumeClaims"
+
+// unschedulable returns the scheduler's message when it found no node for the pod. A pod whose
+// claims are not bound yet does not count: the scheduler says so while a provisioner still makes
+// the volume (right after an install, or for a new user's home) and tries again once it is
+// bound. A claim that is never bound ends in the start timeout.
+func unschedulable(pod *corev1.Pod) (string, bool) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message, !strings.Contains(c.Message, unboundClaims)
+		}
+	}
+	return "", false
+}
+
 // podState says whether the pod is ready and, if not, why. The reasons of the kubelet and the
 // scheduler are passed through.
 func podState(pod *corev1.Pod) (*problem, bool) {
@@ -65,10 +82,8 @@ func podState(pod *corev1.Pod) (*problem, bool) {
 	case corev1.PodSucceeded:
 		return &problem{reason: nbv1.ReasonKernelExited, message: "the kernel exited", fatal: true}, false
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return &problem{reason: nbv1.ReasonUnschedulable, message: "no node can run the kernel: " + c.Message, fatal: true}, false
-		}
+	if msg, ok := unschedulable(pod); ok {
+		return &problem{reason: nbv1.ReasonUnschedulable, message: "no node can run the kernel: " + msg, fatal: true}, false
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for _, cs := range statuses {
@@ -82,6 +97,9 @@ func podState(pod *corev1.Pod) (*problem, bool) {
 		}
 	}
 	if pod.Spec.NodeName == "" {
+		if msg, _ := unschedulable(pod); msg != "" {
+			return &problem{reason: nbv1.ReasonPodPending, message: "the kernel pod waits for its volumes to be bound: " + msg}, false
+		}
 		return &problem{reason: nbv1.ReasonPodPending, message: "the kernel pod waits for a node"}, false
 	}
 	for _, cs := range statuses {

@@ -149,10 +149,8 @@ func terminalPodState(p *corev1.Pod) terminalState {
 	case corev1.PodFailed:
 		return podFailed(p)
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return terminalState{nbv1.TerminalFailed, nbv1.ReasonUnschedulable, "no node can run the terminal: " + c.Message}
-		}
+	if msg, ok := unschedulable(p); ok {
+		return terminalState{nbv1.TerminalFailed, nbv1.ReasonUnschedulable, "no node can run the terminal: " + msg}
 	}
 	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
 	for _, cs := range statuses {
