@@ -1,6 +1,7 @@
 package browser
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -112,5 +115,104 @@ func TestNotebook_ASaveTakesTheOutputsTheServerWroteMeanwhile(t *testing.T) {
 	cells = storedCells(t, file)
 	if len(cells) != 2 || !strings.Contains(cells[0].Outputs, "recorded while away") || cells[1].Source != "x = 2" {
 		t.Errorf("the file after the save: %+v, want the recorded run and the page's new cell", cells)
+	}
+}
+
+// A tab closed while its cell runs, and the notebook opened again: the page shows what the
+// server wrote meanwhile, the cell still running, and the run's further lines as they come;
+// once the run ends the cell has its count and the file every line.
+func TestNotebook_ClosedMidRunAndOpenedAgainFollowsTheRun(t *testing.T) {
+	srv, dir, ctx, _ := newNotebook(t)
+	file := filepath.Join(srv.root, dir, "Untitled.ipynb")
+	var loc string
+	// Leaving a page whose notebook has unsaved changes asks first: yes.
+	opening := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range opening {
+			if err != nil {
+				return
+			}
+			go func() {
+				_ = chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+					_, err := cdp.Call(ctx, tg, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+					return err
+				}))
+			}()
+		}
+	}()
+	code := "for i in range(40): print(f'line {i}', flush=True); __import__('time').sleep(0.4)"
+	run(t, ctx, "run a long cell, and save", 2*time.Minute,
+		into(chromedp.Location(), &loc),
+		runCell(0, code),
+		outputHas(0, "line 1"),
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+	)
+	// The agent writes a run into a cell whose stored source is the run's: the saved one.
+	testenv.Eventually(t, "the cell saved", 20*time.Second, func() error {
+		// Shift-Enter made a second cell.
+		if cells := storedCells(t, file); len(cells) == 0 || cells[0].Source != code {
+			return fmt.Errorf("stored %q", fmt.Sprint(cells))
+		}
+		return nil
+	})
+	run(t, ctx, "leave", time.Minute, chromedp.Navigate("about:blank"))
+	time.Sleep(1500 * time.Millisecond)
+	prompt := `document.querySelector('[data-cell-index="0"] .nb-prompt').textContent`
+	// Not ready("notebook"): the page is ready once the kernel is idle, at the run's end.
+	run(t, ctx, "open it again", time.Minute,
+		chromedp.Navigate(loc),
+		// Written by the kernel's agent while no page had the run.
+		outputHas(0, "line 3"),
+		until(prompt+`.includes("*")`),
+	)
+	screenshot(t, ctx, "notebook-reopened-mid-run")
+	// Still running until its last line: the page once showed the cell done (its count) while
+	// the kernel ran it on, after a save took the server's copy.
+	type shownNow struct {
+		Prompt string `json:"prompt"`
+		Out    string `json:"out"`
+	}
+	var mid shownNow
+	run(t, ctx, "midway", time.Minute, outputHas(0, "line 25"), into(chromedp.Evaluate[shownNow](fmt.Sprintf(
+		`({prompt: %s, out: document.querySelector(%q).innerText})`, prompt, cellSel(0, ".nb-outputs"))), &mid))
+	if !strings.Contains(mid.Out, "line 39") && !strings.Contains(mid.Prompt, "*") {
+		t.Errorf("prompt %q while the run goes on (output up to %q)", mid.Prompt, mid.Out[max(0, len(mid.Out)-20):])
+	}
+	run(t, ctx, "the run's further lines, then its end", time.Minute,
+		outputHas(0, "line 39"),
+		until(`!`+prompt+`.includes("*") && /\d/.test(`+prompt+`)`),
+	)
+	var shown string
+	run(t, ctx, "read the output", 10*time.Second, into(chromedp.Evaluate[string](
+		fmt.Sprintf(`document.querySelector(%q).innerText`, cellSel(0, ".nb-outputs"))), &shown))
+	for i := 0; i < 40; i++ {
+		if n := strings.Count(shown, fmt.Sprintf("line %d\n", i)); n > 1 {
+			t.Errorf("line %d shown %d times:\n%s", i, n, shown)
+		}
+	}
+	testenv.Eventually(t, "every line in the file", 10*time.Second, func() error {
+		cells := storedCells(t, file)
+		for i := 0; i < 40; i++ {
+			if len(cells) == 0 || !strings.Contains(cells[0].Outputs, fmt.Sprintf("line %d\\n", i)) {
+				return fmt.Errorf("stored %+v", cells)
+			}
+		}
+		return nil
+	})
+	// The page loaded the cell marked running; the agent took the mark away with the run's
+	// last write. That, like the outputs, is the run's: a save asks nothing.
+	run(t, ctx, "edit the other cell and save", time.Minute,
+		typeCell(1, "x = 2"),
+		chromedp.KeyEvent(kb.Escape),
+		chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
+		until(`document.body.dataset.dirty === "false"`),
+	)
+	if open := eval[bool](t, ctx, `!!document.querySelector('dialog[open]')`); open {
+		t.Error("the save asked about a conflict that only the run made")
+	}
+	cells := storedCells(t, file)
+	if len(cells) != 2 || !strings.Contains(cells[0].Outputs, "line 39") || cells[1].Source != "x = 2" {
+		t.Errorf("the file after the save: %+v, want the whole run and the page's edit", cells)
 	}
 }

@@ -86,6 +86,16 @@ export class KernelSession {
     this.iopubListeners.push(l);
   }
 
+  /** follow hears IOPub messages until l answers true. */
+  follow(l: (m: KernelMessage.IIOPubMessage) => boolean): void {
+    const once = (m: KernelMessage.IIOPubMessage) => {
+      if (l(m)) {
+        this.iopubListeners = this.iopubListeners.filter((x) => x !== once);
+      }
+    };
+    this.iopubListeners.push(once);
+  }
+
   /** onRestart hears a restart (the kernel's executions in flight are then gone). */
   onRestart(l: () => void): void {
     this.restartListeners.push(l);

@@ -1,7 +1,7 @@
 // The notebook page's controller: keeps the cell views in step with the model, owns the
 // selection and the command/edit mode, runs cells on the kernel, and saves.
 import type { KernelMessage } from '@jupyterlab/services';
-import type { Services } from '../shell/server';
+import { api, type Services } from '../shell/server';
 import type * as nbformat from '@jupyterlab/nbformat';
 import { url } from '../shell/config';
 import { h, startDownload } from '../shell/dom';
@@ -20,7 +20,7 @@ import { installKeyboard, type EditContext, type Mode } from './keyboard';
 import { LazyEditors } from './lazyeditors';
 import { isNew, NotebookModel, type Change } from './model';
 import { DisplayRegistry } from './outputs';
-import { CellRunner } from './run';
+import { CellRunner, runningMark } from './run';
 import type { RecordedRun } from './recorded';
 import { Autosave } from './save';
 import { basename, Saver } from '../shell/saver';
@@ -132,10 +132,39 @@ export class NotebookPage {
     const ks = this.model.metadata.kernelspec as { name?: string } | undefined;
     try {
       await this.kernel.connect(this.path, basename(this.path), ks?.name);
+      void this.followRecordedRuns();
       void this.noteKernel();
     } catch (err) {
       this.onStatus('dead');
       void alert('No kernel', 'The kernel could not be started: ' + messageOf(err));
+    }
+  }
+
+  /** followRecordedRuns shows the cells the server recorded as still running (a page that
+   * ran them was closed) as running, with what their runs send from now on. It follows at
+   * once, not to miss what comes, then asks the kernel's own state (a session's list has its
+   * resource's, which lags): a mark found while the kernel is not busy is of a run that
+   * ended unseen, and goes. */
+  private async followRecordedRuns(): Promise<void> {
+    const followed: CellView[] = [];
+    for (const v of this.views) {
+      const id = runningMark(v.cell.metadata);
+      if (id !== undefined) {
+        this.runner.follow(v, id, (l) => this.kernel.follow(l));
+        followed.push(v);
+      }
+    }
+    const k = this.kernel.kernel;
+    if (followed.length === 0 || !k) return;
+    let busy = true;
+    try {
+      busy =
+        (await api<{ execution_state?: string }>(`api/kernels/${encodeURIComponent(k.id)}`)).execution_state === 'busy';
+    } catch {
+      // Unknown: the marks stay until the kernel says it is idle.
+    }
+    if (!busy) {
+      for (const v of followed) this.runner.unfollow(v);
     }
   }
 

@@ -81,3 +81,25 @@ test('a copy changed in more than runs is the user’s to decide', () => {
     assert.equal(recordedRuns(base, server, page.cells), null);
   }
 });
+
+test('the mark of a run going on is written by runs, not a change of the notebook', () => {
+  const page = NotebookModel.fromJSON(base);
+  const mid = code('a', 'long()', [stream('first\n')], 3, { nbkube: { running: 'm1' } });
+  const server = notebook(mid, code('b', 'x = 1', [], 2), base.cells[2]);
+  assert.deepEqual(recordedRuns(base, server, page.cells), [
+    { index: 0, outputs: [stream('first\n')], executionCount: 3, execution: undefined },
+  ]);
+  // The mark went with the run's last write while the page had it.
+  const marked = notebook(
+    code('a', 'long()', [stream('old\n')], 1, { nbkube: { running: 'm1' } }),
+    ...base.cells.slice(1),
+  );
+  const ended = notebook(code('a', 'long()', [stream('all\n')], 3), ...base.cells.slice(1));
+  assert.equal(recordedRuns(marked, ended, NotebookModel.fromJSON(marked).cells)?.length, 1);
+  // Other keys of nbkube's own are the notebook's.
+  const other = notebook(
+    code('a', 'long()', [stream('x\n')], 3, { nbkube: { running: 'm1', pinned: true } }),
+    ...base.cells.slice(1),
+  );
+  assert.equal(recordedRuns(base, other, page.cells), null);
+});

@@ -47,8 +47,25 @@ function without(md: unknown, keys: string[]): Record<string, unknown> {
   return rest;
 }
 
+/** cellMetadataOfRuns is a cell's metadata less what runs write: the timing record, and the
+ * mark of a run going on (metadata.nbkube.running, which the kernel's agent writes and takes
+ * away), with metadata.nbkube when that was its only key. */
+function cellMetadataOfRuns(md: unknown): Record<string, unknown> {
+  const rest = without(md, runCellMetadata);
+  const own = rest.nbkube;
+  if (own && typeof own === 'object' && !Array.isArray(own) && 'running' in own) {
+    const left = without(own, ['running']);
+    if (Object.keys(left).length === 0) {
+      delete rest.nbkube;
+    } else {
+      rest.nbkube = left;
+    }
+  }
+  return rest;
+}
+
 /** withoutRuns is what of a notebook a run does not change: the notebook's metadata, and each
- * cell's id, type, source (as one string), attachments and metadata (less the timing record). */
+ * cell's id, type, source (as one string), attachments and metadata (less what runs write). */
 function withoutRuns(nb: nbformat.INotebookContent): JSONish {
   return {
     metadata: without(nb.metadata, transientNotebook),
@@ -57,7 +74,7 @@ function withoutRuns(nb: nbformat.INotebookContent): JSONish {
       type: c.cell_type,
       source: sourceText(c.source),
       attachments: (c as { attachments?: unknown }).attachments,
-      metadata: without(c.metadata, runCellMetadata),
+      metadata: cellMetadataOfRuns(c.metadata),
     })),
   };
 }

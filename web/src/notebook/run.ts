@@ -5,6 +5,23 @@ import type { CellView } from './cellview';
 import type { KernelSession } from './kernel';
 import { outputFromMessage } from './outputs';
 
+/** runningMark is the msg_id of a run still going when the server wrote the cell (the
+ * kernel's agent writes the outputs of a run whose page left, and marks the cell meanwhile
+ * under metadata.nbkube.running); undefined when none. */
+export function runningMark(metadata: Record<string, unknown>): string | undefined {
+  const own = metadata.nbkube as Record<string, unknown> | undefined;
+  const id = own?.running;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
+/** dropRunningMark takes the mark away (and metadata.nbkube with its last key). */
+export function dropRunningMark(metadata: Record<string, unknown>): void {
+  const own = metadata.nbkube as Record<string, unknown> | undefined;
+  if (!own || !('running' in own)) return;
+  delete own.running;
+  if (Object.keys(own).length === 0) delete metadata.nbkube;
+}
+
 /** CellRunner runs cells on the kernel and shows what their executions send. */
 export class CellRunner {
   /** Each cell's latest execution, so that an earlier one's late output is not shown. */
@@ -15,6 +32,53 @@ export class CellRunner {
     private kernel: KernelSession,
     private changed: () => void,
   ) {}
+
+  /** follow shows a run that another page started and the server recorded as still going
+   * (runningMark): the cell is marked running, and what the kernel sends of that run (its
+   * request's msg_id) lands in it, until the kernel is idle after it. The outputs the server
+   * wrote before the page opened are the cell's already. What lands does not make the
+   * notebook unsaved: the kernel's agent writes that run into the file itself. */
+  follow(v: CellView, msgId: string, iopub: (l: (m: KernelMessage.IIOPubMessage) => boolean) => void): void {
+    const out = v.outputs;
+    if (v.cell.type !== 'code' || !out) return;
+    const run = (this.runs.get(v) ?? 0) + 1;
+    this.runs.set(v, run);
+    v.setRunning('running');
+    iopub((m) => {
+      if (this.runs.get(v) !== run) return true; // run again here since: no longer followed
+      if ((m.parent_header as { msg_id?: string } | undefined)?.msg_id !== msgId) return false;
+      const t = m.header.msg_type;
+      const c = m.content as Record<string, unknown>;
+      if (t === 'status') {
+        if (c.execution_state !== 'idle') return false;
+        v.setRunning(null);
+        dropRunningMark(v.cell.metadata);
+        return true;
+      }
+      if (t === 'execute_input') {
+        v.setExecutionCount(typeof c.execution_count === 'number' ? c.execution_count : null);
+      } else if (t === 'clear_output') {
+        out.clear((c as KernelMessage.IClearOutputMsg['content']).wait);
+      } else if (t !== 'update_display_data') {
+        const o = outputFromMessage({ msgType: t, content: c });
+        if (o) {
+          out.add(o.output, o.displayId);
+          if (t === 'execute_result' && typeof c.execution_count === 'number') {
+            v.setExecutionCount(c.execution_count);
+          }
+        }
+      }
+      return false;
+    });
+  }
+
+  /** unfollow stops following a recorded run that is not going after all, and takes its
+   * mark away. */
+  unfollow(v: CellView): void {
+    this.runs.set(v, (this.runs.get(v) ?? 0) + 1);
+    v.setRunning(null);
+    dropRunningMark(v.cell.metadata);
+  }
 
   /** run renders a markdown cell, or executes a code cell and shows its outputs; it ends when
    * the execution does. */
