@@ -47,6 +47,8 @@ type Agent struct {
 	// rec writes the outputs of runs whose client is away into their notebooks; nil when
 	// the agent knows no contents directory.
 	rec *recorder
+	// exec sends the cells of server-side execution (PathExecute).
+	exec *executor
 
 	// life serializes starting, restarting, interrupting and stopping the kernel.
 	life sync.Mutex
@@ -127,6 +129,7 @@ func Run(ctx context.Context, cfg Config) error {
 	a.mem.limit = cfg.MemoryBudget
 	a.signer = wire.NewSigner(a.key)
 	a.rec = a.newRecorder(cfg.ContentsDir)
+	a.exec = newExecutor()
 	defer a.stopRecording()
 	a.lastActivity = time.Now()
 	a.unusedSince = a.lastActivity

@@ -55,6 +55,7 @@ func (a *Agent) handler() http.Handler {
 	}))
 	mux.Handle("POST "+agentapi.PathWorkDir, a.authorized(a.serveWorkDir))
 	mux.Handle("POST "+agentapi.PathNotebook, a.authorized(a.serveNotebookMove))
+	mux.Handle("POST "+agentapi.PathExecute, a.authorized(a.serveExecute))
 	mux.Handle("POST "+agentapi.PathShutdown, a.authorized(func(w http.ResponseWriter, _ *http.Request) {
 		a.stop()
 		w.WriteHeader(http.StatusNoContent)

@@ -147,8 +147,16 @@ func validNotebook(p string) bool {
 // startRunLocked records an execute_request from c (a connection that names a notebook) of
 // a cell: its code and cell id.
 func (a *Agent) startRunLocked(c *conn, h wire.Header, m *wire.Message) {
+	if c.notebook == "" || c.sess == nil {
+		return
+	}
+	a.recordRunLocked(c.notebook, c.sess, h, m)
+}
+
+// recordRunLocked records an execute_request of session sess of a cell of notebook.
+func (a *Agent) recordRunLocked(notebook string, sess *clientSession, h wire.Header, m *wire.Message) {
 	r := a.rec
-	if r == nil || c.notebook == "" || c.sess == nil {
+	if r == nil {
 		return
 	}
 	var md struct {
@@ -169,7 +177,7 @@ func (a *Agent) startRunLocked(c *conn, h wire.Header, m *wire.Message) {
 	if len(r.order) >= maxRuns {
 		a.forgetRunLocked(r.order[0])
 	}
-	run := &cellRun{msgID: h.MsgID, notebook: c.notebook, cellID: md.CellID, code: content.Code, sess: c.sess}
+	run := &cellRun{msgID: h.MsgID, notebook: notebook, cellID: md.CellID, code: content.Code, sess: sess}
 	if md.RecordTiming {
 		run.execution = map[string]any{}
 	}

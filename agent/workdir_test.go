@@ -35,7 +35,13 @@ func (ra *runningAgent) setWorkDir(t *testing.T, w agentapi.WorkDir) error {
 // answer.
 func (ra *runningAgent) postWorkDir(t *testing.T, token, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+ra.addr+agentapi.PathWorkDir, strings.NewReader(body))
+	return ra.post(t, token, agentapi.PathWorkDir, body)
+}
+
+// post posts body to the agent's path with token, and returns the answer's status and body.
+func (ra *runningAgent) post(t *testing.T, token, path, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ra.addr+path, strings.NewReader(body))
 	req.Header.Set("Authorization", agentapi.AuthScheme+" "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -74,6 +74,7 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("api/kernels/:id", h(s.getKernel))
 	auth.DELETE("api/kernels/:id", h(s.deleteKernel))
 	auth.POST("api/kernels/:id/:action", h(s.kernelAction))
+	home.POST("api/kernels/:id/execute", h(s.executeCells))
 	auth.GET("api/kernels/:id/channels", h(s.kernelChannels))
 	auth.GET("api/clusters", h(s.listClusters))
 	auth.POST("api/clusters", h(s.createCluster))

@@ -123,7 +123,43 @@ const (
 	// From, and the runs recorded for it, write into To from then on. 204, or 400 with an
 	// ErrorBody for a bad body.
 	PathNotebook = "/notebook"
+	// PathExecute (POST) runs cells of a notebook with no client (server-side execution):
+	// its body is an Execute of at most MaxExecuteBytes. The agent sends each cell's
+	// execute_request to the kernel at once (the kernel runs its shell requests in order)
+	// and writes the outputs into the notebook as a recorded run whose client is away. 204
+	// once the cells are sent; 400 with an ErrorBody for a bad body; 408 when
+	// PreviousRequestID was not sent within ExecuteOrderWait; 409 while the kernel is not
+	// running.
+	PathExecute = "/execute"
 )
+
+// Execute is the body of a PathExecute request.
+type Execute struct {
+	// Notebook is the notebook of the cells, as QueryNotebook gives it.
+	Notebook string        `json:"notebook"`
+	Cells    []ExecuteCell `json:"cells"`
+	// RequestID, when set, names the request: a later one may ask to come after it, and the
+	// execute_request of each cell has the msg_id ExecuteMsgID(RequestID, cell), so that a
+	// client follows the runs on IOPub.
+	RequestID string `json:"request_id,omitempty"`
+	// PreviousRequestID is a request whose cells must be sent first.
+	PreviousRequestID string `json:"previous_request_id,omitempty"`
+}
+
+// ExecuteCell is one cell to run: its id in the notebook and the code it holds.
+type ExecuteCell struct {
+	CellID string `json:"cell_id"`
+	Code   string `json:"code"`
+}
+
+// MaxExecuteBytes bounds the body of a PathExecute request.
+const MaxExecuteBytes = 16 << 20
+
+// ExecuteOrderWait is how long a PathExecute request waits for its PreviousRequestID.
+const ExecuteOrderWait = 10 * time.Second
+
+// ExecuteMsgID is the msg_id of the execute_request of a cell of a named request.
+func ExecuteMsgID(requestID, cellID string) string { return requestID + ":" + cellID }
 
 // NotebookMove is the body of a PathNotebook request: two notebook paths as QueryNotebook
 // gives them.

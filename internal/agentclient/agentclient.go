@@ -157,6 +157,14 @@ func (c *Client) MoveNotebook(ctx context.Context, e Endpoint, from, to string) 
 	return c.do(ctx, e, http.MethodPost, agentapi.PathNotebook, agentapi.NotebookMove{From: from, To: to}, nil)
 }
 
+// Execute sends the cells of a server-side execution to the kernel's agent
+// (agentapi.PathExecute); it returns once they are in the kernel's queue. Refusals are
+// Errors: 400, 408 when the previous request was not sent in time, 409 while the kernel is not
+// running.
+func (c *Client) Execute(ctx context.Context, e Endpoint, x agentapi.Execute) error {
+	return c.do(ctx, e, http.MethodPost, agentapi.PathExecute, x, nil)
+}
+
 // ChannelOptions shape one channels connection.
 type ChannelOptions struct {
 	// SessionID names the client session, for replay after a reconnect.

@@ -1,12 +1,13 @@
 package nbconvert
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/nbkube/nbkube/internal/nbformat"
 )
 
 // notebook is the part of an nbformat 4 notebook the exporters read.
@@ -63,25 +64,7 @@ type output struct {
 type mimeBundle map[string]json.RawMessage
 
 // multiline is a multi-line string that nbformat stores either whole or as a list of lines.
-type multiline string
-
-func (t *multiline) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
-		var lines []string
-		if err := json.Unmarshal(b, &lines); err != nil {
-			return err
-		}
-		*t = multiline(strings.Join(lines, ""))
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
-	}
-	*t = multiline(s)
-	return nil
-}
+type multiline = nbformat.Multiline
 
 // str is the data of mime as text: a string, a list of lines, or any other JSON as written.
 func (b mimeBundle) str(mime string) string {

@@ -73,6 +73,7 @@ func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 		{"ReconnectingClientGetsWhatItMissed", func(t *testing.T, _ deployment, api *jupyterAPI) { testReplay(t, api) }},
 		{"OlderIPythonInterface", func(t *testing.T, _ deployment, api *jupyterAPI) { testLegacyKernels(t, api) }},
 		{"OutputsOfARunWhoseClientLeftReachTheNotebook", testOutputsOutliveTheClient},
+		{"ServerSideExecutionRunsStoredCellsInOrder", testServerSideExecution},
 	}, more...)
 	start = time.Now()
 	t.Run("Together", func(t *testing.T) {
