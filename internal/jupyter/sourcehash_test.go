@@ -8,6 +8,8 @@ func TestSourceHash_IsMurmurHash2OfTheUTF8Bytes(t *testing.T) {
 		{"1 + 1", "3531899427"},
 		// MurmurHash2 with seed 0 of nothing is 0.
 		{"", "0"},
+		// The page's hash (npm murmurhash's v2 on the UTF-8 bytes) of the same source.
+		{"print('héllo wörld ✓')", "1686570399"},
 	} {
 		if got := SourceHash(tc.source); got != tc.want {
 			t.Errorf("SourceHash(%q) = %s, want %s", tc.source, got, tc.want)

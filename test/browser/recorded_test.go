@@ -216,3 +216,46 @@ func TestNotebook_ClosedMidRunAndOpenedAgainFollowsTheRun(t *testing.T) {
 		t.Errorf("the file after the save: %+v, want the whole run and the page's edit", cells)
 	}
 }
+
+// Run all in the background (server-side execution): the page saves, the server runs the
+// stored cells, the page shows them running while it stays; closed, the runs go on and land
+// in the file, and the page opened again shows them.
+func TestNotebook_RunAllInTheBackgroundGoesOnWithThePageClosed(t *testing.T) {
+	srv, dir, ctx, _ := newNotebook(t)
+	file := filepath.Join(srv.root, dir, "Untitled.ipynb")
+	var loc string
+	first := "for i in range(8): print(f'step {i}', flush=True); __import__('time').sleep(0.5)"
+	prompt := func(i int) string { return fmt.Sprintf(`document.querySelector(%q).textContent`, cellSel(i, ".nb-prompt")) }
+	run(t, ctx, "two cells, run in the background from the Cell menu", 2*time.Minute,
+		into(chromedp.Location(), &loc),
+		typeCell(0, first),
+		key(kb.Escape),
+		key("b"),
+		typeCell(1, "print('second', 6*7)"),
+		key(kb.Escape),
+		clickSel(`[role=menubar] [data-menu="Cell"]`),
+		clickSel(`[role=menu] [data-command="run-all-background"]`),
+		outputHas(0, "step 1"),
+		until(prompt(1)+`.includes("*")`),
+	)
+	if dirty := eval[string](t, ctx, `document.body.dataset.dirty`); dirty != "false" {
+		t.Errorf("the notebook is unsaved (%s) after a run in the background, which saves first", dirty)
+	}
+	run(t, ctx, "close the page", time.Minute, chromedp.Navigate("about:blank"))
+	testenv.Eventually(t, "both cells' runs in the file", time.Minute, func() error {
+		cells := storedCells(t, file)
+		if len(cells) != 2 || !strings.Contains(cells[0].Outputs, "step 7") || !strings.Contains(cells[1].Outputs, "second 42") {
+			return fmt.Errorf("stored %+v", cells)
+		}
+		return nil
+	})
+	run(t, ctx, "open it again", time.Minute,
+		chromedp.Navigate(loc),
+		ready("notebook"),
+		outputHas(0, "step 7"),
+		outputHas(1, "second 42"),
+	)
+	if p0, p1 := eval[string](t, ctx, prompt(0)), eval[string](t, ctx, prompt(1)); !strings.Contains(p0, "1") || !strings.Contains(p1, "2") {
+		t.Errorf("prompts %q and %q, want the counts 1 and 2 of the runs", p0, p1)
+	}
+}

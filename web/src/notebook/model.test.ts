@@ -181,3 +181,12 @@ test('several cells move, delete and come back together', () => {
   assert.equal(m.undoDelete(), 1);
   assert.equal(src(), 'abcd');
 });
+
+test('changes made quietly (a followed run the file gets elsewhere) leave the notebook saved', () => {
+  const m = NotebookModel.fromJSON({ nbformat: 4, nbformat_minor: 5, metadata: {}, cells: [] });
+  assert.equal(m.dirty, false);
+  m.quietly(() => m.markChanged());
+  assert.equal(m.dirty, false);
+  m.markChanged();
+  assert.equal(m.dirty, true);
+});

@@ -168,7 +168,21 @@ export class NotebookModel {
 
   /** markChanged records that something in a cell (source, outputs, count) changed. */
   markChanged(): void {
+    if (this.quiet > 0) return;
     this.setDirty(true);
+  }
+
+  private quiet = 0;
+
+  /** quietly makes changes that the file gets from elsewhere (the runs the kernel's agent
+   * writes, which the page follows): they do not make the notebook unsaved. */
+  quietly(fn: () => void): void {
+    this.quiet++;
+    try {
+      fn();
+    } finally {
+      this.quiet--;
+    }
   }
 
   onChange(l: (c: Change) => void): void {

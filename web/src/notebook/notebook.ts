@@ -72,7 +72,11 @@ export class NotebookPage {
     this.menubar = new MenuBar(this.commands, () => this.refocus());
     this.cellsNode = h('div', { class: 'nb-cells', role: 'list', 'aria-label': 'Cells' });
     this.lazy = new LazyEditors(() => this.views);
-    this.runner = new CellRunner(this.kernel, () => this.model.markChanged());
+    this.runner = new CellRunner(
+      this.kernel,
+      () => this.model.markChanged(),
+      (fn) => this.model.quietly(fn),
+    );
     this.file = new FileActions({
       model: this.model,
       saver: this.saver,
@@ -166,6 +170,18 @@ export class NotebookPage {
     if (!busy) {
       for (const v of followed) this.runner.unfollow(v);
     }
+  }
+
+  /** followRun shows the run of a cell that the kernel's agent runs (its execute_request's
+   * msgId): the cell is running until the kernel is idle after it, with its outputs as they
+   * come; fresh clears the cell's outputs as the run starts. */
+  followRun(v: CellView, msgId: string, fresh: boolean): void {
+    this.runner.follow(v, msgId, (l) => this.kernel.follow(l), fresh);
+  }
+
+  /** unfollowRun stops following a cell's run that will not come. */
+  unfollowRun(v: CellView): void {
+    this.runner.unfollow(v);
   }
 
   /** noteKernel shows the kernel's name and writes its spec and language into the notebook's
@@ -381,18 +397,23 @@ export class NotebookPage {
 
   // ---- Running ----
 
+  /** ensureKernel connects a kernel unless the page has a live one. */
+  async ensureKernel(): Promise<void> {
+    if (this.kernel.session && this.kernel.status === 'dead') {
+      // The kernel is gone (shut down elsewhere, or its connection given up): start anew.
+      await this.kernel.shutdown().catch(() => undefined);
+    }
+    if (!this.kernel.session) {
+      await this.connectKernel();
+    }
+  }
+
   /** runCells runs cells in order: markdown renders, code goes to the kernel (all requests
    * are sent at once; the kernel queues them, and stops after an error). */
   async runCells(indices: number[]): Promise<void> {
     const views = indices.map((i) => this.views[i]).filter((v): v is CellView => !!v);
     if (views.some((v) => v.cell.type === 'code' && v.cell.source.trim() !== '')) {
-      if (this.kernel.session && this.kernel.status === 'dead') {
-        // The kernel is gone (shut down elsewhere, or its connection given up): start anew.
-        await this.kernel.shutdown().catch(() => undefined);
-      }
-      if (!this.kernel.session) {
-        await this.connectKernel();
-      }
+      await this.ensureKernel();
     }
     const done: Promise<void>[] = [];
     for (const v of views) {

@@ -27,49 +27,68 @@ export class CellRunner {
   /** Each cell's latest execution, so that an earlier one's late output is not shown. */
   private runs = new WeakMap<CellView, number>();
 
-  /** changed is told when a run changes a cell (its outputs, its execution count). */
+  /** changed is told when a run changes a cell (its outputs, its execution count); quietly
+   * makes the changes of a followed run, which the file gets from the kernel's agent. */
   constructor(
     private kernel: KernelSession,
     private changed: () => void,
+    private quietly: (fn: () => void) => void = (fn) => fn(),
   ) {}
 
   /** follow shows a run that another page started and the server recorded as still going
    * (runningMark): the cell is marked running, and what the kernel sends of that run (its
    * request's msg_id) lands in it, until the kernel is idle after it. The outputs the server
-   * wrote before the page opened are the cell's already. What lands does not make the
-   * notebook unsaved: the kernel's agent writes that run into the file itself. */
-  follow(v: CellView, msgId: string, iopub: (l: (m: KernelMessage.IIOPubMessage) => boolean) => void): void {
-    const out = v.outputs;
-    if (v.cell.type !== 'code' || !out) return;
+   * wrote before the page opened are the cell's already; fresh (a run the page asked the
+   * server for) clears them as the run starts. What lands does not make the notebook
+   * unsaved: the kernel's agent writes that run into the file itself. */
+  follow(
+    v: CellView,
+    msgId: string,
+    iopub: (l: (m: KernelMessage.IIOPubMessage) => boolean) => void,
+    fresh = false,
+  ): void {
+    if (v.cell.type !== 'code' || !v.outputs) return;
     const run = (this.runs.get(v) ?? 0) + 1;
     this.runs.set(v, run);
     v.setRunning('running');
     iopub((m) => {
-      if (this.runs.get(v) !== run) return true; // run again here since: no longer followed
-      if ((m.parent_header as { msg_id?: string } | undefined)?.msg_id !== msgId) return false;
-      const t = m.header.msg_type;
-      const c = m.content as Record<string, unknown>;
-      if (t === 'status') {
-        if (c.execution_state !== 'idle') return false;
-        v.setRunning(null);
-        dropRunningMark(v.cell.metadata);
-        return true;
-      }
-      if (t === 'execute_input') {
-        v.setExecutionCount(typeof c.execution_count === 'number' ? c.execution_count : null);
-      } else if (t === 'clear_output') {
-        out.clear((c as KernelMessage.IClearOutputMsg['content']).wait);
-      } else if (t !== 'update_display_data') {
-        const o = outputFromMessage({ msgType: t, content: c });
-        if (o) {
-          out.add(o.output, o.displayId);
-          if (t === 'execute_result' && typeof c.execution_count === 'number') {
-            v.setExecutionCount(c.execution_count);
-          }
+      let done = false;
+      this.quietly(() => {
+        done = this.followed(v, run, msgId, fresh, m);
+      });
+      return done;
+    });
+  }
+
+  /** followed shows m if it is of the followed run of v; true once that run ended. */
+  private followed(v: CellView, run: number, msgId: string, fresh: boolean, m: KernelMessage.IIOPubMessage): boolean {
+    const out = v.outputs;
+    if (!out || this.runs.get(v) !== run) return true; // run again here since: no longer followed
+    if ((m.parent_header as { msg_id?: string } | undefined)?.msg_id !== msgId) return false;
+    const t = m.header.msg_type;
+    const c = m.content as Record<string, unknown>;
+    if (t === 'status') {
+      if (c.execution_state !== 'idle') return false;
+      v.setRunning(null);
+      dropRunningMark(v.cell.metadata);
+      return true;
+    }
+    if (t === 'execute_input') {
+      // A run the page asked for replaces the cell's outputs as it starts.
+      if (fresh) out.clear(false);
+      v.setExecutionCount(typeof c.execution_count === 'number' ? c.execution_count : null);
+    } else if (t === 'clear_output') {
+      out.clear((c as KernelMessage.IClearOutputMsg['content']).wait);
+    } else if (t !== 'update_display_data') {
+      const o = outputFromMessage({ msgType: t, content: c });
+      if (o) {
+        out.add(o.output, o.displayId);
+        if (t === 'execute_result' && typeof c.execution_count === 'number') {
+          v.setExecutionCount(c.execution_count);
         }
       }
-      return false;
-    });
+    }
+    return false;
   }
 
   /** unfollow stops following a recorded run that is not going after all, and takes its

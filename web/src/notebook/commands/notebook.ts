@@ -3,6 +3,7 @@
 // shortcuts help all come from this one list.
 import { config, url } from '../../shell/config';
 import { dirname } from '../../shell/saver';
+import { runAllInBackground } from '../background';
 import { editMetadata } from '../cellmeta';
 import { openFind } from '../find';
 import type { NotebookPage } from '../notebook';
@@ -193,6 +194,12 @@ export function notebookCommands(p: NotebookPage): CommandSpec[] {
     { id: 'run-all', label: 'Run all', menu: 'Cell', group: true, run: () => ops().runAll() },
     { id: 'run-above', label: 'Run all above', menu: 'Cell', run: () => ops().runAbove() },
     { id: 'run-below', label: 'Run all below', menu: 'Cell', run: () => ops().runBelow() },
+    {
+      id: 'run-all-background',
+      label: 'Run all in the background',
+      menu: 'Cell',
+      run: () => runAllInBackground(p),
+    },
     {
       id: 'to-code',
       label: 'Cell type: code',
