@@ -225,7 +225,9 @@ func TestNotebook_RunAllInTheBackgroundGoesOnWithThePageClosed(t *testing.T) {
 	file := filepath.Join(srv.root, dir, "Untitled.ipynb")
 	var loc string
 	first := "for i in range(8): print(f'step {i}', flush=True); __import__('time').sleep(0.5)"
-	prompt := func(i int) string { return fmt.Sprintf(`document.querySelector(%q).textContent`, cellSel(i, ".nb-prompt")) }
+	prompt := func(i int) string {
+		return fmt.Sprintf(`document.querySelector(%q).textContent`, cellSel(i, ".nb-prompt"))
+	}
 	run(t, ctx, "two cells, run in the background from the Cell menu", 2*time.Minute,
 		into(chromedp.Location(), &loc),
 		typeCell(0, first),
