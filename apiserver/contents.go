@@ -103,6 +103,7 @@ func (s *Server) getContents(c *gin.Context, p string) error {
 		return err
 	}
 	defer release()
+	s.emitContents(c, "get", m.Path, "")
 	return s.writeModel(c, http.StatusOK, m, false)
 }
 
@@ -126,6 +127,7 @@ func (s *Server) patchContents(c *gin.Context, p string) error {
 		if err != nil {
 			return err
 		}
+		s.emitContents(c, "rename", m.Path, p)
 		return s.writeModel(c, http.StatusOK, m, true)
 	}
 	m, err := s.store(ctx).Get(ctx, p, contents.GetOptions{})
@@ -166,6 +168,11 @@ func (s *Server) postContents(c *gin.Context, p string) error {
 	if err != nil {
 		return err
 	}
+	if body.CopyFrom != "" {
+		s.emitContents(c, "copy", m.Path, strings.Trim(body.CopyFrom, "/"))
+	} else {
+		s.emitContents(c, "create", m.Path, "")
+	}
 	return s.writeModel(c, http.StatusCreated, m, true)
 }
 
@@ -188,6 +195,7 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 		if err != nil {
 			return err
 		}
+		s.emitContents(c, "create", m.Path, "")
 		return s.writeModel(c, http.StatusCreated, m, true)
 	}
 	if body.CopyFrom != "" {
@@ -216,6 +224,12 @@ func (s *Server) putContents(c *gin.Context, p string) error {
 	status := http.StatusCreated
 	if isFile || isDir {
 		status = http.StatusOK
+	}
+	// As Jupyter Server names them: a save of what exists, an upload of what is new.
+	if status == http.StatusOK {
+		s.emitContents(c, "save", m.Path, "")
+	} else {
+		s.emitContents(c, "upload", m.Path, "")
 	}
 	return s.writeModel(c, status, m, true)
 }
@@ -287,6 +301,7 @@ func (s *Server) deleteContents(c *gin.Context, p string) error {
 	if err := s.store(c.Request.Context()).Delete(c.Request.Context(), userOf(c).Name, p); err != nil {
 		return err
 	}
+	s.emitContents(c, "delete", strings.Trim(p, "/"), "")
 	c.Status(http.StatusNoContent)
 	return nil
 }

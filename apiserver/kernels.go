@@ -1,13 +1,17 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/nbkube/nbkube/internal/agentclient"
+	"github.com/nbkube/nbkube/internal/events"
 	"github.com/nbkube/nbkube/internal/jupyter"
+	"github.com/nbkube/nbkube/internal/quota"
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
@@ -65,7 +69,13 @@ func (s *Server) startKernel(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	owner := cmp.Or(start.Owner, userOf(c).Name)
 	k, err := s.opts.Kernels.StartKernel(c.Request.Context(), *userOf(c), start)
+	s.emitKernel(owner, "start", k.ID, cmp.Or(k.Name, spec), err)
+	if exceeded := (*quota.Exceeded)(nil); errors.As(err, &exceeded) {
+		s.emit(owner, events.KernelStatus, map[string]any{"action": "start_refused", "kernel_id": "", "kernel_name": spec,
+			"reason": exceeded.Reason(), "msg": exceeded.Error()})
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +110,9 @@ func (s *Server) getKernel(c *gin.Context) error {
 // deleteKernel is DELETE /api/kernels/<id> and the older DELETE /kernels/<id>: 204 once the
 // kernel process has exited.
 func (s *Server) deleteKernel(c *gin.Context) error {
-	if err := s.opts.Kernels.DeleteKernel(c.Request.Context(), *userOf(c), c.Param("id")); err != nil {
+	err := s.opts.Kernels.DeleteKernel(c.Request.Context(), *userOf(c), c.Param("id"))
+	s.emitKernel(userOf(c).Name, "shutdown", c.Param("id"), "", err)
+	if err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
@@ -112,12 +124,15 @@ func (s *Server) kernelAction(c *gin.Context) error {
 	ctx, u, id := c.Request.Context(), *userOf(c), c.Param("id")
 	switch c.Param("action") {
 	case "interrupt":
-		if err := s.opts.Kernels.InterruptKernel(ctx, u, id); err != nil {
+		err := s.opts.Kernels.InterruptKernel(ctx, u, id)
+		s.emitKernel(u.Name, "interrupt", id, "", err)
+		if err != nil {
 			return err
 		}
 		c.Status(http.StatusNoContent)
 	case "restart":
 		k, err := s.opts.Kernels.RestartKernel(ctx, u, id)
+		s.emitKernel(u.Name, "restart", id, k.Name, err)
 		if err != nil {
 			return err
 		}

@@ -102,12 +102,14 @@ func (s *Server) getMe(c *gin.Context) error {
 // permissions are the actions on Jupyter Server 2's authorization resources that every user
 // may take on their own things here (admins take them on everyone's): read is GET, write
 // changes, execute runs code through a kernel's channels or types in a terminal. Kernel specs
-// are managed with kubectl, not through the API; nbkube serves no server shutdown, config or
-// events, so those are allowed nothing; terminals only when the server runs them.
+// are managed with kubectl, not through the API; nbkube serves no server shutdown or config,
+// so those are allowed nothing; terminals only when the server runs them. Events: each user
+// reads (subscribes to) and writes (posts) their own.
 var permissions = map[string][]string{
 	"api":         {"read"},
 	"contents":    {"read", "write"},
 	"csp":         {"write"},
+	"events":      {"read", "write"},
 	"clusters":    {"read", "write"},
 	"kernels":     {"read", "write", "execute"},
 	"kernelspecs": {"read"},

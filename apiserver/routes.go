@@ -76,6 +76,8 @@ func (s *Server) routes() *gin.Engine {
 	auth.POST("api/kernels/:id/:action", h(s.kernelAction))
 	home.POST("api/kernels/:id/execute", h(s.executeCells))
 	auth.GET("api/kernels/:id/channels", h(s.kernelChannels))
+	auth.POST("api/events", h(s.postEvent))
+	auth.GET("api/events/subscribe", h(s.subscribeEvents))
 	auth.GET("api/clusters", h(s.listClusters))
 	auth.POST("api/clusters", h(s.createCluster))
 	auth.GET("api/clusters/:id", h(s.getCluster))

@@ -30,6 +30,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/contents"
+	"github.com/nbkube/nbkube/internal/events"
 	"github.com/nbkube/nbkube/internal/homes"
 	"github.com/nbkube/nbkube/internal/identity"
 	"github.com/nbkube/nbkube/internal/jupyter"
@@ -72,6 +73,8 @@ type Options struct {
 	Homes homes.Template
 	// Kernels runs the users' kernels; without it there are none.
 	Kernels KernelService
+	// Events is the event bus of /api/events; a bus of this server's own when nil.
+	Events *events.Bus
 	// Sessions keeps the users' sessions; without it there are none.
 	Sessions SessionService
 	// Clusters keeps the users' ipyparallel clusters; without it there are none.
@@ -169,6 +172,7 @@ const DefaultBodyIdleTimeout = 30 * time.Second
 type Server struct {
 	opts    Options
 	agents  *agentclient.Client
+	events  *events.Bus
 	auth    *authenticator
 	engine  *gin.Engine
 	started time.Time
@@ -258,7 +262,10 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = prometheus.NewRegistry()
 	}
-	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New(),
+	if opts.Events == nil {
+		opts.Events = events.NewBus()
+	}
+	s := &Server{opts: opts, auth: auth, started: opts.Clock.Now(), agents: agentclient.New(), events: opts.Events,
 		exports: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), bodies: semaphore.NewWeighted(opts.BodyMemory)}
 	if s.metrics, err = newServerMetrics(s); err != nil {
 		return nil, err
