@@ -109,12 +109,19 @@ func TestNotebook_ASaveTakesTheOutputsTheServerWroteMeanwhile(t *testing.T) {
 		until(`document.body.dataset.dirty === "false"`),
 		outputHas(0, "recorded while away"),
 	)
+	savedWithoutAsking(t, ctx, file, "recorded while away")
+}
+
+// savedWithoutAsking checks a save made after the server wrote a run: no conflict dialog,
+// and the file has the run (its output has ran) in cell 0 and the page's "x = 2" in cell 1.
+func savedWithoutAsking(t *testing.T, ctx context.Context, file, ran string) {
+	t.Helper()
 	if open := eval[bool](t, ctx, `!!document.querySelector('dialog[open]')`); open {
-		t.Error("the save asked about a conflict that only the server's outputs made")
+		t.Error("the save asked about a conflict that only the server's run made")
 	}
-	cells = storedCells(t, file)
-	if len(cells) != 2 || !strings.Contains(cells[0].Outputs, "recorded while away") || cells[1].Source != "x = 2" {
-		t.Errorf("the file after the save: %+v, want the recorded run and the page's new cell", cells)
+	cells := storedCells(t, file)
+	if len(cells) != 2 || !strings.Contains(cells[0].Outputs, ran) || cells[1].Source != "x = 2" {
+		t.Errorf("the file after the save: %+v, want the run and the page's edit", cells)
 	}
 }
 
@@ -208,13 +215,7 @@ func TestNotebook_ClosedMidRunAndOpenedAgainFollowsTheRun(t *testing.T) {
 		chromedp.KeyEvent("s", chromedp.KeyModifiers(chromedp.ModifierCtrl)),
 		until(`document.body.dataset.dirty === "false"`),
 	)
-	if open := eval[bool](t, ctx, `!!document.querySelector('dialog[open]')`); open {
-		t.Error("the save asked about a conflict that only the run made")
-	}
-	cells := storedCells(t, file)
-	if len(cells) != 2 || !strings.Contains(cells[0].Outputs, "line 39") || cells[1].Source != "x = 2" {
-		t.Errorf("the file after the save: %+v, want the whole run and the page's edit", cells)
-	}
+	savedWithoutAsking(t, ctx, file, "line 39")
 }
 
 // Run all in the background (server-side execution): the page saves, the server runs the
