@@ -154,7 +154,7 @@ export class NotebookPage {
     for (const v of this.views) {
       const id = runningMark(v.cell.metadata);
       if (id !== undefined) {
-        this.runner.follow(v, id, (l) => this.kernel.follow(l));
+        this.followRun(v, id, false);
         followed.push(v);
       }
     }
@@ -168,7 +168,7 @@ export class NotebookPage {
       // Unknown: the marks stay until the kernel says it is idle.
     }
     if (!busy) {
-      for (const v of followed) this.runner.unfollow(v);
+      for (const v of followed) this.unfollowRun(v);
     }
   }
 
