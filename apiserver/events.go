@@ -36,9 +36,7 @@ type postedEvent struct {
 // registered schema, or one its schema refuses.
 func (s *Server) postEvent(c *gin.Context) error {
 	var ev postedEvent
-	dec := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxEventBytes))
-	dec.UseNumber()
-	if err := dec.Decode(&ev); err != nil {
+	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, maxEventBytes)).Decode(&ev); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return err
@@ -52,44 +50,16 @@ func (s *Server) postEvent(c *gin.Context) error {
 	if err != nil || version < 1 || version > 1<<20 {
 		return domainerr.Invalid("The version %s is no schema version", ev.Version)
 	}
-	data := plainJSON(ev.Data)
-	if err := events.Validate(ev.SchemaID, int(version), data); err != nil {
+	if err := events.Validate(ev.SchemaID, int(version), ev.Data); err != nil {
 		return domainerr.Invalid("%v", err)
 	}
-	e := events.Event{SchemaID: ev.SchemaID, Version: int(version), Data: data, Owner: userOf(c).Name}
+	e := events.Event{SchemaID: ev.SchemaID, Version: int(version), Data: ev.Data, Owner: userOf(c).Name}
 	if ev.Timestamp != nil {
 		e.Timestamp = *ev.Timestamp
 	}
 	s.events.Publish(e)
 	c.Status(http.StatusNoContent)
 	return nil
-}
-
-// plainJSON turns the json.Numbers of a decoded value back into float64s, as the server's own
-// events have them.
-func plainJSON(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = plainValue(v)
-	}
-	return out
-}
-
-func plainValue(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		return plainJSON(x)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = plainValue(e)
-		}
-		return out
-	}
-	return v
 }
 
 // eventsPing is how often a subscription is pinged; a client that answers no ping for twice
