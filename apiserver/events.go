@@ -76,14 +76,16 @@ func (s *Server) subscribeEvents(c *gin.Context) error {
 	// authenticate has checked the origin of cookie-authenticated requests; a token request
 	// may come from anywhere, as in Jupyter.
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+	// Subscribed before the upgrade is answered: a client that acts as soon as it is
+	// connected hears what its action causes.
+	sub := s.events.Subscribe(u.Owns)
+	defer sub.Close()
 	ws, err := up.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
 		// The upgrader has answered the client.
 		return nil
 	}
 	defer func() { _ = ws.Close() }()
-	sub := s.events.Subscribe(u.Owns)
-	defer sub.Close()
 
 	watchCtx, stopWatching := context.WithCancel(context.Background())
 	defer stopWatching()
