@@ -76,10 +76,14 @@ func (s *Server) subscribeEvents(c *gin.Context) error {
 	// authenticate has checked the origin of cookie-authenticated requests; a token request
 	// may come from anywhere, as in Jupyter.
 	up := websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
-	// Subscribed before the upgrade is answered: a client that acts as soon as it is
-	// connected hears what its action causes.
+	// Subscribed, and linked to the other replicas, before the upgrade is answered: a
+	// client that acts as soon as it is connected hears what its action causes.
 	sub := s.events.Subscribe(u.Owns)
 	defer sub.Close()
+	if s.peers != nil {
+		release := s.peers.acquire(c.Request.Context())
+		defer release()
+	}
 	ws, err := up.Upgrade(c.Writer, c.Request, nil)
 	if err != nil {
 		// The upgrader has answered the client.
@@ -92,6 +96,13 @@ func (s *Server) subscribeEvents(c *gin.Context) error {
 	revoked := s.auth.watchRevocation(watchCtx, *proofOf(c), func(err error) {
 		s.opts.Log.V(1).Info("Cannot re-validate an events subscription's user", "error", err.Error())
 	})
+	s.streamEvents(ws, sub, revoked, func(e events.Event) any { return e })
+	return nil
+}
+
+// streamEvents writes what sub gets to ws, as encode makes each event, pinging the client,
+// until either side closes or revoked is closed.
+func (s *Server) streamEvents(ws *websocket.Conn, sub *events.Subscription, revoked <-chan struct{}, encode func(events.Event) any) {
 	// The client sends nothing but pongs and its close; reading is how both are seen.
 	gone := make(chan struct{})
 	ws.SetReadLimit(4 << 10)
@@ -111,18 +122,18 @@ func (s *Server) subscribeEvents(c *gin.Context) error {
 		select {
 		case e := <-sub.C:
 			_ = ws.SetWriteDeadline(time.Now().Add(proxyWriteWait))
-			if err := ws.WriteJSON(e); err != nil {
-				return nil
+			if err := ws.WriteJSON(encode(e)); err != nil {
+				return
 			}
 		case <-ping.C:
 			if err := ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(proxyWriteWait)); err != nil {
-				return nil
+				return
 			}
 		case <-revoked:
 			_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "credentials revoked"), time.Now().Add(time.Second))
-			return nil
+			return
 		case <-gone:
-			return nil
+			return
 		}
 	}
 }

@@ -1,13 +1,22 @@
 package apiserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/nbkube/nbkube/apiserver"
+	"github.com/nbkube/nbkube/internal/homes"
+	"github.com/nbkube/nbkube/internal/identity"
 )
 
 // subscribe opens WS /api/events/subscribe with headers and returns the events it reads, as
@@ -118,4 +127,77 @@ func TestEvents_APostedEventOfARegisteredSchemaIsPassedOn(t *testing.T) {
 		t.Errorf("ben heard %v", got)
 	}
 	expect(t, s.do("POST", "/api/events", ok), http.StatusForbidden)
+}
+
+// TestEvents_ASubscriberHearsWhatAnotherReplicaCauses runs two replicas over one volume,
+// each told of the other: a subscriber of one hears what a request to the other caused,
+// once, and only what its user may see.
+func TestEvents_ASubscriberHearsWhatAnotherReplicaCauses(t *testing.T) {
+	root := t.TempDir()
+	tpl, err := homes.Parse("users/{username}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]string{"ann": userToken(t, "ann"), "ben": userToken(t, "ben"), "root": userToken(t, "root")}
+	as := func(user string) []string { return []string{"Authorization", "token " + tokens[user]} }
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	writeUsersFile(t, path, tokens, "root")
+	listen := func() net.Listener {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	replica := func(l, peer net.Listener) *testServer {
+		users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newServerOn(t, l, root, func(o *apiserver.Options) {
+			o.Providers = []identity.Provider{users}
+			o.Homes = tpl
+			o.Peers = func(context.Context) ([]string, error) { return []string{peer.Addr().String()}, nil }
+		})
+	}
+	la, lb := listen(), listen()
+	a, b := replica(la, lb), replica(lb, la)
+
+	annA, benA, annB := subscribe(t, a, as("ann")), subscribe(t, a, as("ben")), subscribe(t, b, as("ann"))
+	expect(t, b.do("PUT", "/api/contents/notes.txt", `{"type":"file","format":"text","content":"x"}`, as("ann")...), http.StatusCreated)
+	expect(t, a.do("DELETE", "/api/contents/notes.txt", nil, as("ann")...), http.StatusNoContent)
+	want := "upload notes.txt, delete notes.txt"
+	for name, c := range map[string]<-chan map[string]any{"ann on the first replica": annA, "ann on the second": annB} {
+		var got []string
+		for _, e := range eventsOf(c, 2*time.Second) {
+			got = append(got, fmt.Sprint(e["action"], " ", e["path"]))
+		}
+		if strings.Join(got, ", ") != want {
+			t.Errorf("%s heard %v, want %s once each", name, got, want)
+		}
+	}
+	if got := eventsOf(benA, 300*time.Millisecond); len(got) != 0 {
+		t.Errorf("ben heard ann's events through the other replica: %v", got)
+	}
+
+	// Only a replica, with the installation's key, may link; no user may.
+	for _, headers := range [][]string{
+		as("root"),
+		{"X-Nbkube-Peer-Time", strconv.FormatInt(time.Now().Unix(), 10), "X-Nbkube-Peer-Signature", strings.Repeat("0", 64)},
+		nil,
+	} {
+		h := http.Header{}
+		for i := 0; i+1 < len(headers); i += 2 {
+			h.Set(headers[i], headers[i+1])
+		}
+		ws, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(a.url, "http")+"/api/events/peers", h)
+		if err == nil {
+			ws.Close()
+			t.Errorf("a link with %v was taken", headers)
+			continue
+		}
+		if resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("a link with %v: %v (%v), want 403", headers, err, resp)
+		}
+	}
 }

@@ -33,6 +33,8 @@ func (s *Server) routes() *gin.Engine {
 	base.POST("login", s.postLogin)
 	base.GET("logout", s.getLogout)
 	base.GET("oauth_callback", s.finishBrowserLogin)
+	// Another replica, which proves it has the installation's key instead of a user.
+	base.GET(peerEventsPath, s.handle(s.streamPeerEvents))
 
 	// Bodies are admitted by bytes once their sender is known (admission.go): an
 	// unauthenticated client cannot hold the budget.

@@ -75,6 +75,15 @@ type Options struct {
 	Kernels KernelService
 	// Events is the event bus of /api/events; a bus of this server's own when nil.
 	Events *events.Bus
+	// KernelEvents tells what happened to kernels that only the cluster knows (a death, a
+	// cull), as kernel_status events; none when nil.
+	KernelEvents interface {
+		Watch(ctx context.Context, emit func(owner string, data map[string]any)) error
+	}
+	// Peers lists the other replicas of this API server ("10.1.2.3:8888"), whose events this
+	// one's subscribers hear too (events_peers.go); nil for none. Every replica needs the
+	// same CookieSecret, which signs the links.
+	Peers func(context.Context) ([]string, error)
 	// Sessions keeps the users' sessions; without it there are none.
 	Sessions SessionService
 	// Clusters keeps the users' ipyparallel clusters; without it there are none.
@@ -170,9 +179,13 @@ const DefaultBodyIdleTimeout = 30 * time.Second
 
 // Server is the Jupyter API server.
 type Server struct {
-	opts    Options
-	agents  *agentclient.Client
-	events  *events.Bus
+	opts   Options
+	agents *agentclient.Client
+	events *events.Bus
+	// peers links to the other replicas' events; nil without Options.Peers.
+	peers *peerLinks
+	// peerKey signs and checks links between replicas.
+	peerKey []byte
 	auth    *authenticator
 	engine  *gin.Engine
 	started time.Time
@@ -270,6 +283,13 @@ func New(opts Options) (*Server, error) {
 	if s.metrics, err = newServerMetrics(s); err != nil {
 		return nil, err
 	}
+	s.peerKey = peerKey(opts.CookieSecret)
+	if opts.Peers != nil {
+		if len(opts.CookieSecret) == 0 {
+			return nil, errors.New("apiserver: replicas that hear each other's events need a cookie secret")
+		}
+		s.peers = &peerLinks{s: s, peers: opts.Peers, links: map[string]*peerLink{}}
+	}
 	s.engine = s.routes()
 	return s, nil
 }
@@ -299,6 +319,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		stopSweeping()
 		<-swept
 	}()
+	if s.opts.KernelEvents != nil {
+		go func() {
+			err := s.opts.KernelEvents.Watch(sweepCtx, func(owner string, data map[string]any) { s.emit(owner, events.KernelStatus, data) })
+			if err != nil && sweepCtx.Err() == nil {
+				s.opts.Log.Error(err, "Kernels' deaths and culls are not told as events")
+			}
+		}()
+	}
 	srv := &http.Server{
 		Handler:           s.engine,
 		ReadHeaderTimeout: 10 * time.Second,

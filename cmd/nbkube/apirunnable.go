@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/user"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -23,7 +25,8 @@ import (
 	"github.com/nbkube/nbkube/internal/repository"
 )
 
-// newAPIRunnable builds the API server over the contents root and the cluster's resources,
+// newAPIRunnable builds the API server over the contents root and the cluster's resources
+// (c, and informers of the same cache, from which kernels' deaths and culls are told),
 // serving on l; cfg reaches the cluster's API server (for --auth=kubernetes); reader, uncached, finds the reStructuredText renderer;
 // agentKey derives the agents' tokens, as the manager derived them (no Secret is read). host, when not nil,
 // brings this machine's kernel specs into every kernel spec answer. ready receives the URL to
@@ -31,7 +34,7 @@ import (
 // The API server registers its metrics with controller-runtime's registry: the process's
 // metrics port (HTTPS, authorized through the Kubernetes API) serves them, and the API's own
 // /metrics serves the controllers' too when they run in the same process.
-func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader client.Reader, namespace string, agentKey []byte, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
+func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, informers cache.Informers, reader client.Reader, namespace string, agentKey []byte, u identity.User, host *kernelspecs.Host, l net.Listener, ready func(url string)) (*apiRunnable, error) {
 	token, err := f.resolveToken()
 	if err != nil {
 		return nil, err
@@ -71,7 +74,11 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 	if f.terminals {
 		terminals = &repository.Terminals{Kernels: kernels, APIReader: reader}
 	}
-	srv, err := apiserver.New(apiserver.Options{
+	var peers func(context.Context) ([]string, error)
+	if f.peersService != "" {
+		peers = (&repository.Peers{Reader: c, Namespace: namespace, Service: f.peersService, Port: "http", Self: os.Getenv("POD_IP")}).Addresses
+	}
+	opts := apiserver.Options{
 		BaseURL:            f.baseURL,
 		PublicURL:          f.publicURL,
 		TrustedProxies:     f.trustedProxies,
@@ -93,10 +100,15 @@ func newAPIRunnable(f *apiFlags, cfg *rest.Config, c client.Client, reader clien
 		BodyMemory:         f.bodyMemory,
 		AdmissionWait:      f.admissionWait,
 		ReadTimeout:        f.readTimeout,
+		Peers:              peers,
 		Version:            version,
 		Metrics:            ctrlmetrics.Registry,
 		Log:                log,
-	})
+	}
+	if informers != nil {
+		opts.KernelEvents = &repository.KernelEvents{Informers: informers}
+	}
+	srv, err := apiserver.New(opts)
 	if err != nil {
 		return nil, err
 	}

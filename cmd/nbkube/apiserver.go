@@ -41,6 +41,7 @@ type apiFlags struct {
 	iopubMsgRate, iopubDataRate                    float64
 	auth                                           authFlags
 	userHome                                       homes.Template
+	peersService                                   string
 }
 
 func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
@@ -82,6 +83,7 @@ func (f *apiFlags) bind(fs *flag.FlagSet, listenDefault string) {
 		return err
 	})
 	fs.StringVar(&f.cookieSecretFile, "cookie-secret-file", "", "file with the secret that signs login cookies (the same for every replica; created if missing)")
+	fs.StringVar(&f.peersService, "peers-service", "", "the API server's Service (in --namespace), whose other endpoints are this replica's peers: a subscriber of /api/events/subscribe hears what is caused through any replica (port named http; this replica is $POD_IP; empty: no peers)")
 	fs.StringVar(&f.defaultKernel, "default-kernel-name", "python3", "kernel spec started when a request names none, Jupyter's default_kernel_name")
 	fs.BoolVar(&f.terminals, "terminals", true, "serve Jupyter's terminals (/api/terminals): shells in pods of their users', as kernels run (false: the terminal routes answer 404, as Jupyter Server's without terminals)")
 	fs.StringVar(&f.terminalKernelSpec, "terminal-kernel-spec", "", "kernel spec whose image and resources a terminal runs in when its start names none, for the users whose policies allow it (default: the user's default kernel spec)")

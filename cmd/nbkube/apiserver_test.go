@@ -236,7 +236,7 @@ func TestAPIRunnable_CutsOffABodyTrickledPastTheReadTimeout(t *testing.T) {
 	ctrlmetrics.Registry = prometheus.NewRegistry()
 	t.Cleanup(func() { ctrlmetrics.Registry = registry })
 	urls := make(chan string, 1)
-	r, err := newAPIRunnable(f, nil, nil, nil, "default", nil, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
+	r, err := newAPIRunnable(f, nil, nil, nil, nil, "default", nil, identity.User{Name: "admin", Admin: true}, nil, l, func(url string) { urls <- url })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,7 +161,7 @@ func startAPI(t *testing.T, cfg *rest.Config, c client.Client, ns string, u iden
 	ctrlmetrics.Registry = prometheus.NewRegistry()
 	t.Cleanup(func() { ctrlmetrics.Registry = registry })
 	urls := make(chan string, 1)
-	r, err := newAPIRunnable(f, cfg, c, c, ns, nil, u, nil, l, func(url string) { urls <- url })
+	r, err := newAPIRunnable(f, cfg, c, nil, c, ns, nil, u, nil, l, func(url string) { urls <- url })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -195,7 +195,7 @@ func runLocal(ctx context.Context, args []string) error {
 		if api.cookieSecretFile == "" {
 			api.cookieSecretFile = filepath.Join(*dataDir, "cookie_secret")
 		}
-		runnable, err := newAPIRunnable(&api, cfg, mgr.GetClient(), mgr.GetAPIReader(), *namespace, key, localUser(), host, listener, func(url string) { urls <- url })
+		runnable, err := newAPIRunnable(&api, cfg, mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), *namespace, key, localUser(), host, listener, func(url string) { urls <- url })
 		if err != nil {
 			return err
 		}

@@ -192,7 +192,7 @@ func addAPIServer(mgr manager.Manager, api *apiFlags, namespace string, agentKey
 		return err
 	}
 	log := ctrl.Log.WithName("apiserver")
-	runnable, err := newAPIRunnable(api, mgr.GetConfig(), mgr.GetClient(), mgr.GetAPIReader(), namespace, agentKey, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
+	runnable, err := newAPIRunnable(api, mgr.GetConfig(), mgr.GetClient(), mgr.GetCache(), mgr.GetAPIReader(), namespace, agentKey, identity.User{Name: "admin", Admin: true}, nil, l, func(string) {
 		log.Info("Jupyter API server ready", "listen", api.listen)
 	})
 	if err != nil {

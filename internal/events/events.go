@@ -77,6 +77,8 @@ type Event struct {
 	Data map[string]any
 	// Owner is the user whose resource the event is about (or who posted it).
 	Owner string
+	// Remote tells an event that another replica passed on: it is not passed on again.
+	Remote bool
 }
 
 // MarshalJSON is the event as subscribers get it: the schema, version and time, then the
@@ -134,15 +136,27 @@ type Subscription struct {
 	C <-chan Event
 	c chan Event
 	// may says whether the subscriber may see an event of owner.
-	may     func(owner string) bool
-	bus     *Bus
-	dropped int
+	may func(owner string) bool
+	// localOnly subscriptions (other replicas') do not get remote events.
+	localOnly bool
+	bus       *Bus
+	dropped   int
 }
 
 // Subscribe starts a subscription that gets the events of the owners may allows.
 func (b *Bus) Subscribe(may func(owner string) bool) *Subscription {
+	return b.subscribe(may, false)
+}
+
+// SubscribeLocal subscribes to every event of this process, none that another replica passed
+// on: what another replica relays to its own subscribers.
+func (b *Bus) SubscribeLocal() *Subscription {
+	return b.subscribe(func(string) bool { return true }, true)
+}
+
+func (b *Bus) subscribe(may func(owner string) bool, localOnly bool) *Subscription {
 	c := make(chan Event, subscriberBuffer)
-	s := &Subscription{C: c, c: c, may: may, bus: b}
+	s := &Subscription{C: c, c: c, may: may, localOnly: localOnly, bus: b}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -188,7 +202,7 @@ func (b *Bus) Publish(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
-		if !s.may(e.Owner) {
+		if (e.Remote && s.localOnly) || !s.may(e.Owner) {
 			continue
 		}
 		select {

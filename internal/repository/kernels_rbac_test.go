@@ -26,36 +26,8 @@ import (
 // as make manifests generates it (the chart's) may read no Secret, and still finds a running
 // kernel's agent with the token in the kernel's Secret.
 func TestEndpoint_NeedsOnlyTheAPIServersRole(t *testing.T) {
-	admin, cfg := testenv.KubeClientConfig(t)
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin, sa, ns, _ := apiServersRole(t)
 	ctx := t.Context()
-	ns := testenv.Namespace(t, admin)
-	data, err := os.ReadFile("../../config/rbac/apiserver/role.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var generated rbacv1.ClusterRole
-	if err := yaml.Unmarshal(data, &generated); err != nil {
-		t.Fatal(err)
-	}
-	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apiserver"}, Rules: generated.Rules}
-	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apiserver"},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "apiserver"}}}
-	for _, o := range []client.Object{role, binding} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	saConfig := rest.AnonymousClientConfig(cfg)
-	saConfig.BearerToken = testenv.ServiceAccountToken(t, cs, ns, "apiserver")
-	sa, err := client.New(saConfig, client.Options{Scheme: scheme.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	// A running kernel and its Secret, as the manager makes them.
 	kn := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "k1"},
@@ -86,4 +58,42 @@ func TestEndpoint_NeedsOnlyTheAPIServersRole(t *testing.T) {
 	if e.Host != "10.0.0.9" || e.Port != agentapi.Port || e.Token != string(secret.Data[agentapi.SecretKeyToken]) {
 		t.Errorf("endpoint %s:%d with token %q; want the pod's, with the Secret's token %q", e.Host, e.Port, e.Token, secret.Data[agentapi.SecretKeyToken])
 	}
+}
+
+// apiServersRole is an admin's client, a fresh namespace, and a client of a service account
+// bound there to the API server's role as make manifests generates it (the chart's), and
+// the admin's configuration.
+func apiServersRole(t *testing.T) (admin, sa client.Client, ns string, cfg *rest.Config) {
+	t.Helper()
+	admin, cfg = testenv.KubeClientConfig(t)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	ns = testenv.Namespace(t, admin)
+	data, err := os.ReadFile("../../config/rbac/apiserver/role.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generated rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &generated); err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apiserver"}, Rules: generated.Rules}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "apiserver"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "apiserver"}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saConfig := rest.AnonymousClientConfig(cfg)
+	saConfig.BearerToken = testenv.ServiceAccountToken(t, cs, ns, "apiserver")
+	sa, err = client.New(saConfig, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, sa, ns, cfg
 }
