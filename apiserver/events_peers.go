@@ -270,7 +270,7 @@ func (p *peerLinks) follow(ctx context.Context, addr string, up func()) error {
 		if err := ws.ReadJSON(&e); err != nil {
 			return err
 		}
-		p.s.events.Publish(events.Event{SchemaID: e.SchemaID, Version: e.Version, Timestamp: e.Timestamp, Data: e.Data, Owner: e.Owner, Remote: true})
+		p.s.events.Publish(events.Event{SchemaID: e.SchemaID, Version: e.Version, Timestamp: e.Timestamp, Data: e.Data, Owner: e.Owner, HereOnly: true})
 	}
 }
 

@@ -132,6 +132,20 @@ func TestEvents_APostedEventOfARegisteredSchemaIsPassedOn(t *testing.T) {
 // TestEvents_ASubscriberHearsWhatAnotherReplicaCauses runs two replicas over one volume,
 // each told of the other: a subscriber of one hears what a request to the other caused,
 // once, and only what its user may see.
+// seenKernels tells, once died is closed, what every replica's Kernel informer would: a kernel
+// of ann's died (internal/repository's envtests test the informer's side).
+type seenKernels struct{ died <-chan struct{} }
+
+func (k seenKernels) Watch(ctx context.Context, emit func(owner string, data map[string]any)) error {
+	select {
+	case <-k.died:
+		emit("ann", map[string]any{"action": "died", "kernel_id": "k1", "reason": "OOMKilled", "msg": "the kernel ran out of memory"})
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+	return nil
+}
+
 func TestEvents_ASubscriberHearsWhatAnotherReplicaCauses(t *testing.T) {
 	root := t.TempDir()
 	tpl, err := homes.Parse("users/{username}")
@@ -149,15 +163,18 @@ func TestEvents_ASubscriberHearsWhatAnotherReplicaCauses(t *testing.T) {
 		}
 		return l
 	}
+	// Both replicas' caches see a kernel of ann's die, as their informers would.
+	died := make(chan struct{})
 	replica := func(l, peer net.Listener) *testServer {
 		users, err := identity.NewUsersFile(path, identity.UsersFileOptions{CheckEvery: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return newServerOn(t, l, root, func(o *apiserver.Options) {
+		return servedOn(t, l, root, func(o *apiserver.Options) {
 			o.Providers = []identity.Provider{users}
 			o.Homes = tpl
 			o.Peers = func(context.Context) ([]string, error) { return []string{peer.Addr().String()}, nil }
+			o.KernelEvents = seenKernels{died: died}
 		})
 	}
 	la, lb := listen(), listen()
@@ -178,6 +195,21 @@ func TestEvents_ASubscriberHearsWhatAnotherReplicaCauses(t *testing.T) {
 	}
 	if got := eventsOf(benA, 300*time.Millisecond); len(got) != 0 {
 		t.Errorf("ben heard ann's events through the other replica: %v", got)
+	}
+
+	// What every replica sees of itself is told by each to its own subscribers, not relayed.
+	close(died)
+	for name, c := range map[string]<-chan map[string]any{"ann on the first replica": annA, "ann on the second": annB} {
+		var got []string
+		for _, e := range eventsOf(c, time.Second) {
+			got = append(got, fmt.Sprint(e["action"], " ", e["kernel_id"]))
+		}
+		if strings.Join(got, ", ") != "died k1" {
+			t.Errorf("%s heard %v, want the death of k1 once", name, got)
+		}
+	}
+	if got := eventsOf(benA, 300*time.Millisecond); len(got) != 0 {
+		t.Errorf("ben heard of ann's kernel: %v", got)
 	}
 
 	// Only a replica, with the installation's key, may link; no user may.

@@ -321,7 +321,13 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}()
 	if s.opts.KernelEvents != nil {
 		go func() {
-			err := s.opts.KernelEvents.Watch(sweepCtx, func(owner string, data map[string]any) { s.emit(owner, events.KernelStatus, data) })
+			// Every replica's cache sees the same kernels: each tells its own subscribers,
+			// and passes none of it on.
+			err := s.opts.KernelEvents.Watch(sweepCtx, func(owner string, data map[string]any) {
+				if err := s.events.EmitHereOnly(owner, events.KernelStatus, data); err != nil {
+					s.opts.Log.Error(err, "An event of the server does not fit its schema", "schema", events.KernelStatus)
+				}
+			})
 			if err != nil && sweepCtx.Err() == nil {
 				s.opts.Log.Error(err, "Kernels' deaths and culls are not told as events")
 			}

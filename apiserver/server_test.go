@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -61,6 +62,30 @@ func newServerOn(t *testing.T, l net.Listener, root string, opts ...serverOption
 // configure it: alice's, with testToken.
 func newHandler(tb testing.TB, root string, opts ...serverOption) http.Handler {
 	tb.Helper()
+	return newAPIServer(tb, root, opts...).Handler()
+}
+
+// servedOn is newServerOn through the server's own Serve, which runs what a replica runs
+// beside its handler (the sweeps, the kernel events), until the test ends.
+func servedOn(t *testing.T, l net.Listener, root string, opts ...serverOption) *testServer {
+	t.Helper()
+	srv := newAPIServer(t, root, opts...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return &testServer{t: t, url: "http://" + l.Addr().String(), root: root, hc: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+func newAPIServer(tb testing.TB, root string, opts ...serverOption) *apiserver.Server {
+	tb.Helper()
 	store, err := contents.New(root, contents.Options{MaxCheckpoints: 3})
 	if err != nil {
 		tb.Fatal(err)
@@ -80,7 +105,7 @@ func newHandler(tb testing.TB, root string, opts ...serverOption) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return srv.Handler()
+	return srv
 }
 
 type response struct {

@@ -77,8 +77,10 @@ type Event struct {
 	Data map[string]any
 	// Owner is the user whose resource the event is about (or who posted it).
 	Owner string
-	// Remote tells an event that another replica passed on: it is not passed on again.
-	Remote bool
+	// HereOnly keeps the event from the other replicas: one that another replica passed on
+	// (it is not passed on again), or one that every replica tells of itself, from what its
+	// own cache sees (each would otherwise hear it twice).
+	HereOnly bool
 }
 
 // MarshalJSON is the event as subscribers get it: the schema, version and time, then the
@@ -137,7 +139,7 @@ type Subscription struct {
 	c chan Event
 	// may says whether the subscriber may see an event of owner.
 	may func(owner string) bool
-	// localOnly subscriptions (other replicas') do not get remote events.
+	// localOnly subscriptions (other replicas') do not get HereOnly events.
 	localOnly bool
 	bus       *Bus
 	dropped   int
@@ -148,8 +150,8 @@ func (b *Bus) Subscribe(may func(owner string) bool) *Subscription {
 	return b.subscribe(may, false)
 }
 
-// SubscribeLocal subscribes to every event of this process, none that another replica passed
-// on: what another replica relays to its own subscribers.
+// SubscribeLocal subscribes to every event of this process but the HereOnly ones: what
+// another replica relays to its own subscribers.
 func (b *Bus) SubscribeLocal() *Subscription {
 	return b.subscribe(func(string) bool { return true }, true)
 }
@@ -180,6 +182,16 @@ func (s *Subscription) Dropped() int {
 // Emit validates an event of the server and passes it on, when anyone subscribes. An event the
 // schema refuses is a fault of the server: it is returned, and not passed on.
 func (b *Bus) Emit(owner, schemaID string, data map[string]any) error {
+	return b.emit(owner, schemaID, data, false)
+}
+
+// EmitHereOnly is Emit for an event that every replica tells of itself: this process's
+// subscribers hear it, other replicas' do from their own.
+func (b *Bus) EmitHereOnly(owner, schemaID string, data map[string]any) error {
+	return b.emit(owner, schemaID, data, true)
+}
+
+func (b *Bus) emit(owner, schemaID string, data map[string]any, hereOnly bool) error {
 	b.mu.Lock()
 	none := len(b.subs) == 0
 	b.mu.Unlock()
@@ -190,7 +202,7 @@ func (b *Bus) Emit(owner, schemaID string, data map[string]any) error {
 	if err := Validate(schemaID, 1, data); err != nil {
 		return err
 	}
-	b.Publish(Event{SchemaID: schemaID, Version: 1, Timestamp: b.now(), Data: data, Owner: owner})
+	b.Publish(Event{SchemaID: schemaID, Version: 1, Timestamp: b.now(), Data: data, Owner: owner, HereOnly: hereOnly})
 	return nil
 }
 
@@ -202,7 +214,7 @@ func (b *Bus) Publish(e Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
-		if (e.Remote && s.localOnly) || !s.may(e.Owner) {
+		if (e.HereOnly && s.localOnly) || !s.may(e.Owner) {
 			continue
 		}
 		select {
