@@ -73,6 +73,8 @@ type Agent struct {
 	autoRestarts int
 	// lastDeath is the kernel's last death nobody asked for (Status.LastDeath).
 	lastDeath *agentapi.Death
+	// outputsWritten is the recorder's last write into a notebook (Status.OutputsWritten).
+	outputsWritten *agentapi.OutputsWrite
 	stopping  bool
 	// workDir is where later incarnations start: Config.WorkDir, then where PathWorkDir moved
 	// the kernel; empty, the agent's own.

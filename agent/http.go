@@ -161,6 +161,10 @@ func (a *Agent) Status() agentapi.Status {
 		d := *a.lastDeath
 		st.LastDeath = &d
 	}
+	if a.outputsWritten != nil {
+		w := *a.outputsWritten
+		st.OutputsWritten = &w
+	}
 	return st
 }
 

@@ -419,8 +419,15 @@ func (a *Agent) flush(final bool) time.Duration {
 		written, err := writeRuns(r.root, nb, byNotebook[nb])
 		if err != nil {
 			a.cfg.Log.Info("Could not write the outputs of cells whose client is away", "notebook", nb, "error", err.Error())
-		} else {
+		} else if len(written) > 0 {
 			a.cfg.Log.V(1).Info("Wrote the outputs of cells whose client is away", "notebook", nb, "cells", written)
+			a.mu.Lock()
+			w := agentapi.OutputsWrite{At: time.Now().UTC(), Notebook: nb, Cells: len(written), Writes: 1}
+			if a.outputsWritten != nil {
+				w.Writes = a.outputsWritten.Writes + 1
+			}
+			a.outputsWritten = &w
+			a.mu.Unlock()
 		}
 	}
 	// A finished run that was written (or could not be) is done with; its outputs stay in

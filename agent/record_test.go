@@ -114,6 +114,12 @@ func TestRecord_TheOutputsOfARunWhoseClientLeftAreWrittenIntoItsCell(t *testing.
 	if late := fi.ModTime().Sub(st.LastActivity); late > time.Second {
 		t.Errorf("written %s after the run's last message, want within 1 s", late)
 	}
+	// The status tells of the writes (as the kernel_status event outputs_written): the first
+	// line with the running mark, then the rest.
+	if w := st.OutputsWritten; w == nil || w.Notebook != "sub/nb.ipynb" || w.Cells != 1 || w.Writes < 2 ||
+		w.At.Sub(fi.ModTime()).Abs() > time.Second {
+		t.Errorf("the status tells of the last write %+v, want sub/nb.ipynb, 1 cell, 2 writes or more, at %s", w, fi.ModTime())
+	}
 	outputs := cell["outputs"].([]any)
 	stream, result := outputs[0].(map[string]any), outputs[1].(map[string]any)
 	if stream["output_type"] != "stream" || stream["name"] != "stdout" || joined(stream["text"]) != "first\n0\n1\n2\nlast\n" {
@@ -174,6 +180,9 @@ func TestRecord_NothingIsWrittenForAClientThatStaysOrACellEditedSince(t *testing
 	})
 	if after, _ := os.ReadFile(nb); string(after) != string(before) {
 		t.Errorf("the notebook changed:\n%s", after)
+	}
+	if w := ra.status(t, "").OutputsWritten; w != nil {
+		t.Errorf("the status tells of a write that did not happen: %+v", w)
 	}
 }
 

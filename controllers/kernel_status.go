@@ -120,6 +120,11 @@ func applyAgentReport(st *nbv1.KernelStatus, rep agentapi.Status) {
 	}
 	st.Connections = toInt32(rep.Connections)
 	st.RestartCount = toInt32(rep.RestartCount)
+	// A new pod's agent that has written nothing yet leaves the last write told.
+	if w := rep.OutputsWritten; w != nil {
+		st.OutputsWritten = &nbv1.OutputsWritten{Time: metav1.NewTime(w.At.UTC().Truncate(time.Second)), Notebook: w.Notebook,
+			Cells: toInt32(w.Cells), Writes: max(w.Writes, 0)}
+	}
 }
 
 func toInt32(n int) int32 {

@@ -179,3 +179,31 @@ func TestKernelStatus_RestartedSaysWhyTheKernelRestartedUnasked(t *testing.T) {
 		})
 	}
 }
+
+func TestKernelStatus_TellsTheAgentsLastWriteOfOutputs(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	wrote := time.Date(2026, 1, 2, 3, 4, 1, 500_000_000, time.UTC)
+	ready := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}, PodIP: "10.0.0.9"}}
+	told := &nbv1.OutputsWritten{Time: metav1.NewTime(wrote.Truncate(time.Second)), Notebook: "sub/nb.ipynb", Cells: 2, Writes: 3}
+	tests := []struct {
+		name   string
+		prior  *nbv1.OutputsWritten
+		report *agentapi.OutputsWrite
+		want   *nbv1.OutputsWritten
+	}{
+		{name: "nothing written", report: nil, want: nil},
+		{name: "a write, to the second the API keeps", report: &agentapi.OutputsWrite{At: wrote, Notebook: "sub/nb.ipynb", Cells: 2, Writes: 3}, want: told},
+		{name: "a new pod's agent that wrote nothing leaves the last write told", prior: told, report: nil, want: told},
+		{name: "the new pod's first write replaces it", prior: told, report: &agentapi.OutputsWrite{At: wrote.Add(time.Minute), Notebook: "b.ipynb", Cells: 1, Writes: 1},
+			want: &nbv1.OutputsWritten{Time: metav1.NewTime(wrote.Add(time.Minute).Truncate(time.Second)), Notebook: "b.ipynb", Cells: 1, Writes: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k := &nbv1.Kernel{Status: nbv1.KernelStatus{OutputsWritten: tc.prior}}
+			st := kernelStatus(k, kernelObservation{pod: ready, agent: &agentapi.Status{ExecutionState: "idle", OutputsWritten: tc.report}}, now)
+			if d := cmp.Diff(tc.want, st.OutputsWritten); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}

@@ -109,6 +109,30 @@ type KernelStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	PodRestart string `json:"podRestart,omitempty"`
+
+	// outputsWritten is the agent's last write of the outputs of runs whose client was away
+	// into their notebook (docs/api.md, "Outputs that outlive the browser").
+	// +optional
+	OutputsWritten *OutputsWritten `json:"outputsWritten,omitempty"`
+}
+
+// OutputsWritten is a write of the outputs of runs whose client was away into a notebook.
+type OutputsWritten struct {
+	// time is when the notebook was written.
+	Time metav1.Time `json:"time"`
+
+	// notebook is the notebook written, relative to the kernel's contents directory: its
+	// path as the kernel's owner sees it.
+	// +kubebuilder:validation:MaxLength=4096
+	Notebook string `json:"notebook"`
+
+	// cells counts the cells the write changed.
+	// +kubebuilder:validation:Minimum=0
+	Cells int32 `json:"cells"`
+
+	// writes counts the writes of the kernel pod's agent: it tells one write from the next.
+	// +kubebuilder:validation:Minimum=0
+	Writes int64 `json:"writes"`
 }
 
 // Kernel is a running Jupyter kernel: one pod whose nbkube agent runs the kernel process.

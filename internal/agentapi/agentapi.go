@@ -238,6 +238,22 @@ type Status struct {
 	// agent started it again (or gave up); absent when it never died (and from agents older
 	// than this field). It tells an admin why RestartCount grew.
 	LastDeath *Death `json:"last_death,omitempty"`
+	// OutputsWritten is the agent's last write of the outputs of runs whose client was away
+	// into their notebook; absent before its first (and from agents older than this field).
+	OutputsWritten *OutputsWrite `json:"outputs_written,omitempty"`
+}
+
+// OutputsWrite is a write of the outputs of runs whose client was away into a notebook.
+type OutputsWrite struct {
+	// At is when the notebook was written.
+	At time.Time `json:"at"`
+	// Notebook is the notebook written, as QueryNotebook names it.
+	Notebook string `json:"notebook"`
+	// Cells counts the cells the write changed.
+	Cells int `json:"cells"`
+	// Writes counts this agent's writes so far, this one included: two reports of the same
+	// write have the same count.
+	Writes int64 `json:"writes"`
 }
 
 // Death is how a kernel process ended without being asked to.

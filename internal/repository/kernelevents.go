@@ -32,7 +32,7 @@ func (k *KernelEvents) Watch(ctx context.Context, emit func(owner string, data m
 			before, ok1 := o.(*nbv1.Kernel)
 			after, ok2 := n.(*nbv1.Kernel)
 			if ok1 && ok2 {
-				if data, ok := KernelChanged(before, after); ok {
+				for _, data := range KernelChanged(before, after) {
 					emit(string(after.Spec.Owner), data)
 				}
 			}
@@ -55,22 +55,33 @@ func (k *KernelEvents) Watch(ctx context.Context, emit func(owner string, data m
 	return inf.RemoveEventHandler(reg)
 }
 
-// KernelChanged is the kernel_status event of a change of a Kernel, if it tells one: a new
-// unasked restart (its process died, or its pod was deleted) or a failure (OOMKilled,
-// evicted, an image that cannot be pulled) is "died", with the condition's reason and
-// message.
-func KernelChanged(before, after *nbv1.Kernel) (map[string]any, bool) {
+// KernelChanged is the kernel_status events of a change of a Kernel: a new unasked restart
+// (its process died, or its pod was deleted) or a failure (OOMKilled, evicted, an image that
+// cannot be pulled) is "died", with the condition's reason and message; a new write of the
+// outputs of runs whose client was away is "outputs_written", with the notebook's path as
+// the kernel's owner sees it and the cells it changed.
+func KernelChanged(before, after *nbv1.Kernel) []map[string]any {
+	var told []map[string]any
 	if c := meta.FindStatusCondition(after.Status.Conditions, nbv1.ConditionRestarted); c != nil && c.Status == metav1.ConditionTrue {
 		if o := meta.FindStatusCondition(before.Status.Conditions, nbv1.ConditionRestarted); o == nil || o.Message != c.Message {
-			return kernelStatusEvent(after, "died", c), true
+			told = append(told, kernelStatusEvent(after, "died", c))
 		}
 	}
 	if c := meta.FindStatusCondition(after.Status.Conditions, nbv1.ConditionFailed); c != nil && c.Status == metav1.ConditionTrue {
 		if o := meta.FindStatusCondition(before.Status.Conditions, nbv1.ConditionFailed); o == nil || o.Status != c.Status || o.Reason != c.Reason {
-			return kernelStatusEvent(after, "died", c), true
+			told = append(told, kernelStatusEvent(after, "died", c))
 		}
 	}
-	return nil, false
+	if w := after.Status.OutputsWritten; w != nil {
+		if o := before.Status.OutputsWritten; o == nil || !o.Time.Equal(&w.Time) || o.Writes != w.Writes || o.Notebook != w.Notebook {
+			data := map[string]any{"action": "outputs_written", "kernel_id": after.Name, "path": w.Notebook, "cells": int(w.Cells)}
+			if after.Spec.KernelSpec != "" {
+				data["kernel_name"] = after.Spec.KernelSpec
+			}
+			told = append(told, data)
+		}
+	}
+	return told
 }
 
 // KernelDeleted is the kernel_status event of a deleted Kernel, if it tells one: "culled"

@@ -18,7 +18,7 @@ import (
 // TestKernelEvents_TellDeathsAndCullsFromTheKernelsStatus watches Kernels through a cache
 // of the API server's role, as a replica does, while their status changes as the
 // controllers change it: an unasked restart and a failure are "died", with their reasons,
-// once each; a Kernel deleted with the culler's condition is "culled"; one shut down tells
+// once each; a write of outputs with no client is "outputs_written", once each; a Kernel deleted with the culler's condition is "culled"; one shut down tells
 // nothing.
 func TestKernelEvents_TellDeathsAndCullsFromTheKernelsStatus(t *testing.T) {
 	admin, _, ns, cfg := apiServersRole(t)
@@ -96,6 +96,22 @@ func TestKernelEvents_TellDeathsAndCullsFromTheKernelsStatus(t *testing.T) {
 	expect("a second death", map[string]any{"action": "died", "kernel_id": "k1", "kernel_name": "python3", "reason": "KernelDied", "msg": "the kernel process was killed by SIGKILL (restart 2)"})
 	setCondition(k1, nbv1.ConditionFailed, "OOMKilled", "the kernel's container ran out of memory")
 	expect("a failure", map[string]any{"action": "died", "kernel_id": "k1", "kernel_name": "python3", "reason": "OOMKilled", "msg": "the kernel's container ran out of memory"})
+	wrote := metav1.NewTime(time.Now().Truncate(time.Second))
+	k1.Status.OutputsWritten = &nbv1.OutputsWritten{Time: wrote, Notebook: "sub/nb.ipynb", Cells: 2, Writes: 1}
+	if err := admin.Status().Update(ctx, k1); err != nil {
+		t.Fatal(err)
+	}
+	expect("a write of outputs", map[string]any{"action": "outputs_written", "kernel_id": "k1", "kernel_name": "python3", "path": "sub/nb.ipynb", "cells": 2})
+	k1.Status.OutputsWritten.Writes = 2
+	if err := admin.Status().Update(ctx, k1); err != nil {
+		t.Fatal(err)
+	}
+	expect("a second write in the same second", map[string]any{"action": "outputs_written", "kernel_id": "k1", "kernel_name": "python3", "path": "sub/nb.ipynb", "cells": 2})
+	k1.Status.ExecutionState = nbv1.ExecutionStateBusy
+	if err := admin.Status().Update(ctx, k1); err != nil {
+		t.Fatal(err)
+	}
+	silence("another change after the same write")
 	setCondition(k1, nbv1.ConditionCulled, string(nbv1.ReasonIdleTimeout), "idle for 1h")
 	silence("the culler's condition before the delete")
 	if err := admin.Delete(ctx, k1); err != nil {
