@@ -74,6 +74,7 @@ func jupyterClientSuite(t *testing.T, d deployment, more ...clientCase) {
 		{"OlderIPythonInterface", func(t *testing.T, _ deployment, api *jupyterAPI) { testLegacyKernels(t, api) }},
 		{"OutputsOfARunWhoseClientLeftReachTheNotebook", testOutputsOutliveTheClient},
 		{"ServerSideExecutionRunsStoredCellsInOrder", testServerSideExecution},
+		{"EventsCrossReplicas", testEvents},
 	}, more...)
 	start = time.Now()
 	t.Run("Together", func(t *testing.T) {

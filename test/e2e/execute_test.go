@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/nbkube/nbkube/internal/jupyter"
 	"github.com/nbkube/nbkube/internal/testenv"
 )
@@ -118,53 +116,5 @@ func testServerSideExecution(t *testing.T, _ deployment, api *jupyterAPI) {
 		if *c.ExecutionCount != i+1 {
 			t.Errorf("cell %s ran as %d, want %d: the requests came last first and ran in their order", c.ID, *c.ExecutionCount, i+1)
 		}
-	}
-}
-
-// testKernelActionEvents subscribes to the event bus and drives a real kernel through its
-// actions: each is told as Jupyter Server 2's kernel_actions event, a failed one with its
-// status code. One API server: events do not cross replicas yet.
-func testKernelActionEvents(t *testing.T, api *jupyterAPI) {
-	ws, resp, err := websocket.DefaultDialer.Dial(api.wsURL("api/events/subscribe"), http.Header{"Authorization": {"token " + api.token}})
-	if err != nil {
-		t.Fatalf("subscribe: %v (%v)", err, resp)
-	}
-	defer ws.Close()
-	heard := make(chan map[string]any, 1000)
-	go func() {
-		for {
-			var m map[string]any
-			if ws.ReadJSON(&m) != nil {
-				close(heard)
-				return
-			}
-			heard <- m
-		}
-	}()
-	kernel := api.startKernel(t)
-	api.call(t, http.MethodPost, "api/kernels/"+kernel+"/interrupt", nil).want(t, http.StatusNoContent)
-	api.call(t, http.MethodPost, "api/kernels/"+kernel+"/restart", nil).want(t, http.StatusOK)
-	api.call(t, http.MethodDelete, "api/kernels/"+kernel, nil).want(t, http.StatusNoContent)
-	api.call(t, http.MethodPost, "api/kernels/"+kernel+"/interrupt", nil).want(t, http.StatusNotFound)
-
-	want := []string{"start success 200", "interrupt success 200", "restart success 200", "shutdown success 200", "interrupt error 404"}
-	var got []string
-	deadline := time.After(30 * time.Second)
-	for len(got) < len(want) {
-		select {
-		case m, ok := <-heard:
-			if !ok {
-				t.Fatalf("the subscription ended after %v", got)
-			}
-			if m["schema_id"] != "https://events.jupyter.org/jupyter_server/kernel_actions/v1" || m["kernel_id"] != kernel {
-				continue // the other cases' events
-			}
-			got = append(got, fmt.Sprintf("%v %v %v", m["action"], m["status"], m["status_code"]))
-		case <-deadline:
-			t.Fatalf("heard %v, want %v", got, want)
-		}
-	}
-	if strings.Join(got, ", ") != strings.Join(want, ", ") {
-		t.Errorf("heard %v, want %v", got, want)
 	}
 }

@@ -48,7 +48,6 @@ func TestKernels_ThroughLocal(t *testing.T) {
 	jupyterClientSuite(t, inst,
 		clientCase{"KernelsOutliveARestartOfTheAPIServer", func(t *testing.T, _ deployment, _ *jupyterAPI) { testAPIServerRestart(t, inst) }},
 		clientCase{"KernelCommandThatFailsIsAClearErrorQuickly", func(t *testing.T, _ deployment, api *jupyterAPI) { testFailingKernel(t, inst, api) }},
-		clientCase{"EventsTellKernelActions", func(t *testing.T, _ deployment, api *jupyterAPI) { testKernelActionEvents(t, api) }},
 		clientCase{"OlderIPythonRSTService", func(t *testing.T, _ deployment, api *jupyterAPI) { testRSTService(t, inst, api) }},
 	)
 }
