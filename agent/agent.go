@@ -75,7 +75,7 @@ type Agent struct {
 	lastDeath *agentapi.Death
 	// outputsWritten is the recorder's last write into a notebook (Status.OutputsWritten).
 	outputsWritten *agentapi.OutputsWrite
-	stopping  bool
+	stopping       bool
 	// workDir is where later incarnations start: Config.WorkDir, then where PathWorkDir moved
 	// the kernel; empty, the agent's own.
 	workDir string
