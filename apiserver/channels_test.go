@@ -45,8 +45,9 @@ func (k *oneKernel) GetKernel(_ context.Context, _ apiserver.User, id string) (j
 func (k *oneKernel) StartKernel(context.Context, apiserver.User, repository.KernelStart) (jupyter.Kernel, error) {
 	return jupyter.Kernel{ID: k.id}, nil
 }
-func (k *oneKernel) DeleteKernel(context.Context, apiserver.User, string) error    { return nil }
-func (k *oneKernel) InterruptKernel(context.Context, apiserver.User, string) error { return nil }
+func (k *oneKernel) DeleteKernel(context.Context, apiserver.User, string) error       { return nil }
+func (k *oneKernel) InterruptKernel(context.Context, apiserver.User, string) error    { return nil }
+func (k *oneKernel) KernelOwner(_ context.Context, u apiserver.User, _ string) string { return u.Name }
 func (k *oneKernel) RestartKernel(context.Context, apiserver.User, string) (jupyter.Kernel, error) {
 	return jupyter.Kernel{ID: k.id}, nil
 }

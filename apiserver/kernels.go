@@ -28,6 +28,8 @@ type KernelService interface {
 	RestartKernel(ctx context.Context, u User, id string) (jupyter.Kernel, error)
 	// Endpoint is where the kernel's agent serves its channels.
 	Endpoint(ctx context.Context, u User, id string) (agentclient.Endpoint, error)
+	// KernelOwner is the user whose kernel id is, "" when u may not see it.
+	KernelOwner(ctx context.Context, u User, id string) string
 }
 
 // SessionService keeps the users' sessions (Session resources).
@@ -110,13 +112,25 @@ func (s *Server) getKernel(c *gin.Context) error {
 // deleteKernel is DELETE /api/kernels/<id> and the older DELETE /kernels/<id>: 204 once the
 // kernel process has exited.
 func (s *Server) deleteKernel(c *gin.Context) error {
+	owner := s.kernelOwner(c.Request.Context(), *userOf(c), c.Param("id"))
 	err := s.opts.Kernels.DeleteKernel(c.Request.Context(), *userOf(c), c.Param("id"))
-	s.emitKernel(userOf(c).Name, "shutdown", c.Param("id"), "", err)
+	s.emitKernel(owner, "shutdown", c.Param("id"), "", err)
 	if err != nil {
 		return err
 	}
 	c.Status(http.StatusNoContent)
 	return nil
+}
+
+// kernelOwner is whose kernel id is, for its events: the user's own, or, for an admin or a
+// gateway acting on another user's kernel, that user's (who hears it, as admins do).
+func (s *Server) kernelOwner(ctx context.Context, u User, id string) string {
+	if u.Admin || u.ActAs {
+		if owner := s.opts.Kernels.KernelOwner(ctx, u, id); owner != "" {
+			return owner
+		}
+	}
+	return u.Name
 }
 
 // kernelAction is POST /api/kernels/<id>/interrupt and /restart.
@@ -125,14 +139,14 @@ func (s *Server) kernelAction(c *gin.Context) error {
 	switch c.Param("action") {
 	case "interrupt":
 		err := s.opts.Kernels.InterruptKernel(ctx, u, id)
-		s.emitKernel(u.Name, "interrupt", id, "", err)
+		s.emitKernel(s.kernelOwner(ctx, u, id), "interrupt", id, "", err)
 		if err != nil {
 			return err
 		}
 		c.Status(http.StatusNoContent)
 	case "restart":
 		k, err := s.opts.Kernels.RestartKernel(ctx, u, id)
-		s.emitKernel(u.Name, "restart", id, k.Name, err)
+		s.emitKernel(s.kernelOwner(ctx, u, id), "restart", id, k.Name, err)
 		if err != nil {
 			return err
 		}

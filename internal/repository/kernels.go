@@ -389,6 +389,15 @@ func validPath(p string) bool {
 	return true
 }
 
+// KernelOwner is the user whose kernel id is, "" when u may not see it.
+func (k *Kernels) KernelOwner(ctx context.Context, u identity.User, id string) string {
+	kn, err := k.get(ctx, u, id)
+	if err != nil {
+		return ""
+	}
+	return string(kn.Spec.Owner)
+}
+
 // InterruptKernel interrupts the kernel's running cell.
 func (k *Kernels) InterruptKernel(ctx context.Context, u identity.User, id string) error {
 	ep, err := k.Endpoint(ctx, u, id)

@@ -43,6 +43,9 @@ func (None) DeleteKernel(_ context.Context, _ identity.User, id string) error {
 	return ownedKernels.missing(id)
 }
 
+// KernelOwner finds none.
+func (None) KernelOwner(context.Context, identity.User, string) string { return "" }
+
 // InterruptKernel finds none.
 func (None) InterruptKernel(_ context.Context, _ identity.User, id string) error {
 	return ownedKernels.missing(id)

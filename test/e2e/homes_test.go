@@ -56,6 +56,9 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 	base := inst.api(t).base
 	as := func(user string) *jupyterAPI { return newJupyterAPI(base, tokens[user], 2*time.Minute) }
 
+	annHears := subscribeEvents(t, as("ann"))
+	kernels := map[string]string{}
+
 	emptyNB := map[string]any{"type": "notebook", "content": map[string]any{"cells": []any{}, "metadata": map[string]any{}, "nbformat": 4, "nbformat_minor": 5}}
 	as("ann").call(t, http.MethodPut, "api/contents/x.ipynb", emptyNB).want(t, http.StatusCreated)
 	if _, err := os.Stat(filepath.Join(root, "ann", "x.ipynb")); err != nil {
@@ -79,6 +82,7 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 		as(tc.user).call(t, http.MethodPost, "api/sessions", map[string]any{
 			"path": "x.ipynb", "name": "x.ipynb", "type": "notebook", "kernel": map[string]string{"name": "python3"},
 		}).want(t, http.StatusCreated).decode(t, &session)
+		kernels[tc.user] = session.Kernel.ID
 		kernel := &nbv1.Kernel{}
 		if err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: session.Kernel.ID}, kernel); err != nil {
 			t.Fatal(err)
@@ -105,5 +109,21 @@ func TestHomes_KernelsWorkInTheirOwnersHome(t *testing.T) {
 			t.Errorf("%s's kernel: %q, want %q (reply %v, stderr %q)", tc.user, run.Stdout.String(), want, run.Reply, run.Stderr.String())
 		}
 		ch.close()
+	}
+
+	// The admin acts on ann's kernel and on their own: ann hears what was done to hers (a
+	// kernel event is its owner's, whoever acted), nothing of the admin's.
+	as("boss").call(t, http.MethodPost, "api/kernels/"+kernels["boss"]+"/interrupt", nil).want(t, http.StatusNoContent)
+	as("boss").call(t, http.MethodPost, "api/kernels/"+kernels["ann"]+"/interrupt", nil).want(t, http.StatusNoContent)
+	// (Sessions start kernels without kernel_actions events, as Jupyter Server's do.)
+	want := "interrupt " + kernels["ann"]
+	got := annHears.until(t, 10*time.Second, want, func(m map[string]any) (string, bool) {
+		if m["schema_id"] != kernelActionsSchema {
+			return "", false
+		}
+		return fmt.Sprint(m["action"], " ", m["kernel_id"]), true
+	})
+	if got != want {
+		t.Errorf("ann heard %s, want %s", got, want)
 	}
 }
