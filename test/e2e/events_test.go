@@ -78,10 +78,17 @@ func testEvents(t *testing.T, d deployment, _ *jupyterAPI) {
 	if got != "died" {
 		t.Errorf("heard %s of the killed kernel, want died (KernelDied)", got)
 	}
-	// A second replica's relay would come at once: wait a little for it.
+	// A second replica's relay would come at once: wait a little for it. The write may come
+	// with the death, in the same poll of the agent's status, told after it.
 	heard.until(t, 3*time.Second, "", func(m map[string]any) (string, bool) {
-		if m["schema_id"] == kernelStatusSchema && m["kernel_id"] == kernel && m["action"] == "died" {
+		if m["schema_id"] != kernelStatusSchema || m["kernel_id"] != kernel {
+			return "", false
+		}
+		switch m["action"] {
+		case "died":
 			died++
+		case "outputs_written":
+			written = append(written, fmt.Sprint(m["path"], " ", m["cells"]))
 		}
 		return "", false
 	})
