@@ -141,7 +141,12 @@ func (s *Server) streamEvents(ws *websocket.Conn, sub *events.Subscription, revo
 // emit passes on an event of the server about owner's resource. An event its own schema
 // refuses is the server's fault: logged, never the request's.
 func (s *Server) emit(owner, schemaID string, data map[string]any) {
-	if err := s.events.Emit(owner, schemaID, data); err != nil {
+	s.eventFault(s.events.Emit(owner, schemaID, data), schemaID)
+}
+
+// eventFault logs the error of emitting an event of the server, if any.
+func (s *Server) eventFault(err error, schemaID string) {
+	if err != nil {
 		s.opts.Log.Error(err, "An event of the server does not fit its schema", "schema", schemaID)
 	}
 }

@@ -324,12 +324,10 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			// Every replica's cache sees the same kernels: each tells its own subscribers,
 			// and passes none of it on.
 			err := s.opts.KernelEvents.Watch(sweepCtx, func(owner string, data map[string]any) {
-				if err := s.events.EmitHereOnly(owner, events.KernelStatus, data); err != nil {
-					s.opts.Log.Error(err, "An event of the server does not fit its schema", "schema", events.KernelStatus)
-				}
+				s.eventFault(s.events.EmitHereOnly(owner, events.KernelStatus, data), events.KernelStatus)
 			})
 			if err != nil && sweepCtx.Err() == nil {
-				s.opts.Log.Error(err, "Kernels' deaths and culls are not told as events")
+				s.opts.Log.Error(err, "Kernels' deaths, culls and outputs written are not told as events")
 			}
 		}()
 	}

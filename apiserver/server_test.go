@@ -53,7 +53,12 @@ func newServerOn(t *testing.T, l net.Listener, root string, opts ...serverOption
 	}
 	hs.Start()
 	t.Cleanup(hs.Close)
-	return &testServer{t: t, url: hs.URL, root: root, hc: &http.Client{
+	return clientOf(t, hs.URL, root)
+}
+
+// clientOf is a test's client of the server at url, which follows no redirect.
+func clientOf(t *testing.T, url, root string) *testServer {
+	return &testServer{t: t, url: url, root: root, hc: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
 }
@@ -79,9 +84,7 @@ func servedOn(t *testing.T, l net.Listener, root string, opts ...serverOption) *
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &testServer{t: t, url: "http://" + l.Addr().String(), root: root, hc: &http.Client{
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}}
+	return clientOf(t, "http://"+l.Addr().String(), root)
 }
 
 func newAPIServer(tb testing.TB, root string, opts ...serverOption) *apiserver.Server {

@@ -74,10 +74,8 @@ func KernelChanged(before, after *nbv1.Kernel) []map[string]any {
 	}
 	if w := after.Status.OutputsWritten; w != nil {
 		if o := before.Status.OutputsWritten; o == nil || !o.Time.Equal(&w.Time) || o.Writes != w.Writes || o.Notebook != w.Notebook {
-			data := map[string]any{"action": "outputs_written", "kernel_id": after.Name, "path": w.Notebook, "cells": int(w.Cells)}
-			if after.Spec.KernelSpec != "" {
-				data["kernel_name"] = after.Spec.KernelSpec
-			}
+			data := kernelEvent(after, "outputs_written")
+			data["path"], data["cells"] = w.Notebook, int(w.Cells)
 			told = append(told, data)
 		}
 	}
@@ -93,8 +91,16 @@ func KernelDeleted(k *nbv1.Kernel) (map[string]any, bool) {
 	return nil, false
 }
 
+// kernelStatusEvent is the event of action told by condition c of k.
 func kernelStatusEvent(k *nbv1.Kernel, action string, c *metav1.Condition) map[string]any {
-	data := map[string]any{"action": action, "kernel_id": k.Name, "reason": c.Reason, "msg": c.Message}
+	data := kernelEvent(k, action)
+	data["reason"], data["msg"] = c.Reason, c.Message
+	return data
+}
+
+// kernelEvent is the fields of a kernel_status event of k that every action has.
+func kernelEvent(k *nbv1.Kernel, action string) map[string]any {
+	data := map[string]any{"action": action, "kernel_id": k.Name}
 	if k.Spec.KernelSpec != "" {
 		data["kernel_name"] = k.Spec.KernelSpec
 	}
