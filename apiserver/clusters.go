@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"k8s.io/utils/ptr"
 
+	"github.com/nbkube/nbkube/internal/builder"
 	"github.com/nbkube/nbkube/internal/domainerr"
 	"github.com/nbkube/nbkube/internal/jupyter"
 )
@@ -19,11 +20,14 @@ type ClusterService interface {
 	// StartCluster starts a stopped cluster, with n engines when n is given.
 	StartCluster(ctx context.Context, u User, id string, n *int32) (jupyter.Cluster, error)
 	StopCluster(ctx context.Context, u User, id string) (jupyter.Cluster, error)
-	// CreateCluster makes the user a cluster named profile and starts it with n engines
-	// (two when nil).
-	CreateCluster(ctx context.Context, u User, profile string, n *int32) (jupyter.Cluster, error)
+	// CreateCluster makes the user a cluster named req.Profile of req.Framework and starts it
+	// with req.N engines (two when nil).
+	CreateCluster(ctx context.Context, u User, req jupyter.ClusterCreate) (jupyter.Cluster, error)
 	// DeleteCluster deletes the user's cluster, running or not.
 	DeleteCluster(ctx context.Context, u User, id string) error
+	// Dashboard is the host:port of the HTTP server of the user's own running dask cluster
+	// (not-found for anyone else, admins too).
+	Dashboard(ctx context.Context, u User, id string) (string, error)
 }
 
 // createCluster is POST /api/clusters, nbkube's own: {"profile": ..., "n": ...} makes the
@@ -36,12 +40,12 @@ func (s *Server) createCluster(c *gin.Context) error {
 	if body.Profile == "" {
 		return domainerr.Invalid("A new cluster needs a profile (its name)")
 	}
-	m, err := s.opts.Clusters.CreateCluster(c.Request.Context(), *userOf(c), body.Profile, body.N)
+	m, err := s.opts.Clusters.CreateCluster(c.Request.Context(), *userOf(c), body)
 	if err != nil {
 		return err
 	}
 	c.Header("Location", s.opts.BaseURL+"api/clusters/"+m.Profile)
-	c.JSON(http.StatusCreated, m)
+	c.JSON(http.StatusCreated, s.clusterModel(m))
 	return nil
 }
 
@@ -60,6 +64,9 @@ func (s *Server) listClusters(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
+	for i := range list {
+		list[i] = s.clusterModel(list[i])
+	}
 	c.JSON(http.StatusOK, list)
 	return nil
 }
@@ -70,7 +77,7 @@ func (s *Server) getCluster(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, m)
+	c.JSON(http.StatusOK, s.clusterModel(m))
 	return nil
 }
 
@@ -99,8 +106,16 @@ func (s *Server) clusterAction(c *gin.Context) error {
 	if err != nil {
 		return err
 	}
-	c.JSON(http.StatusOK, m)
+	c.JSON(http.StatusOK, s.clusterModel(m))
 	return nil
+}
+
+// clusterModel is m with the path of a dask cluster's dashboard under this server.
+func (s *Server) clusterModel(m jupyter.Cluster) jupyter.Cluster {
+	if m.Framework == jupyter.FrameworkDask {
+		m.DashboardURL = builder.DaskDashboardPrefix(s.opts.BaseURL, m.Profile) + "/"
+	}
+	return m
 }
 
 // engineCount is a start's n, from the query or the body; nil when neither gives it.

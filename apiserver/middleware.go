@@ -190,7 +190,8 @@ func (w *earlyAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // on /x/ reach the route of /x.
 func (s *Server) stripTrailingSlash(c *gin.Context) {
 	p := c.Request.URL.Path
-	if p == s.opts.BaseURL || !strings.HasSuffix(p, "/") {
+	if p == s.opts.BaseURL || !strings.HasSuffix(p, "/") || strings.HasPrefix(p, s.opts.BaseURL+"dask/") {
+		// A dask dashboard's paths are the scheduler's, which tells /x/ from /x.
 		c.Next()
 		return
 	}

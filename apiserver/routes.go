@@ -85,6 +85,7 @@ func (s *Server) routes() *gin.Engine {
 	auth.GET("api/clusters/:id", h(s.getCluster))
 	auth.DELETE("api/clusters/:id", h(s.deleteCluster))
 	auth.POST("api/clusters/:id/:action", h(s.clusterAction))
+	auth.GET("dask/:id/*path", h(s.daskDashboard))
 	// Terminals (terminals.go); without them, nothing is there.
 	terminals := auth.Group("", s.terminalsOn)
 	terminals.GET("api/terminals", h(s.listTerminals))

@@ -24,6 +24,7 @@ import (
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/daskcluster"
 	"github.com/nbkube/nbkube/internal/ipcluster"
 	"github.com/nbkube/nbkube/internal/quota"
 )
@@ -40,6 +41,14 @@ type HubFunc func(ctx context.Context, addr string, key []byte) (ipcluster.HubSt
 // Query calls f.
 func (f HubFunc) Query(ctx context.Context, addr string, key []byte) (ipcluster.HubStatus, error) {
 	return f(ctx, addr, key)
+}
+
+// DaskScheduler asks a dask cluster's scheduler about its workers and retires workers
+// through it; daskcluster.Client in production. base is the scheduler's HTTP server.
+type DaskScheduler interface {
+	Query(ctx context.Context, base string) (daskcluster.Status, error)
+	Retire(ctx context.Context, base string, addresses []string) error
+	AdaptiveTarget(ctx context.Context, base string) (int, error)
 }
 
 // Timings of the Cluster controller.
@@ -67,6 +76,7 @@ type ClusterReconciler struct {
 	Rand     io.Reader
 	Options  builder.Options
 	Hub      ClusterHub
+	Dask     DaskScheduler
 	// PollInterval is how often a running cluster's hub is asked (DefaultClusterPollInterval
 	// when zero).
 	PollInterval time.Duration
@@ -151,7 +161,7 @@ func (r *ClusterReconciler) clusterPods(ctx context.Context, c *nbv1.Cluster, co
 // reconcileController runs one ipcontroller pod while the cluster runs. A pod that failed is
 // replaced after clusterReplaceDelay, and none runs while the cluster is stopped.
 func (r *ClusterReconciler) reconcileController(ctx context.Context, c *nbv1.Cluster, obs *clusterObservation) error {
-	live, finished, err := r.clusterPods(ctx, c, builder.ComponentClusterController)
+	live, finished, err := r.clusterPods(ctx, c, builder.ControllerComponent(c))
 	if err != nil {
 		return err
 	}
@@ -168,7 +178,7 @@ func (r *ClusterReconciler) reconcileController(ctx context.Context, c *nbv1.Clu
 		if running(c) && len(live) == 0 {
 			reason, msg := terminatedReason(p)
 			recordEvent(r.Recorder, c, p, corev1.EventTypeWarning, nbv1.EventControllerReplaced, "Replace",
-				"Replacing ipcontroller pod %s (%s: %s) and its engines", p.Name, reason, msg)
+				"Replacing %s pod %s (%s: %s) and its %s", controllerNoun(c), p.Name, reason, msg, enginesNoun(c))
 		}
 	}
 	if !running(c) {
@@ -193,17 +203,40 @@ func (r *ClusterReconciler) reconcileController(ctx context.Context, c *nbv1.Clu
 	if obs.failed != nil {
 		return nil
 	}
-	p := builder.ClusterControllerPod(c, r.Options)
+	p := builder.ClusterControllerPodOf(c, r.Options)
 	if err := r.createPod(ctx, p, obs); err != nil || obs.refused != nil {
 		return err
 	}
 	obs.controller = p
-	recordEvent(r.Recorder, c, p, corev1.EventTypeNormal, nbv1.EventClusterRunning, "Start", "Started ipcontroller pod %s", p.Name)
+	recordEvent(r.Recorder, c, p, corev1.EventTypeNormal, nbv1.EventClusterRunning, "Start", "Started %s pod %s", controllerNoun(c), p.Name)
 	return nil
 }
 
+// controllerNoun and enginesNoun name a cluster's controller and engines in events.
+func controllerNoun(c *nbv1.Cluster) string {
+	if c.IsDask() {
+		return "dask-scheduler"
+	}
+	return "ipcontroller"
+}
+
+func engineNoun(c *nbv1.Cluster) string {
+	if c.IsDask() {
+		return "worker"
+	}
+	return "engine"
+}
+
+func enginesNoun(c *nbv1.Cluster) string {
+	if c.IsDask() {
+		return "workers"
+	}
+	return "engines"
+}
+
 // reconcileSecret keeps the cluster's Secret: a key made once, and the connection files made
-// from it, the engines' and clients' ones naming where the ipcontroller can be reached.
+// from it, the engines' and clients' ones naming where the ipcontroller can be reached (a dask
+// cluster's: its TLS files, made once, and its clients' settings).
 func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster, obs *clusterObservation) error {
 	existing := &corev1.Secret{}
 	err := r.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: builder.ClusterSecretName(c)}, existing)
@@ -215,6 +248,13 @@ func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster
 		// its key.
 		return fmt.Errorf("secret %s exists and is not this cluster's: waiting for it to go", existing.Name)
 	}
+	podIP := ""
+	if obs.controller != nil {
+		podIP = obs.controller.Status.PodIP
+	}
+	if c.IsDask() {
+		return r.reconcileDaskSecret(ctx, c, existing, podIP)
+	}
 	key := string(existing.Data[builder.ClusterSecretKey])
 	if key == "" {
 		b := make([]byte, 32)
@@ -224,10 +264,6 @@ func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster
 		key = hex.EncodeToString(b)
 	}
 	obs.key = []byte(key)
-	podIP := ""
-	if obs.controller != nil {
-		podIP = obs.controller.Status.PodIP
-	}
 	address := builder.ClusterControllerAddress(c, r.Options, podIP)
 	if address == "" && existing.Data[builder.ClusterClientFile] != nil {
 		// Keep the last address while there is none: better an old one that is refused
@@ -238,6 +274,30 @@ func (r *ClusterReconciler) reconcileSecret(ctx context.Context, c *nbv1.Cluster
 	if err != nil {
 		return err
 	}
+	return r.applySecret(ctx, existing, desired)
+}
+
+// reconcileDaskSecret keeps a dask cluster's Secret: its TLS files, made once, and once the
+// scheduler's address is known the settings of its clients.
+func (r *ClusterReconciler) reconcileDaskSecret(ctx context.Context, c *nbv1.Cluster, existing *corev1.Secret, podIP string) error {
+	creds, ok := builder.DaskCredentialsOf(existing)
+	if !ok {
+		var err error
+		if creds, err = daskcluster.NewCredentials(r.Rand, c.Name, r.Clock.Now()); err != nil {
+			return err
+		}
+	}
+	address := builder.DaskSchedulerAddress(c, r.Options, podIP)
+	if address == "" && existing.Data[builder.EnvDaskSchedulerAddress] != nil {
+		// Keep the last address while there is none, as for an ipcontroller.
+		return nil
+	}
+	return r.applySecret(ctx, existing, builder.DaskSecret(c, creds, address))
+}
+
+// applySecret creates the cluster's Secret, or updates existing (found by reconcileSecret,
+// empty when there is none) to desired's data.
+func (r *ClusterReconciler) applySecret(ctx context.Context, existing, desired *corev1.Secret) error {
 	if existing.Name == "" {
 		if err := r.Create(ctx, desired); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create cluster secret: %w", err)
@@ -272,13 +332,13 @@ func (r *ClusterReconciler) reconcileNetworkPolicy(ctx context.Context, c *nbv1.
 	if !r.NetworkPolicies {
 		return nil
 	}
-	return applyNetworkPolicy(ctx, r.Client, builder.ClusterNetworkPolicy(c))
+	return applyNetworkPolicy(ctx, r.Client, builder.ClusterNetworkPolicyOf(c))
 }
 
 // reconcileService keeps the Service through which engines and kernels reach the
 // ipcontroller.
 func (r *ClusterReconciler) reconcileService(ctx context.Context, c *nbv1.Cluster, _ *clusterObservation) error {
-	return applyService(ctx, r.Client, builder.ClusterControllerService(c))
+	return applyService(ctx, r.Client, builder.ClusterServiceOf(c))
 }
 
 // queryHub asks the running ipcontroller which engines are registered and busy.
@@ -289,6 +349,9 @@ func (r *ClusterReconciler) queryHub(ctx context.Context, c *nbv1.Cluster, obs *
 	}
 	qctx, cancel := context.WithTimeout(ctx, hubQueryTimeout)
 	defer cancel()
+	if c.IsDask() {
+		return r.queryScheduler(qctx, c, p, obs)
+	}
 	addr := net.JoinHostPort(p.Status.PodIP, strconv.Itoa(ipcluster.RegistrationPort))
 	st, err := r.Hub.Query(qctx, addr, obs.key)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // engines of an earlier one and failed engines, and when there are too many it deletes the
 // engines that are not registered, then idle ones, then the least busy.
 func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluster, obs *clusterObservation) error {
-	live, finished, err := r.clusterPods(ctx, c, builder.ComponentClusterEngine)
+	live, finished, err := r.clusterPods(ctx, c, builder.EngineComponent(c))
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,7 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		}
 		if running(c) {
 			reason, msg := terminatedReason(p)
-			recordEvent(r.Recorder, c, p, corev1.EventTypeWarning, nbv1.EventEngineReplaced, "Replace", "Replacing engine pod %s (%s: %s)", p.Name, reason, msg)
+			recordEvent(r.Recorder, c, p, corev1.EventTypeWarning, nbv1.EventEngineReplaced, "Replace", "Replacing %s pod %s (%s: %s)", engineNoun(c), p.Name, reason, msg)
 		}
 	}
 	var current []*corev1.Pod
@@ -79,7 +79,7 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 	}
 	if pending := want - len(current) - waiting; pending > 0 && obs.overQuota == nil {
 		for range pending {
-			p := builder.ClusterEnginePod(c, r.Options, string(obs.controller.UID))
+			p := builder.ClusterEnginePodOf(c, r.Options, string(obs.controller.UID))
 			if err := r.createPod(ctx, p, obs); err != nil {
 				return err
 			}
@@ -89,18 +89,19 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 			obs.engines = append(obs.engines, p)
 		}
 		if obs.refused == nil {
-			recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Started %d engines (%d wanted)", pending, want)
+			recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Started %d %s (%d wanted)", pending, enginesNoun(c), want)
 		}
 	}
 	if len(current) > want {
 		victims := retirementOrder(current, obs.hub)[:len(current)-want]
+		r.retireWorkers(ctx, c, obs, victims)
 		for _, p := range victims {
 			if err := deletePod(ctx, r.Client, p); err != nil {
 				return err
 			}
 		}
 		obs.engines = slices.DeleteFunc(obs.engines, func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
-		recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Stopped %d engines (%d wanted)", len(victims), want)
+		recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Stopped %d %s (%d wanted)", len(victims), enginesNoun(c), want)
 	}
 	registered := 0
 	for _, p := range obs.engines {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/daskcluster"
 	"github.com/nbkube/nbkube/internal/ipcluster"
 )
 
@@ -21,6 +22,8 @@ type clusterObservation struct {
 	failed     *corev1.Pod   // a controller pod that failed and awaits replacement
 	hub        *ipcluster.HubStatus
 	hubErr     error
+	// dask is what a dask cluster's scheduler said, of which hub is the engines' part.
+	dask *daskcluster.Status
 	// refused is a pod creation the API server refused (quota, admission): it does not get
 	// better by retrying at once, and the status says why.
 	refused error
@@ -69,35 +72,44 @@ func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv
 		for _, e := range obs.hub.Engines {
 			completed += int64(e.Completed)
 		}
-		if st.BusyEngines > 0 || completed != st.CompletedTasks || (controllerReady && !wasReady) || st.LastActivity == nil {
+		tasks, processing := int64(0), 0
+		if obs.dask != nil {
+			tasks, processing = int64(obs.dask.Tasks), obs.dask.Processing
+		}
+		if st.BusyEngines > 0 || completed != st.CompletedTasks || processing > 0 || tasks != st.Tasks ||
+			(controllerReady && !wasReady) || st.LastActivity == nil {
 			st.LastActivity = &now
 		}
-		st.CompletedTasks = completed
+		st.CompletedTasks, st.Tasks = completed, tasks
+	}
+	st.DashboardAddress = ""
+	if c.IsDask() && !stopped && obs.controller != nil && obs.controller.Status.PodIP != "" {
+		st.DashboardAddress = schedulerHTTP(obs.controller)
 	}
 
 	switch {
 	case stopped:
 		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonClusterStopped, "the cluster is stopped", gen, now)
 	case controllerReady:
-		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionTrue, nbv1.ReasonControllerReady, "ipcontroller answers", gen, now)
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionTrue, nbv1.ReasonControllerReady, controllerNoun(c)+" answers", gen, now)
 	case obs.hubErr != nil:
-		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonHubUnreachable, "ipcontroller does not answer: "+obs.hubErr.Error(), gen, now)
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonHubUnreachable, controllerNoun(c)+" does not answer: "+obs.hubErr.Error(), gen, now)
 	default:
-		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, "ipcontroller is starting", gen, now)
+		setCondition(&st.Conditions, nbv1.ConditionControllerReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, controllerNoun(c)+" is starting", gen, now)
 	}
 	switch {
 	case stopped:
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonClusterStopped, "the cluster is stopped", gen, now)
 	case !controllerReady:
-		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, "ipcontroller is starting", gen, now)
+		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonControllerStarting, controllerNoun(c)+" is starting", gen, now)
 	case st.ReadyEngines < c.Spec.Engines:
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionFalse, nbv1.ReasonEnginesStarting,
-			fmt.Sprintf("%d of %d engines registered", st.ReadyEngines, c.Spec.Engines), gen, now)
+			fmt.Sprintf("%d of %d %s registered", st.ReadyEngines, c.Spec.Engines, enginesNoun(c)), gen, now)
 	default:
 		setCondition(&st.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning,
-			fmt.Sprintf("ipcontroller and %d engines ready", st.ReadyEngines), gen, now)
+			fmt.Sprintf("%s and %d %s ready", controllerNoun(c), st.ReadyEngines, enginesNoun(c)), gen, now)
 	}
-	if reason, msg, failed := clusterFailure(obs); failed && !stopped {
+	if reason, msg, failed := clusterFailure(c, obs); failed && !stopped {
 		setCondition(&st.Conditions, nbv1.ConditionFailed, metav1.ConditionTrue, reason, msg, gen, now)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, nbv1.ConditionFailed)
@@ -107,19 +119,19 @@ func clusterStatus(c *nbv1.Cluster, obs clusterObservation, now metav1.Time) nbv
 
 // clusterFailure reports what keeps the cluster's pods from running without a change: a
 // failed ipcontroller, or a pod that cannot be scheduled or whose image cannot be pulled.
-func clusterFailure(obs clusterObservation) (nbv1.ConditionReason, string, bool) {
+func clusterFailure(c *nbv1.Cluster, obs clusterObservation) (nbv1.ConditionReason, string, bool) {
 	if len(obs.invalid) > 0 {
-		return nbv1.ReasonSpecInvalid, "engines not started: " + strings.Join(obs.invalid, "; "), true
+		return nbv1.ReasonSpecInvalid, enginesNoun(c) + " not started: " + strings.Join(obs.invalid, "; "), true
 	}
 	if obs.refused != nil {
 		return nbv1.ReasonFailedCreate, "creating a pod: " + obs.refused.Error(), true
 	}
 	if obs.overQuota != nil {
-		return nbv1.ReasonQuotaExceeded, "starting engines: " + obs.overQuota.Error(), true
+		return nbv1.ReasonQuotaExceeded, "starting " + enginesNoun(c) + ": " + obs.overQuota.Error(), true
 	}
 	if obs.failed != nil {
 		reason, msg := terminatedReason(obs.failed)
-		return nbv1.ReasonControllerPodFailed, fmt.Sprintf("ipcontroller pod %s: %s: %s", obs.failed.Name, reason, msg), true
+		return nbv1.ReasonControllerPodFailed, fmt.Sprintf("%s pod %s: %s: %s", controllerNoun(c), obs.failed.Name, reason, msg), true
 	}
 	for _, p := range append([]*corev1.Pod{obs.controller}, obs.engines...) {
 		if p == nil {

@@ -14,6 +14,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +30,7 @@ import (
 	"github.com/nbkube/nbkube/internal/agentclient"
 	"github.com/nbkube/nbkube/internal/agenttoken"
 	"github.com/nbkube/nbkube/internal/builder"
+	"github.com/nbkube/nbkube/internal/daskcluster"
 	"github.com/nbkube/nbkube/internal/ipcluster"
 	"github.com/nbkube/nbkube/internal/quota"
 )
@@ -66,6 +68,9 @@ type Options struct {
 	TerminalAgents TerminalAgents
 	// Hub asks clusters' ipcontrollers about their engines; ipcluster.QueryHub when nil.
 	Hub ClusterHub
+	// Dask asks dask clusters' schedulers about their workers and retires workers;
+	// daskcluster.Client over HTTP when nil.
+	Dask DaskScheduler
 	// ClusterPollInterval is how often a running cluster's hub is asked about its engines
 	// (DefaultClusterPollInterval when zero).
 	ClusterPollInterval time.Duration
@@ -125,6 +130,9 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 	}
 	if opts.Hub == nil {
 		opts.Hub = HubFunc(ipcluster.QueryHub)
+	}
+	if opts.Dask == nil {
+		opts.Dask = daskcluster.Client{HTTP: &http.Client{Timeout: daskcluster.RetireTimeout}}
 	}
 	if opts.StatusInterval <= 0 {
 		opts.StatusInterval = DefaultStatusInterval
@@ -189,7 +197,7 @@ func SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error
 		{"session", (&SessionReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-session"),
 			Clock: opts.Clock}).SetupWithManager(mgr)},
 		{"cluster", (&ClusterReconciler{Client: c, Recorder: mgr.GetEventRecorder("nbkube-cluster"),
-			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, PollInterval: opts.ClusterPollInterval,
+			Clock: opts.Clock, Rand: opts.Rand, Options: opts.Builder, Hub: opts.Hub, Dask: opts.Dask, PollInterval: opts.ClusterPollInterval,
 			NetworkPolicies: opts.ClusterNetworkPolicies, Quota: ledger}).SetupWithManager(mgr)},
 		{"usage", (&UsageReconciler{Client: c, APIReader: mgr.GetAPIReader(), Clock: opts.Clock, Ledger: ledger}).SetupWithManager(mgr)},
 		{"kernelspec", (&KernelSpecReconciler{Client: c, Clock: opts.Clock,

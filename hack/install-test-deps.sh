@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what the tests run for real when it is missing: Debian's ipykernel and ipyparallel,
+# Installs what the tests run for real when it is missing: Debian's ipykernel, ipyparallel and
+# distributed (Dask: its schedulers and workers run dask clusters),
 # docutils (the reStructuredText renderer runs it), Jupyter Server (the wire interop test and
 # gateway mode run it against nbkube) with terminado (its terminals, the reference of nbkube's),
 # nbconvert with pandoc (internal/nbconvert's exports are compared with theirs), JupyterHub (the
@@ -8,7 +9,7 @@
 # reflinked on an XFS loop mount, as root), and the npm packages of the real-client tests in
 # test/js. Quiet and quick when present.
 set -euo pipefail
-packages=(python3-ipykernel python3-ipyparallel python3-docutils python3-jupyter-server python3-terminado python3-nbconvert pandoc jupyterhub chromium python3-matplotlib python3-plotly python3-pandas xfsprogs)
+packages=(python3-ipykernel python3-ipyparallel python3-distributed python3-docutils python3-jupyter-server python3-terminado python3-nbconvert pandoc jupyterhub chromium python3-matplotlib python3-plotly python3-pandas xfsprogs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -29,7 +29,7 @@ tag=${2:-nbkube.io/kernel-python:dev}
 cd "$(dirname "$0")/.."
 
 suite=bookworm
-packages=(python3-ipykernel python3-ipyparallel python3-docutils)
+packages=(python3-ipykernel python3-ipyparallel python3-distributed python3-docutils)
 # Bump when the build steps below change, so that cached root file systems get rebuilt.
 recipe=3
 want="recipe=$recipe suite=$suite packages=${packages[*]}"
@@ -205,7 +205,7 @@ CFG
       >>"$work/check.log" 2>&1 || { tail -n 30 "$work/check.log" >&2; die "check failed: $*"; }
   }
   log "checking: imports, ipykernel_launcher, ipcontroller, ipengine, docutils, a kernel executing code"
-  as_kernel python3 -c 'import ipykernel, ipyparallel, zmq'
+  as_kernel python3 -c 'import ipykernel, ipyparallel, distributed, zmq'
   as_kernel python3 -I -c 'import docutils.core; assert b"<em>ok</em>" in docutils.core.publish_string("*ok*", writer_name="html")'
   as_kernel python3 -m ipykernel_launcher --help
   as_kernel ipcontroller --help

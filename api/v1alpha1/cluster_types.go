@@ -16,6 +16,17 @@ const (
 	ClusterStopped ClusterState = "Stopped"
 )
 
+// ClusterFramework is what a cluster runs.
+// +kubebuilder:validation:Enum=ipyparallel;dask
+type ClusterFramework string
+
+const (
+	// FrameworkIPyParallel runs an ipcontroller and ipengines (docs/ipyparallel.md).
+	FrameworkIPyParallel ClusterFramework = "ipyparallel"
+	// FrameworkDask runs a Dask scheduler and Dask workers (docs/dask.md).
+	FrameworkDask ClusterFramework = "dask"
+)
+
 // ClusterParameters is the spec of a Cluster.
 type ClusterParameters struct {
 	// owner is the user the cluster belongs to.
@@ -23,12 +34,20 @@ type ClusterParameters struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="owner is immutable"
 	Owner Owner `json:"owner"`
 
+	// framework is what the cluster runs: ipyparallel (an ipcontroller and its engines) or
+	// dask (a Dask scheduler and its workers, which engines then counts).
+	// +optional
+	// +kubebuilder:default=ipyparallel
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="framework is immutable"
+	Framework ClusterFramework `json:"framework,omitempty"`
+
 	// state says whether the cluster runs.
 	// +optional
 	// +kubebuilder:default=Running
 	State ClusterState `json:"state,omitempty"`
 
-	// engines is the number of engines while the cluster runs, IPython's n.
+	// engines is the number of engines (a dask cluster's workers) while the cluster runs,
+	// IPython's n.
 	// +optional
 	// +kubebuilder:default=2
 	// +kubebuilder:validation:Minimum=0
@@ -36,7 +55,8 @@ type ClusterParameters struct {
 	Engines int32 `json:"engines,omitempty"`
 
 	// image is the container image of the controller and engine pods; it must have
-	// ipyparallel. Empty means the operator's default cluster image.
+	// ipyparallel, or for a dask cluster distributed. Empty means the operator's default
+	// cluster image.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
@@ -73,16 +93,29 @@ type ClusterStatus struct {
 	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// readyEngines is the number of engines registered with the running ipcontroller.
+	// readyEngines is the number of engines registered with the running ipcontroller (the
+	// workers with the Dask scheduler).
 	// +optional
 	ReadyEngines int32 `json:"readyEngines"`
+
+	// dashboardAddress is where a running dask cluster's scheduler serves HTTP (its pod's
+	// address and port), to which the API server proxies its dashboard for the owner.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	DashboardAddress string `json:"dashboardAddress,omitempty"`
+
+	// tasks is the number of tasks a dask cluster's scheduler holds (waiting, running or
+	// with results in memory).
+	// +optional
+	Tasks int64 `json:"tasks,omitempty"`
 
 	// busyEngines is the number of registered engines with tasks queued or running.
 	// +optional
 	BusyEngines int32 `json:"busyEngines,omitempty"`
 
 	// completedTasks is the number of tasks the engines have completed, as the ipcontroller
-	// counts them; it changing is activity.
+	// counts them; it changing is activity. A dask cluster's scheduler does not count them:
+	// there tasks changing is activity.
 	// +optional
 	CompletedTasks int64 `json:"completedTasks,omitempty"`
 
@@ -92,13 +125,14 @@ type ClusterStatus struct {
 	LastActivity *metav1.Time `json:"lastActivity,omitempty"`
 }
 
-// Cluster is a cluster of IPython parallel engines with their controller, run as plain pods:
-// one ipcontroller pod behind a Service, and one pod per engine. Its name is the IPython
-// profile of the cluster API.
+// Cluster is a cluster of IPython parallel engines with their controller, or of Dask workers
+// with their scheduler, run as plain pods: one controller (scheduler) pod behind a Service,
+// and one pod per engine (worker). Its name is the profile of the cluster API.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ipcluster,categories=nbkube
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner`
+// +kubebuilder:printcolumn:name="Framework",type=string,JSONPath=`.spec.framework`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`
 // +kubebuilder:printcolumn:name="Engines",type=integer,JSONPath=`.spec.engines`
 // +kubebuilder:printcolumn:name="Ready Engines",type=integer,JSONPath=`.status.readyEngines`
@@ -118,6 +152,9 @@ type Cluster struct {
 	// +optional
 	Status ClusterStatus `json:"status,omitempty"`
 }
+
+// IsDask tells whether the cluster runs Dask.
+func (c *Cluster) IsDask() bool { return c.Spec.Framework == FrameworkDask }
 
 // ClusterList is a list of Clusters.
 // +kubebuilder:object:root=true

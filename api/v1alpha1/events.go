@@ -45,6 +45,9 @@ const (
 	EventControllerReplaced EventReason = "ControllerReplaced"
 	// EventEngineReplaced: a failed engine pod is replaced.
 	EventEngineReplaced EventReason = "EngineReplaced"
+	// EventRetireFailed: a dask cluster's scheduler did not retire the workers about to be
+	// stopped; they were stopped anyway.
+	EventRetireFailed EventReason = "RetireFailed"
 	// EventScaledEngines: engine pods were started or stopped to match spec.engines.
 	EventScaledEngines EventReason = "ScaledEngines"
 	// EventIdleStopped: the Cluster was stopped after spec.idleTimeout without a task.

@@ -22,6 +22,7 @@ func bindBuilderFlags(fs *flag.FlagSet, o *builder.Options) {
 	})
 	fs.StringVar(&o.DefaultKernelImage, "kernel-image", o.DefaultKernelImage, "image of kernels whose KernelSpec names none")
 	fs.StringVar(&o.DefaultClusterImage, "cluster-image", o.DefaultClusterImage, "image of clusters that name none (needs ipyparallel)")
+	fs.StringVar(&o.DaskDashboardBase, "dask-dashboard-base-url", o.DaskDashboardBase, "the API server's --base-url: dask schedulers serve their dashboards under <base-url>dask/<cluster>/, where the API server proxies them (default /)")
 	fs.BoolVar(&o.ClusterControllerByPodIP, "cluster-by-pod-ip", o.ClusterControllerByPodIP, "engines and kernels reach a cluster's ipcontroller at its pod IP instead of its Service (for nodes without Services)")
 	fs.StringVar(&o.ContentsClaim, "contents-claim", o.ContentsClaim, "PersistentVolumeClaim with the notebooks, mounted into kernel pods")
 	fs.Func("home-claim", "`template` of the name of each user's own PersistentVolumeClaim, e.g. home-{username}: a kernel in its owner's home mounts that claim, where one exists, instead of the home's subPath of --contents-claim; each must hold the same directory as the user's home on it (default: off)", func(s string) error {

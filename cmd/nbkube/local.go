@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/apiserver"
 	"github.com/nbkube/nbkube/controllers"
 	"github.com/nbkube/nbkube/internal/agentapi"
 	"github.com/nbkube/nbkube/internal/builder"
@@ -142,6 +143,8 @@ func runLocal(ctx context.Context, args []string) error {
 	opts.AgentImage, opts.DefaultKernelImage, opts.DefaultClusterImage = "nbkube.local/nbkube:"+version, "nbkube.local/host:local", "nbkube.local/host:local"
 	// The local node has no Services: engines and kernels find an ipcontroller at its pod IP.
 	opts.ClusterControllerByPodIP = true
+	// Dask schedulers serve their dashboards where this process's API server proxies them.
+	opts.DaskDashboardBase = apiserver.NormalizeBaseURL(api.baseURL)
 	// Kernel pods run the nbkube-agent where it lies, without copying it.
 	opts.AgentHostDir = agentHostDir
 	opts.RSTRenderer = rstOpts

@@ -52,6 +52,10 @@ type Options struct {
 	// owner's mounts that claim, where the admin has made it, instead of the home's subPath
 	// of ContentsClaim (OwnClaim, UseClaim). Off when zero.
 	HomeClaims homes.Claims
+	// DaskDashboardBase is the base URL of the API server that proxies dask clusters'
+	// dashboards: each scheduler serves its HTTP routes under DaskDashboardPrefix, the path
+	// the API server proxies as is ("/" when empty).
+	DaskDashboardBase string
 	// ClusterControllerByPodIP makes engines and kernels reach a cluster's ipcontroller at its
 	// pod IP instead of through its Service: the local node has no Services.
 	ClusterControllerByPodIP bool

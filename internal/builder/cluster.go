@@ -150,8 +150,17 @@ func ClusterControllerPod(c *nbv1.Cluster, o Options) *corev1.Pod {
 		ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(ipcluster.RegistrationPort)}},
 		PeriodSeconds: 2,
 	}
-	return clusterPod(c, o, ClusterControllerName(c), ComponentClusterController, container,
-		[]string{ClusterControllerEngineFile, ClusterControllerClientFile}, nil)
+	return withProfile(clusterPod(c, o, ClusterControllerName(c), ComponentClusterController, container,
+		[]string{ClusterControllerEngineFile, ClusterControllerClientFile}, nil), o)
+}
+
+// withProfile gives an ipyparallel pod the scratch IPython profile directory its process
+// writes to.
+func withProfile(pod *corev1.Pod, o Options) *corev1.Pod {
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append([]corev1.VolumeMount{{Name: "profile", MountPath: ClusterProfileDir}}, c.VolumeMounts...)
+	pod.Spec.Volumes = append([]corev1.Volume{o.scratch("profile")}, pod.Spec.Volumes...)
+	return pod
 }
 
 // ClusterEnginePod runs one ipengine for the ipcontroller pod controllerUID. The engine
@@ -168,8 +177,8 @@ func ClusterEnginePod(c *nbv1.Cluster, o Options, controllerUID string) *corev1.
 		"--timeout=30",
 	})
 	container.Resources = *c.Spec.EngineResources.DeepCopy()
-	pod := clusterPod(c, o, ClusterEnginesName(c), ComponentClusterEngine, container,
-		[]string{ClusterEngineFile}, map[string]string{AnnotationControllerPod: controllerUID})
+	pod := withProfile(clusterPod(c, o, ClusterEnginesName(c), ComponentClusterEngine, container,
+		[]string{ClusterEngineFile}, map[string]string{AnnotationControllerPod: controllerUID}), o)
 	applyPodTemplate(pod, c.Spec.EngineTemplate)
 	return pod
 }
@@ -193,7 +202,6 @@ func clusterContainer(c *nbv1.Cluster, o Options, name string, command []string)
 			field("POD_IP", "status.podIP"),
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: "profile", MountPath: ClusterProfileDir},
 			{Name: "cluster-secret", MountPath: ClusterSecretDir, ReadOnly: true},
 			{Name: "tmp", MountPath: "/tmp"},
 		},
@@ -224,7 +232,6 @@ func clusterPod(c *nbv1.Cluster, o Options, prefix, component string, container 
 			SecurityContext:              o.podSecurity(),
 			Containers:                   []corev1.Container{container},
 			Volumes: []corev1.Volume{
-				o.scratch("profile"),
 				o.scratch("tmp"),
 				{Name: "cluster-secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: ClusterSecretName(c), Items: items, DefaultMode: ptr.To[int32](0o440),

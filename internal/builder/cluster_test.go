@@ -200,14 +200,35 @@ func TestClusterObjects_ImageResourcesAndOwnership(t *testing.T) {
 func TestKernelPod_AttachedClusterGetsItsClientFile(t *testing.T) {
 	k, spec := testKernel(func(k *nbv1.Kernel) { k.Spec.Cluster = "c1" }), testSpec(nil)
 	p := KernelPod(k, spec, DefaultOptions())
-	v := p.Spec.Volumes[len(p.Spec.Volumes)-1]
-	if v.Secret == nil || v.Secret.SecretName != "c1-ipcluster" || !*v.Secret.Optional ||
-		len(v.Secret.Items) != 1 || v.Secret.Items[0].Key != ClusterClientFile {
+	i := slices.IndexFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "ipcluster" })
+	if i < 0 {
+		t.Fatalf("no ipcluster volume in %v", p.Spec.Volumes)
+	}
+	v := p.Spec.Volumes[i]
+	// The volume holds an ipyparallel cluster's client file or a dask cluster's TLS files,
+	// whichever the Secret has.
+	if v.Secret == nil || v.Secret.SecretName != "c1-ipcluster" || !*v.Secret.Optional || len(v.Secret.Items) != 4 ||
+		v.Secret.Items[0].Key != ClusterClientFile || v.Secret.Items[1].Key != DaskCAFile || v.Secret.Items[2].Key != DaskCertFile || v.Secret.Items[3].Key != DaskKeyFile {
 		t.Errorf("cluster volume %+v", v)
 	}
-	if env := envMap(p.Spec.Containers[0].Env); env["NBKUBE_IPCLUSTER_PROFILE"] != "c1" || env["NBKUBE_IPCLUSTER_FILE"] != KernelClusterDir+"/"+ClusterClientFile {
-		t.Errorf("cluster env %v", envMap(p.Spec.Containers[0].Env))
+	c := &p.Spec.Containers[0]
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
 	}
+	if env["NBKUBE_IPCLUSTER_PROFILE"].Value != "c1" || env["NBKUBE_IPCLUSTER_FILE"].Value != KernelClusterDir+"/"+ClusterClientFile {
+		t.Errorf("cluster env %v", c.Env)
+	}
+	// A dask cluster's settings come from the same Secret, each optional: an ipyparallel
+	// cluster's Secret has none of them.
+	for _, name := range []string{"DASK_SCHEDULER_ADDRESS", "DASK_DISTRIBUTED__COMM__REQUIRE_ENCRYPTION",
+		"DASK_DISTRIBUTED__COMM__TLS__CA_FILE", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__CERT", "DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY"} {
+		ref := env[name].ValueFrom
+		if ref == nil || ref.SecretKeyRef == nil || ref.SecretKeyRef.Name != "c1-ipcluster" || ref.SecretKeyRef.Key != name || !*ref.SecretKeyRef.Optional {
+			t.Errorf("%s = %+v, want the optional key of the cluster's Secret", name, env[name])
+		}
+	}
+
 	if p := KernelPod(testKernel(nil), spec, DefaultOptions()); slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "ipcluster" }) {
 		t.Error("a kernel without a cluster mounts one")
 	}

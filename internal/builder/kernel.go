@@ -228,9 +228,9 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
-// attachCluster gives a kernel pod the client connection file of the kernel's cluster. The
-// volume is optional: the file exists only once the cluster's address is known, and the
-// kubelet adds it to the volume when it does.
+// attachCluster gives a kernel pod the client connection file of the kernel's cluster, or a
+// dask cluster's settings and TLS files. The volumes are optional: the file exists only once
+// the cluster's address is known, and the kubelet adds it to the volume when it does.
 func attachCluster(pod *corev1.Pod, cluster string) {
 	if cluster == "" {
 		return
@@ -240,12 +240,14 @@ func attachCluster(pod *corev1.Pod, cluster string) {
 		corev1.EnvVar{Name: agentapi.EnvClusterProfile, Value: cluster},
 		corev1.EnvVar{Name: agentapi.EnvClusterFile, Value: KernelClusterDir + "/" + ClusterClientFile})
 	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "ipcluster", MountPath: KernelClusterDir, ReadOnly: true})
-	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ipcluster", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+	secret := &corev1.SecretVolumeSource{
 		SecretName:  ClusterSecretNameOf(cluster),
 		Items:       []corev1.KeyToPath{{Key: ClusterClientFile, Path: ClusterClientFile}},
 		DefaultMode: ptr.To[int32](0o440),
 		Optional:    ptr.To(true),
-	}}})
+	}
+	attachDask(c, secret, cluster)
+	pod.Spec.Volumes = append(pod.Spec.Volumes, corev1.Volume{Name: "ipcluster", VolumeSource: corev1.VolumeSource{Secret: secret}})
 }
 
 // readinessDelay is the initial delay of the kernel container's readiness probe. A kubelet

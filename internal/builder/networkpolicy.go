@@ -54,9 +54,10 @@ func ClusterNetworkPolicy(c *nbv1.Cluster) *networkingv1.NetworkPolicy {
 // networkpolicy.yaml) for a local node that enforces them between its sandboxes, where the
 // API server and the manager are not pods but processes of the node, which policies do not
 // restrict: kernel and terminal agents, ipengines and the reStructuredText renderer take no
-// connection from a pod, ipcontrollers only those their cluster's own policy admits
-// (ClusterNetworkPolicy), and kernels, terminals and engines connect to ipcontrollers (whose
-// own policies let in kernels and engines only) and, as the chart's default kernelEgress
+// connection from a pod, ipcontrollers and dask schedulers and workers only those their
+// cluster's own policy admits (ClusterNetworkPolicy, DaskNetworkPolicy), and kernels,
+// terminals, engines and dask workers connect to ipcontrollers and to dask schedulers and
+// workers (whose own policies let in their cluster's pods and owner's kernels only) and, as the chart's default kernelEgress
 // allows, to the internet but not to private, link-local, shared or loopback addresses (through
 // the node's egress proxy, which resolves names itself: no DNS rule).
 func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
@@ -75,9 +76,14 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 	egress := policy("kernel-egress", []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, metav1.LabelSelector{
 		MatchLabels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: nbv1.LabelComponent, Operator: metav1.LabelSelectorOpIn,
-			Values: []string{ComponentKernel, ComponentClusterEngine, ComponentTerminal}}},
+			Values: []string{ComponentKernel, ComponentClusterEngine, ComponentTerminal, ComponentDaskScheduler, ComponentDaskWorker}}},
 	})
 	controllers := component(ComponentClusterController)
+	dask := metav1.LabelSelector{
+		MatchLabels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: nbv1.LabelComponent, Operator: metav1.LabelSelectorOpIn,
+			Values: []string{ComponentDaskScheduler, ComponentDaskWorker}}},
+	}
 	egress.Spec.Egress = []networkingv1.NetworkPolicyEgressRule{{
 		To: []networkingv1.NetworkPolicyPeer{{PodSelector: &controllers}},
 		Ports: []networkingv1.NetworkPolicyPort{{
@@ -85,6 +91,9 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 			Port:     ptr.To(intstr.FromInt32(ipcluster.RegistrationPort)),
 			EndPort:  ptr.To(ipcluster.ServicePorts()[len(ipcluster.ServicePorts())-1]),
 		}},
+	}, {
+		To:    []networkingv1.NetworkPolicyPeer{{PodSelector: &dask}},
+		Ports: daskPorts(),
 	}, {
 		To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: InternetExcepts}}},
 	}}
@@ -94,6 +103,8 @@ func LocalNetworkPolicies(namespace string) []*networkingv1.NetworkPolicy {
 		policy("rst-renderer", []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}, component(ComponentRSTRenderer)),
 		policy("ipcontrollers", ingress, controllers),
 		policy("ipengines", ingress, component(ComponentClusterEngine)),
+		policy("dask-schedulers", ingress, component(ComponentDaskScheduler)),
+		policy("dask-workers", ingress, component(ComponentDaskWorker)),
 		egress,
 	}
 }

@@ -24,7 +24,17 @@ type Cluster struct {
 	Message string `json:"message,omitempty"`
 	// Owner is the user the cluster belongs to (nbkube's).
 	Owner string `json:"owner,omitempty"`
+	// Framework is what the cluster runs: "ipyparallel" or "dask" (nbkube's).
+	Framework string `json:"framework"`
+	// Tasks is the number of tasks a dask cluster's scheduler holds (nbkube's).
+	Tasks *int64 `json:"tasks,omitempty"`
+	// DashboardURL is where the server shows a dask cluster's scheduler dashboard to its
+	// owner, a path under the server's base URL (nbkube's).
+	DashboardURL string `json:"dashboard_url,omitempty"`
 }
+
+// FrameworkDask is the Framework of a dask cluster.
+const FrameworkDask = "dask"
 
 // ClusterStart is the optional body of a cluster's start: the number of engines.
 type ClusterStart struct {
@@ -37,4 +47,6 @@ type ClusterStart struct {
 type ClusterCreate struct {
 	Profile string `json:"profile"`
 	N       *int32 `json:"n"`
+	// Framework is "ipyparallel" (when absent) or "dask".
+	Framework string `json:"framework"`
 }

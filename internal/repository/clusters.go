@@ -1,6 +1,7 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -114,10 +116,20 @@ const DefaultClusterEngines = 2
 // still are.
 var clusterProfile = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
 
-// CreateCluster makes a cluster of u's named profile and starts it with n engines
-// (DefaultClusterEngines when nil), its room reserved in u's usage first as a start's is.
-// A name another cluster has, u's or anyone's, is a conflict.
-func (r *Clusters) CreateCluster(ctx context.Context, u identity.User, profile string, n *int32) (jupyter.Cluster, error) {
+// CreateCluster makes a cluster of u's named req.Profile, of req.Framework (ipyparallel when
+// empty), and starts it with req.N engines (DefaultClusterEngines when nil), its room reserved
+// in u's usage first as a start's is. A name another cluster has, u's or anyone's, is a
+// conflict.
+func (r *Clusters) CreateCluster(ctx context.Context, u identity.User, req jupyter.ClusterCreate) (jupyter.Cluster, error) {
+	profile, n := req.Profile, req.N
+	framework := nbv1.ClusterFramework(req.Framework)
+	switch framework {
+	case "":
+		framework = nbv1.FrameworkIPyParallel
+	case nbv1.FrameworkIPyParallel, nbv1.FrameworkDask:
+	default:
+		return jupyter.Cluster{}, domainerr.Invalid("Unknown framework %q: a cluster runs %q or %q", req.Framework, nbv1.FrameworkIPyParallel, nbv1.FrameworkDask)
+	}
 	if !clusterProfile.MatchString(profile) {
 		return jupyter.Cluster{}, domainerr.Invalid("Invalid profile %q: a cluster's name is 1 to 40 lowercase letters, digits and '-', starting and ending with a letter or digit", profile)
 	}
@@ -136,7 +148,7 @@ func (r *Clusters) CreateCluster(ctx context.Context, u identity.User, profile s
 			Name: profile, Namespace: r.Namespace,
 			Labels: map[string]string{nbv1.LabelManagedBy: nbv1.ManagedByValue},
 		},
-		Spec: nbv1.ClusterParameters{Owner: nbv1.Owner(u.Name), State: nbv1.ClusterRunning, Engines: engines},
+		Spec: nbv1.ClusterParameters{Owner: nbv1.Owner(u.Name), Framework: framework, State: nbv1.ClusterRunning, Engines: engines},
 	}
 	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(c), &nbv1.Cluster{}); err == nil {
 		return jupyter.Cluster{}, errClusterNameTaken(profile)
@@ -286,6 +298,27 @@ func (r *Clusters) get(ctx context.Context, u identity.User, id string) (*nbv1.C
 	return ownedClusters.get(ctx, r.Reader, r.Namespace, u, id)
 }
 
+// Dashboard is the address (host:port) of the HTTP server of u's own running dask cluster
+// id, to which the API server proxies its dashboard. Only the owner is shown it, admins not
+// either: its pages come from the owner's image, which could serve a script to whoever opens
+// them in this server's origin. Anyone else, and any cluster that is not a dask one, gets
+// the 404 of a cluster that does not exist; one that does not run yet gets 503.
+func (r *Clusters) Dashboard(ctx context.Context, u identity.User, id string) (string, error) {
+	c := &nbv1.Cluster{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: id}, c); apierrors.IsNotFound(err) {
+		return "", ownedClusters.missing(id)
+	} else if err != nil {
+		return "", fmt.Errorf("get cluster: %w", err)
+	}
+	if string(c.Spec.Owner) != u.Name || !c.IsDask() {
+		return "", ownedClusters.missing(id)
+	}
+	if c.Spec.State == nbv1.ClusterStopped || c.Status.DashboardAddress == "" {
+		return "", domainerr.Unavailable("The cluster %s has no scheduler running: start it, or wait for it to start", id)
+	}
+	return c.Status.DashboardAddress, nil
+}
+
 // checkCluster tells whether the user may attach a kernel to the cluster named id.
 func checkCluster(ctx context.Context, reader client.Reader, namespace string, u identity.User, id string) error {
 	if _, err := ownedClusters.get(ctx, reader, namespace, u, id); errors.Is(err, domainerr.ErrNotFound) {
@@ -309,10 +342,18 @@ func ClusterModel(c *nbv1.Cluster) jupyter.Cluster {
 		EnginesBusy:     c.Status.BusyEngines,
 		ControllerReady: meta.IsStatusConditionTrue(c.Status.Conditions, nbv1.ConditionControllerReady),
 		Ready:           meta.IsStatusConditionTrue(c.Status.Conditions, nbv1.ConditionReady),
+		Framework:       string(cmp.Or(c.Spec.Framework, nbv1.FrameworkIPyParallel)),
+	}
+	if c.IsDask() {
+		m.ProfileDir = ""
+		m.Tasks = ptr.To(c.Status.Tasks)
 	}
 	if c.Spec.State == nbv1.ClusterStopped {
 		m.Status = "stopped"
 		m.EnginesReady, m.EnginesBusy, m.ControllerReady, m.Ready = 0, 0, false, false
+		if m.Tasks != nil {
+			m.Tasks = ptr.To[int64](0)
+		}
 	}
 	if t := c.Status.LastActivity; t != nil {
 		s := t.UTC().Format(time.RFC3339Nano)

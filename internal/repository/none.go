@@ -114,8 +114,13 @@ func (None) StopCluster(_ context.Context, _ identity.User, id string) (jupyter.
 }
 
 // CreateCluster makes none: this server has no clusters.
-func (None) CreateCluster(context.Context, identity.User, string, *int32) (jupyter.Cluster, error) {
+func (None) CreateCluster(context.Context, identity.User, jupyter.ClusterCreate) (jupyter.Cluster, error) {
 	return jupyter.Cluster{}, domainerr.NotFound("This server runs no clusters")
+}
+
+// Dashboard finds none.
+func (None) Dashboard(_ context.Context, _ identity.User, id string) (string, error) {
+	return "", ownedClusters.missing(id)
 }
 
 // DeleteCluster finds none.

@@ -71,6 +71,8 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 	}
 	o := builder.DefaultOptions()
 	c := &nbv1.Cluster{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: "nb", UID: "u"}, Spec: nbv1.ClusterParameters{Owner: "ann", Engines: 1}}
+	dask := c.DeepCopy()
+	dask.Spec.Framework = nbv1.FrameworkDask
 	k := &nbv1.Kernel{ObjectMeta: metav1.ObjectMeta{Name: "k1", Namespace: "nb", UID: "u"}, Spec: nbv1.KernelParameters{Owner: "ann", KernelSpec: "python3"}}
 	spec := &nbv1.KernelSpec{Spec: nbv1.KernelSpecSpec{Argv: []string{"python3"}}}
 	term := &nbv1.Terminal{ObjectMeta: metav1.ObjectMeta{Name: "t1", Namespace: "nb", UID: "u"}, Spec: nbv1.TerminalParameters{Owner: "ann", KernelSpec: "python3"}}
@@ -82,15 +84,38 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 		"engine":       {builder.ClusterEnginePod(c, o, "e"), true},
 		"terminal":     {builder.TerminalPod(term, spec, o), true},
 		"ipcontroller": {builder.ClusterControllerPod(c, o), false},
+		// A dask scheduler runs what a client sends it (run_on_scheduler), its workers the
+		// tasks: both run users' code.
+		"dask scheduler": {builder.DaskSchedulerPod(dask, o), true},
+		"dask worker":    {builder.DaskWorkerPod(dask, o, "s"), true},
 	} {
 		if got := selects(t, &egress.Spec.PodSelector, tc.pod); got != tc.want {
 			t.Errorf("the egress policy selects the %s pod: %v, want %v", name, got, tc.want)
 		}
 	}
-	if !slices.Equal(egress.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) || len(egress.Spec.Egress) != 3 {
+	if !slices.Equal(egress.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}) || len(egress.Spec.Egress) != 4 {
 		t.Fatalf("egress rules %+v", egress.Spec)
 	}
-	dns, ipc, net := egress.Spec.Egress[0], egress.Spec.Egress[1], egress.Spec.Egress[2]
+	dns, ipc, daskRule, net := egress.Spec.Egress[0], egress.Spec.Egress[1], egress.Spec.Egress[2], egress.Spec.Egress[3]
+	for _, p := range []*corev1.Pod{builder.DaskSchedulerPod(dask, o), builder.DaskWorkerPod(dask, o, "s")} {
+		if !selects(t, daskRule.To[0].PodSelector, p) {
+			t.Errorf("the dask rule does not reach %s: %+v", p.GenerateName, daskRule)
+		}
+	}
+	if len(daskRule.Ports) != 2 || daskRule.Ports[0].Port.IntValue() != 8786 || daskRule.Ports[1].Port.IntValue() != 8788 {
+		t.Errorf("dask rule ports %+v", daskRule.Ports)
+	}
+	// The schedulers' chart policy admits the API server (dashboards) and the manager on 8787
+	// only; the rest comes from each cluster's own policy.
+	schedulers := nps["nb-nbkube-dask-schedulers"]
+	if schedulers == nil || !selects(t, &schedulers.Spec.PodSelector, builder.DaskSchedulerPod(dask, o)) ||
+		len(schedulers.Spec.Ingress) != 1 || len(schedulers.Spec.Ingress[0].From) != 2 ||
+		len(schedulers.Spec.Ingress[0].Ports) != 1 || schedulers.Spec.Ingress[0].Ports[0].Port.IntValue() != 8787 {
+		t.Errorf("dask schedulers' policy %+v", schedulers)
+	}
+	if workers := nps["nb-nbkube-dask-workers"]; workers == nil || !selects(t, &workers.Spec.PodSelector, builder.DaskWorkerPod(dask, o, "s")) || len(workers.Spec.Ingress) != 0 {
+		t.Errorf("dask workers' policy %+v", workers)
+	}
 	if dns.To[0].PodSelector.MatchLabels["k8s-app"] != "kube-dns" || len(dns.Ports) != 2 || dns.Ports[0].Port.IntValue() != 53 {
 		t.Errorf("DNS rule %+v", dns)
 	}
@@ -129,7 +154,7 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 
 	// An admin's own egress rules replace the default; without policies, the manager makes none.
 	objs = render(t, "nb", "networkPolicy.kernelEgress[0].to[0].ipBlock.cidr=203.0.113.0/24")
-	if got := networkPolicies(t, objs)["nb-nbkube-kernel-egress"].Spec.Egress[2].To[0].IPBlock.CIDR; got != "203.0.113.0/24" {
+	if got := networkPolicies(t, objs)["nb-nbkube-kernel-egress"].Spec.Egress[3].To[0].IPBlock.CIDR; got != "203.0.113.0/24" {
 		t.Errorf("kernelEgress override: %s", got)
 	}
 	objs = render(t, "nb", "networkPolicy.enabled=false")

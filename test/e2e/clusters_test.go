@@ -89,7 +89,7 @@ print(rc._engines[busy])`)
 	if !slices.Contains(engines, busyPod) {
 		t.Fatalf("busy engine %q is none of the engine pods %v", busyPod, engines)
 	}
-	patchCluster(t, inst, "par", func(c *nbv1.Cluster) { c.Spec.Engines = 1 })
+	patchCluster(t, inst, func(c *nbv1.Cluster) { c.Spec.Engines = 1 })
 	if left := clusterPodNames(t, inst, "ipengine", 1); left[0] != busyPod {
 		t.Errorf("engine left after scaling down: %v, want the busy %s", left, busyPod)
 	}
@@ -101,7 +101,7 @@ print(ar.successful(), rc.ids == [busy])`)
 
 	// An ipcontroller that dies takes its hub with it: a new one comes with new engines,
 	// and the kernel's connection file follows it to its new address.
-	patchCluster(t, inst, "par", func(c *nbv1.Cluster) { c.Spec.Engines = 2 })
+	patchCluster(t, inst, func(c *nbv1.Cluster) { c.Spec.Engines = 2 })
 	waitEngines(t, api, "api/clusters/par", 2)
 	old := clusterPodNames(t, inst, "ipcontroller", 1)[0]
 	if err := inst.client.Delete(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: old}}); err != nil {
@@ -221,8 +221,10 @@ func clusterPodNames(t *testing.T, inst *instance, component string, n int) []st
 	return names
 }
 
-func patchCluster(t *testing.T, inst *instance, name string, mutate func(*nbv1.Cluster)) {
+// patchCluster changes the test's cluster par.
+func patchCluster(t *testing.T, inst *instance, mutate func(*nbv1.Cluster)) {
 	t.Helper()
+	const name = "par"
 	testenv.Eventually(t, "update cluster "+name, 10*time.Second, func() error {
 		c := &nbv1.Cluster{}
 		if err := inst.client.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, c); err != nil {
