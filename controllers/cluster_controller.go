@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,6 +86,9 @@ type ClusterReconciler struct {
 	NetworkPolicies bool
 	// Quota holds engines to their owners' UserPolicies (see reserveEngines).
 	Quota *quota.Ledger
+	// lowSince is, by Cluster UID, since when an adaptive cluster's scheduler has wanted
+	// fewer workers than run (adaptEngines).
+	lowSince sync.Map
 }
 
 // +kubebuilder:rbac:groups=nbkube.io,resources=clusters,verbs=get;list;watch;update;patch
@@ -113,6 +117,7 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.reconcileSecret,
 		r.reconcileService,
 		r.queryHub,
+		r.adaptEngines,
 		r.reconcileEngines,
 	} {
 		if obs.stepErr = step(ctx, c, &obs); obs.stepErr != nil {

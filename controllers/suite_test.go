@@ -47,6 +47,7 @@ var (
 	clk        = clocktesting.NewFakeClock(time.Now())
 	agents     = &agentDouble{}
 	hub        = &hubDouble{}
+	dask       = &daskDouble{}
 	// agentTokenKey is the installation's agent token key.
 	agentTokenKey = []byte("suite agent token key, 32 bytes.")
 )
@@ -106,7 +107,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	if err := controllers.SetupWithManager(ctx, mgr, controllers.Options{Builder: opts, Clock: clk, Agents: agents, AgentTokenKey: agentTokenKey,
-		Hub: hub, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
+		Hub: hub, Dask: dask, ClusterPollInterval: 200 * time.Millisecond, ClusterNetworkPolicies: true,
 		StatusInterval: statusInterval, Culling: controllers.CullingOptions{Interval: cullInterval}}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

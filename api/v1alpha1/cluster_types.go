@@ -28,6 +28,9 @@ const (
 )
 
 // ClusterParameters is the spec of a Cluster.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxEngines) || self.framework == 'dask'",message="minEngines and maxEngines (adaptive scaling) are for dask clusters"
+// +kubebuilder:validation:XValidation:rule="!has(self.minEngines) || has(self.maxEngines)",message="minEngines needs maxEngines"
+// +kubebuilder:validation:XValidation:rule="!has(self.minEngines) || !has(self.maxEngines) || self.minEngines <= self.maxEngines",message="minEngines must not exceed maxEngines"
 type ClusterParameters struct {
 	// owner is the user the cluster belongs to.
 	// +required
@@ -53,6 +56,21 @@ type ClusterParameters struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=1024
 	Engines int32 `json:"engines,omitempty"`
+
+	// minEngines and maxEngines turn on adaptive scaling of a dask cluster (maxEngines set):
+	// the controller sets engines from the scheduler's own recommendation (Dask's
+	// adaptive_target), within [minEngines, maxEngines] and the owner's engines limit, adding
+	// workers at once and retiring them once the scheduler has wanted fewer for a while.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1024
+	MinEngines *int32 `json:"minEngines,omitempty"`
+
+	// maxEngines: see minEngines.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1024
+	MaxEngines *int32 `json:"maxEngines,omitempty"`
 
 	// image is the container image of the controller and engine pods; it must have
 	// ipyparallel, or for a dask cluster distributed. Empty means the operator's default
@@ -155,6 +173,10 @@ type Cluster struct {
 
 // IsDask tells whether the cluster runs Dask.
 func (c *Cluster) IsDask() bool { return c.Spec.Framework == FrameworkDask }
+
+// Adaptive tells whether the controller sets the cluster's engines from its scheduler's
+// recommendation.
+func (c *Cluster) Adaptive() bool { return c.IsDask() && c.Spec.MaxEngines != nil }
 
 // ClusterList is a list of Clusters.
 // +kubebuilder:object:root=true

@@ -45,6 +45,9 @@ const (
 	EventControllerReplaced EventReason = "ControllerReplaced"
 	// EventEngineReplaced: a failed engine pod is replaced.
 	EventEngineReplaced EventReason = "EngineReplaced"
+	// EventAdapted: an adaptive dask cluster's engines were set from its scheduler's
+	// recommendation.
+	EventAdapted EventReason = "Adapted"
 	// EventRetireFailed: a dask cluster's scheduler did not retire the workers about to be
 	// stopped; they were stopped anyway.
 	EventRetireFailed EventReason = "RetireFailed"

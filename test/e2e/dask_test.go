@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
@@ -134,6 +135,22 @@ print(sum(client.gather(held)), computed, client.gather(slow), [w["name"] for w 
 	}
 	clusterPodNames(t, inst, "", 0)
 	api.call(t, http.MethodGet, "dask/par/json/counts.json", nil).want(t, http.StatusServiceUnavailable)
+
+	// Adaptive, between 1 and 3 workers: started with 1, it grows to 3 for 24 tasks of 3 s and
+	// goes back to 1 once their results are released, as the scheduler recommends.
+	patchCluster(t, inst, func(c *nbv1.Cluster) {
+		c.Spec.State, c.Spec.MinEngines, c.Spec.MaxEngines = nbv1.ClusterRunning, ptr.To[int32](1), ptr.To[int32](3)
+	})
+	waitEngines(t, api, "api/clusters/par", 1)
+	ws = daskSession(t, inst, api)
+	runCell(t, ws, `import time
+from dask.distributed import Client
+client = Client(timeout=60)
+busy = client.map(lambda i: time.sleep(3), range(24), pure=False)`)
+	waitEngines(t, api, "api/clusters/par", 3)
+	runCell(t, ws, `client.gather(busy)
+del busy`)
+	waitEngines(t, api, "api/clusters/par", 1)
 }
 
 // TestDask_SandboxedUsersOwnTheirClusters runs ann's dask cluster on a node that sandboxes

@@ -143,6 +143,7 @@ func TestHelm_InARealCluster(t *testing.T) {
 	t.Run("kernel pod killed", func(t *testing.T) { testHelmKernelPodKilled(t, env, api, kernelID) })
 	t.Run("manager killed while kernels start", func(t *testing.T) { testHelmManagerKilled(t, env, api) })
 	t.Run("ipyparallel cluster", func(t *testing.T) { testHelmCluster(t, env, api) })
+	t.Run("dask cluster", func(t *testing.T) { testHelmDask(t, env, api) })
 	t.Run("quotas under concurrent starts through both replicas", func(t *testing.T) { testHelmQuotas(t, env, api) })
 	t.Run("upgrade keeps kernels and token", func(t *testing.T) { testHelmUpgrade(t, env, api, kernelID) })
 	t.Run("uninstall leaves nothing", func(t *testing.T) { testHelmUninstall(t, env) })
@@ -537,6 +538,48 @@ func testHelmCluster(t *testing.T, env *helmEnv, api *jupyterAPI) {
 		t.Errorf("from the kernel: %q (stderr %q)", got, e.Stderr.String())
 	}
 	api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)
+}
+
+// testHelmDask: a user makes a dask cluster of 2 workers through the API and maps over them
+// from a kernel attached to it with Client() and no argument, through the scheduler's
+// Service and under the cluster's NetworkPolicy; the API server proxies the scheduler's
+// dashboard routes (the chart's policy lets it in on 8787).
+func testHelmDask(t *testing.T, env *helmEnv, api *jupyterAPI) {
+	start := time.Now()
+	api.call(t, http.MethodPost, "api/clusters", map[string]any{"profile": "dpar", "n": 2, "framework": "dask"}).want(t, http.StatusCreated)
+	t.Cleanup(func() { api.deleteQuietly("api/clusters/dpar") })
+	var s sessionModel
+	api.call(t, http.MethodPost, "api/sessions", map[string]any{
+		"path": "e2e/dask.ipynb", "type": "notebook", "name": "dask.ipynb",
+		"kernel": map[string]string{"name": "python3"}, "cluster": "dpar",
+	}).want(t, http.StatusCreated).decode(t, &s)
+	defer api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)
+	// Both replicas' caches know the kernel once it is Ready.
+	waitKernelReady(t, env.client, helmNamespace, s.Kernel.ID)
+	ws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", "")
+	defer ws.close()
+	e := runCell(t, ws, `import os, socket, time
+from dask.distributed import Client
+for attempt in range(90):
+    try:
+        client = Client(timeout=10)
+        client.wait_for_workers(2, timeout=120)
+        break
+    except OSError:
+        time.sleep(2)
+print(len(set(client.gather(client.map(lambda i: socket.gethostname(), range(20), pure=False)))), os.environ["DASK_SCHEDULER_ADDRESS"])`)
+	want := "2 tls://dpar-dask-scheduler." + helmNamespace + ".svc:8786"
+	if got := strings.TrimSpace(e.Stdout.String()); got != want {
+		t.Errorf("from the kernel: %q, want %q (stderr %q)", got, want, e.Stderr.String())
+	}
+	t.Logf("dask cluster created, kernel started and 2 workers mapped over in %.1fs", time.Since(start).Seconds())
+	var counts struct {
+		Workers int `json:"workers"`
+	}
+	api.call(t, http.MethodGet, "dask/dpar/json/counts.json", nil).want(t, http.StatusOK).decode(t, &counts)
+	if counts.Workers != 2 {
+		t.Errorf("the scheduler's counts through the proxy: %+v", counts)
+	}
 }
 
 // testHelmUpgrade changes the release: the API server's replicas drop to 1 and it rolls; the

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net"
 	"net/http"
@@ -98,6 +99,7 @@ func TestHelm_UsersSecretChangesApplyWithoutARestart(t *testing.T) {
 		t.Errorf("the admin lists %v, want %v", got, want)
 	}
 	checkClusterAdmitsOnlyItsOwner(t, env, ann, ben)
+	checkDaskAdmitsOnlyItsOwner(t, env, ann, ben)
 	checkHomeMounts(t, env, map[string]string{ann: "home-ann/", ben: usersRelease + "-nbkube-contents/ben"})
 	annWS := dialJupyterWS(t, as("ann"), "api/kernels/"+ann+"/channels", "")
 	checkKernelSeesOnlyItsHome(t, as("ann"), as("ben"), annWS)
@@ -287,6 +289,55 @@ func checkClusterAdmitsOnlyItsOwner(t *testing.T, env *helmEnv, annKernel, benKe
 	agent := net.JoinHostPort(pod(annKernel).Status.PodIP, strconv.Itoa(agentapi.Port))
 	if ok, out := env.probe(t, pod(benKernel), agent, probeRefused); ok {
 		t.Errorf("ben's kernel reached the agent of ann's kernel %s: %s", agent, out)
+	}
+}
+
+// checkDaskAdmitsOnlyItsOwner does for a dask cluster of ann's what
+// checkClusterAdmitsOnlyItsOwner does for an ipyparallel one: under the enforcer, her kernel
+// reaches its scheduler (8786) and ben's kernel reaches neither it nor its worker (8788).
+func checkDaskAdmitsOnlyItsOwner(t *testing.T, env *helmEnv, annKernel, benKernel string) {
+	ctx := t.Context()
+	c := env.client
+	cl := &nbv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: usersNamespace, Name: "ann-dask"},
+		Spec:       nbv1.ClusterParameters{Owner: "ann", Framework: nbv1.FrameworkDask, State: nbv1.ClusterRunning, Engines: 1},
+	}
+	if err := c.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), cl) })
+	running := map[string]string{}
+	testenv.Eventually(t, "ann's dask scheduler and worker to run", clusterStartWait, func() error {
+		pods := &corev1.PodList{}
+		if err := c.List(ctx, pods, client.InNamespace(usersNamespace), client.MatchingLabels{nbv1.LabelCluster: cl.Name}); err != nil {
+			return err
+		}
+		for i := range pods.Items {
+			if p := &pods.Items[i]; p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+				running[p.Labels[nbv1.LabelComponent]] = p.Status.PodIP
+			}
+		}
+		if running["dask-scheduler"] == "" || running["dask-worker"] == "" {
+			return fmt.Errorf("running: %v", running)
+		}
+		return nil
+	})
+	scheduler := net.JoinHostPort(running["dask-scheduler"], "8786")
+	worker := net.JoinHostPort(running["dask-worker"], "8788")
+	pod := func(name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: usersNamespace, Name: name}, p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if ok, out := env.probe(t, pod(annKernel), scheduler, policyApplied); !ok {
+		t.Errorf("ann's kernel did not reach her dask scheduler %s: %s", scheduler, out)
+	}
+	for _, addr := range []string{scheduler, worker} {
+		if ok, out := env.probe(t, pod(benKernel), addr, probeRefused); ok {
+			t.Errorf("ben's kernel reached ann's dask cluster at %s: %s", addr, out)
+		}
 	}
 }
 
