@@ -67,7 +67,7 @@ spec:
 		chromedp.KeyEvent("2"),
 		press("Start "+profile),
 		until(row+`.dataset.status === "running"`),
-		until(fmt.Sprintf(`/^2\b/.test(%s.cells[2].textContent)`, row)),
+		until(fmt.Sprintf(`/^2\b/.test(%s.cells[3].textContent)`, row)),
 	)
 	screenshot(t, ctx, "dashboard-cluster")
 	out := srv.kubectl(t, "", "get", "cluster", profile, "-o", "jsonpath={.spec.engines} {.status.readyEngines}")
@@ -100,7 +100,7 @@ func TestDashboard_ANewClusterIsMadeRunsAndIsDeleted(t *testing.T) {
 		press("Create"),
 		until(row+` && `+row+`.dataset.status === "running"`),
 		until(`document.querySelector('#nb-new-cluster-name').value === ""`),
-		until(fmt.Sprintf(`/^1 \/ 1$/.test(%s.cells[2].textContent)`, row)),
+		until(fmt.Sprintf(`/^1 \/ 1$/.test(%s.cells[3].textContent)`, row)),
 	)
 	screenshot(t, ctx, "dashboard-new-cluster")
 	out := srv.kubectl(t, "", "get", "cluster", profile, "-o", "jsonpath={.spec.owner} {.spec.engines} {.status.readyEngines}")
@@ -118,4 +118,46 @@ func TestDashboard_ANewClusterIsMadeRunsAndIsDeleted(t *testing.T) {
 	if strings.Contains(out, profile) {
 		t.Errorf("the cluster is still there after Delete: %q", out)
 	}
+}
+
+// A user makes a Dask cluster from the dashboard: Dask chosen in the New cluster form, the
+// row says so and counts its worker; its Dashboard link, once the scheduler runs, opens the
+// scheduler's own pages through nbkube (Debian's Dask, without Bokeh, says what its
+// dashboard needs; an image with Bokeh shows it).
+func TestDashboard_ADaskClusterLinksItsDashboard(t *testing.T) {
+	srv := nbkube(t)
+	profile := "dask-here"
+	t.Cleanup(func() { srv.kubectl(t, "", "delete", "cluster", profile, "--ignore-not-found", "--wait=false") })
+
+	ctx := browser(t)
+	row := fmt.Sprintf(`document.querySelector('[data-profile=%q]')`, profile)
+	link := row + `.querySelector('a.nb-dashboard-link')`
+	run(t, ctx, "make a dask cluster", 2*time.Minute,
+		chromedp.Navigate(srv.url+"?token="+srv.token),
+		ready("dashboard"),
+		until(`!document.querySelector('form.nb-new-cluster').hidden`),
+		chromedp.SendKeys(chromedp.CSS(`#nb-new-cluster-name`), profile),
+		chromedp.SetValue(`#nb-new-cluster-framework`, "dask"),
+		chromedp.Evaluate[chromedp.Void](`(() => { const i = document.querySelector('#nb-new-cluster-engines'); i.focus(); i.select(); })()`),
+		chromedp.KeyEvent("1"),
+		press("Create"),
+		until(row+` && `+row+`.dataset.status === "running"`),
+		until(fmt.Sprintf(`%s.cells[1].textContent === "Dask" && /^1 \/ 1$/.test(%s.cells[3].textContent)`, row, row)),
+		until(`!`+link+`.hidden`),
+	)
+	out := srv.kubectl(t, "", "get", "cluster", profile, "-o", "jsonpath={.spec.framework} {.status.readyEngines}")
+	if out != "dask 1" {
+		t.Errorf("the Cluster made from the dashboard: %q, want a dask one with its worker", out)
+	}
+	var href string
+	run(t, ctx, "the dashboard's link", time.Minute,
+		into(chromedp.Evaluate[string](link+`.getAttribute('href')`), &href),
+	)
+	if href != "/dask/"+profile+"/" {
+		t.Fatalf("the dashboard link is %q", href)
+	}
+	run(t, ctx, "the scheduler's page through nbkube", time.Minute,
+		chromedp.Navigate(strings.TrimSuffix(srv.url, "/")+href),
+		until(`location.pathname === "/dask/`+profile+`/status" && document.body.textContent.includes("Dask")`),
+	)
 }

@@ -67,7 +67,7 @@ test('rows: labelled number input, Start with n, Stop, and typed numbers survive
   view.element.querySelector<HTMLButtonElement>('tr[data-profile=big] button[aria-label="Delete big"]')!.click();
   assert.deepEqual(calls, ['start default 5', 'stop big', 'delete big']);
   assert.equal(row.querySelector('button[data-action=start]')!.getAttribute('aria-label'), 'Start default');
-  assert.equal(view.element.querySelector<HTMLTableRowElement>('tr[data-profile=big]')!.cells[2].textContent, '8 / 8');
+  assert.equal(view.element.querySelector<HTMLTableRowElement>('tr[data-profile=big]')!.cells[3].textContent, '8 / 8');
   view.update([]);
   assert.equal(view.element.querySelectorAll('tr[data-profile]').length, 0);
 });
@@ -84,13 +84,15 @@ test('profileProblem follows the API: a DNS label of at most 40 characters', () 
 test('the new cluster form: checks the name and engines, creates, and clears the name once made', async () => {
   const asked: string[] = [];
   let answer = false;
-  const form = new NewCluster((p, n) => {
-    asked.push(`${p} ${n}`);
+  const form = new NewCluster((p, n, framework) => {
+    asked.push(`${p} ${n} ${framework}`);
     return Promise.resolve(answer);
   });
   document.body.replaceChildren(form.element);
   assert.equal(document.querySelector(`label[for="${form.name.id}"]`)!.textContent, 'New cluster');
   assert.equal(document.querySelector(`label[for="${form.engines.id}"]`)!.textContent, 'Engines');
+  assert.equal(document.querySelector(`label[for="${form.framework.id}"]`)!.textContent, 'Framework');
+  assert.equal(form.framework.value, 'ipyparallel', 'ipyparallel unless asked');
   assert.equal(form.engines.value, '2');
   const submit = () => form.element.dispatchEvent(new window.Event('submit', { cancelable: true }));
 
@@ -108,13 +110,35 @@ test('the new cluster form: checks the name and engines, creates, and clears the
   answer = false;
   submit();
   await new Promise((r) => setTimeout(r, 0));
-  assert.deepEqual(asked, ['work 3']);
+  assert.deepEqual(asked, ['work 3 ipyparallel']);
   assert.equal(form.name.value, 'work', 'a refused name stays for the user to change');
   answer = true;
+  form.framework.value = 'dask';
   submit();
   await new Promise((r) => setTimeout(r, 0));
-  assert.deepEqual(asked, ['work 3', 'work 3']);
+  assert.deepEqual(asked, ['work 3 ipyparallel', 'work 3 dask']);
   assert.equal(form.name.value, '', 'the name is cleared once made');
+});
+
+test('a dask cluster shows its framework, its workers and, while its scheduler runs, its dashboard', () => {
+  const view = new Clusters({ start() {}, stop() {}, remove() {} });
+  const dask = cluster('d', { framework: 'dask', status: 'running', controller_ready: false, dashboard_url: '/dask/d/' });
+  view.update([dask, cluster('p')]);
+  const row = view.element.querySelector<HTMLTableRowElement>('tr[data-profile=d]')!;
+  const link = row.querySelector<HTMLAnchorElement>('a.nb-dashboard-link')!;
+  assert.equal(row.cells[1].textContent, 'Dask');
+  assert.equal(row.cells[2].textContent, 'starting scheduler');
+  assert.equal(link.hidden, true, 'no dashboard before the scheduler answers');
+  view.update([{ ...dask, controller_ready: true }, cluster('p')]);
+  assert.equal(row.cells[2].textContent, 'starting workers');
+  assert.equal(link.hidden, false);
+  assert.equal(link.getAttribute('href'), '/dask/d/');
+  assert.equal(link.getAttribute('rel'), 'noopener');
+  view.update([{ ...dask, status: 'stopped' }, cluster('p')]);
+  assert.equal(link.hidden, true, 'no dashboard once stopped');
+  const ipp = view.element.querySelector<HTMLTableRowElement>('tr[data-profile=p]')!;
+  assert.equal(ipp.cells[1].textContent, 'ipyparallel');
+  assert.equal(ipp.querySelector<HTMLAnchorElement>('a.nb-dashboard-link')!.hidden, true, 'ipyparallel has none');
 });
 
 test('the form is for users whose policies leave them engines', () => {

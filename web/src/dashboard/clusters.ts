@@ -1,5 +1,6 @@
-// ipyparallel clusters: profile, status, engines, and a form per cluster to start it with a
-// number of engines, stop it or delete it; and a form to make a new one. Rows are keyed by
+// Clusters (ipyparallel or Dask): profile, framework, status, engines (a dask cluster's
+// workers), a link to a dask cluster's dashboard, and a form per cluster to start it with a
+// number of engines, stop it or delete it; and a form to make a new one of either framework. Rows are keyed by
 // profile and updated in place; a number the user is typing is never overwritten by polling.
 import { h } from '../shell/dom';
 
@@ -17,7 +18,13 @@ export interface Cluster {
   last_activity?: string | null;
   reason?: string;
   message?: string;
+  framework?: Framework;
+  tasks?: number;
+  dashboard_url?: string;
 }
+
+/** Framework is what a cluster runs. */
+export type Framework = 'ipyparallel' | 'dask';
 
 export interface ClusterActions {
   start(profile: string, n: number): void;
@@ -50,15 +57,22 @@ export function profileProblem(value: string): string {
 }
 
 /**
- * NewCluster is the form that makes a cluster: a name and a number of engines. create
- * resolves true once the cluster is made; the name is then cleared.
+ * NewCluster is the form that makes a cluster: a name, a framework and a number of engines.
+ * create resolves true once the cluster is made; the name is then cleared.
  */
 export class NewCluster {
   readonly element: HTMLFormElement;
   readonly name: HTMLInputElement;
+  readonly framework: HTMLSelectElement;
   readonly engines: HTMLInputElement;
 
-  constructor(create: (profile: string, n: number) => Promise<boolean>) {
+  constructor(create: (profile: string, n: number, framework: Framework) => Promise<boolean>) {
+    this.framework = h(
+      'select',
+      { id: 'nb-new-cluster-framework' },
+      h('option', { value: 'ipyparallel', selected: true }, 'ipyparallel'),
+      h('option', { value: 'dask' }, 'Dask'),
+    );
     this.name = h('input', {
       type: 'text',
       id: 'nb-new-cluster-name',
@@ -83,6 +97,8 @@ export class NewCluster {
       { class: 'nb-new-cluster', 'aria-label': 'New cluster', novalidate: true },
       h('label', { for: this.name.id }, 'New cluster'),
       this.name,
+      h('label', { for: this.framework.id }, 'Framework'),
+      this.framework,
       h('label', { for: this.engines.id }, 'Engines'),
       this.engines,
       button,
@@ -107,7 +123,7 @@ export class NewCluster {
         return;
       }
       setDisabled(button, true);
-      void create(profile, n).then((made) => {
+      void create(profile, n, this.framework.value === 'dask' ? 'dask' : 'ipyparallel').then((made) => {
         setDisabled(button, false);
         if (made) {
           this.name.value = '';
@@ -131,10 +147,16 @@ export function clusterStatus(c: Cluster): string {
   if (c.ready) {
     return 'running';
   }
+  const dask = c.framework === 'dask';
   if (!c.controller_ready) {
-    return 'starting controller';
+    return dask ? 'starting scheduler' : 'starting controller';
   }
-  return 'starting engines';
+  return dask ? 'starting workers' : 'starting engines';
+}
+
+/** frameworkName is what the Framework column says. */
+export function frameworkName(c: Cluster): string {
+  return c.framework === 'dask' ? 'Dask' : 'ipyparallel';
 }
 
 /** engineCount is "ready / asked for". */
@@ -161,12 +183,12 @@ export class Clusters {
 
   constructor(private readonly actions: ClusterActions) {
     this.tbody = h('tbody');
-    this.empty = h('tr', { class: 'nb-empty' }, h('td', { colspan: 5 }, 'You have no clusters.'));
+    this.empty = h('tr', { class: 'nb-empty' }, h('td', { colspan: 6 }, 'You have no clusters.'));
     this.tbody.append(this.empty);
     this.element = h(
       'table',
       { class: 'nb-clusters-table' },
-      h('caption', {}, 'IPython clusters'),
+      h('caption', {}, 'Clusters'),
       h(
         'thead',
         {},
@@ -174,6 +196,7 @@ export class Clusters {
           'tr',
           {},
           h('th', { scope: 'col' }, 'Profile'),
+          h('th', { scope: 'col' }, 'Framework'),
           h('th', { scope: 'col' }, 'Status'),
           h('th', { scope: 'col' }, 'Engines ready'),
           h('th', { scope: 'col' }, 'Engines to start'),
@@ -265,6 +288,7 @@ export class Clusters {
       'tr',
       { 'data-profile': c.profile },
       h('th', { scope: 'row', class: 'nb-col-profile' }, c.profile),
+      h('td', { class: 'nb-col-framework' }, frameworkName(c)),
       h('td', { class: 'nb-col-status' }),
       h('td', { class: 'nb-col-engines' }),
       h(
@@ -279,19 +303,31 @@ export class Clusters {
         h('button', { type: 'button', 'data-action': 'start', 'aria-label': `Start ${c.profile}` }, 'Start'),
         h('button', { type: 'button', 'data-action': 'stop', 'aria-label': `Stop ${c.profile}` }, 'Stop'),
         h('button', { type: 'button', 'data-action': 'delete', 'aria-label': `Delete ${c.profile}` }, 'Delete'),
+        h(
+          'a',
+          { class: 'nb-dashboard-link', target: '_blank', rel: 'noopener', hidden: true, 'aria-label': `Dashboard of ${c.profile}` },
+          'Dashboard',
+        ),
       ),
     );
   }
 
   private patch(row: HTMLTableRowElement, c: Cluster): void {
     const status = clusterStatus(c);
-    if (row.cells[1].textContent !== status) {
-      row.cells[1].textContent = status;
+    if (row.cells[2].textContent !== status) {
+      row.cells[2].textContent = status;
     }
     row.dataset.status = c.status;
     const engines = engineCount(c);
-    if (row.cells[2].textContent !== engines) {
-      row.cells[2].textContent = engines;
+    if (row.cells[3].textContent !== engines) {
+      row.cells[3].textContent = engines;
+    }
+    // A dask cluster's dashboard, while its scheduler runs.
+    const link = row.querySelector<HTMLAnchorElement>('a.nb-dashboard-link')!;
+    const url = c.status === 'running' && c.controller_ready ? (c.dashboard_url ?? '') : '';
+    link.hidden = url === '';
+    if (url && link.getAttribute('href') !== url) {
+      link.setAttribute('href', url);
     }
     const input = row.querySelector<HTMLInputElement>('input[type=number]')!;
     if (!input.dataset.dirty && document.activeElement !== input && input.value !== String(c.n ?? 0)) {

@@ -230,12 +230,12 @@ const clusters = new Clusters({
   },
 });
 const newCluster = new NewCluster(
-  async (profile, n) =>
+  async (profile, n, framework) =>
     (await act(`Cannot create ${profile}`, () =>
       api<Cluster>('api/clusters', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ profile, n }),
+        body: JSON.stringify({ profile, n, framework }),
       }),
     )) !== undefined,
 );
