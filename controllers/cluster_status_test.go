@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	nbv1 "github.com/nbkube/nbkube/api/v1alpha1"
+	"github.com/nbkube/nbkube/internal/daskcluster"
 	"github.com/nbkube/nbkube/internal/ipcluster"
 )
 
@@ -128,6 +129,43 @@ func TestClusterStatus_LastActivityMovesWithTasks(t *testing.T) {
 	if !c.Status.LastActivity.Equal(&t2) || c.Status.CompletedTasks != 3 {
 		t.Errorf("lastActivity %v completed %d after three tasks completed, want %v 3", c.Status.LastActivity, c.Status.CompletedTasks, t2)
 	}
+}
+
+// A dask scheduler counts no completed tasks: its cluster is active while a task runs and
+// whenever the number of tasks it holds changes, so that idleTimeout stops it only once
+// nothing has happened for that long.
+func TestClusterStatus_ADaskClustersActivityIsItsTasks(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	at := func(m int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(m) * time.Minute)) }
+	worker := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "d1-dask-worker-a"}, Status: corev1.PodStatus{PodIP: "10.0.0.3"}}
+	scheduler := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.2"}}
+	obs := func(tasks, processing, executing int) clusterObservation {
+		st := daskcluster.Status{Tasks: tasks, Processing: processing,
+			Workers: []daskcluster.Worker{{Name: worker.Name, Address: "tls://10.0.0.3:8788", Executing: executing}}}
+		return clusterObservation{controller: scheduler, engines: []*corev1.Pod{worker}, dask: &st,
+			hub: &ipcluster.HubStatus{Engines: []ipcluster.Engine{{UUID: worker.Name, Tasks: executing}}}}
+	}
+	c := &nbv1.Cluster{Spec: nbv1.ClusterParameters{Framework: nbv1.FrameworkDask, Engines: 1}}
+	for i, step := range []struct {
+		obs          clusterObservation
+		wantActivity int
+	}{
+		{obs(0, 0, 0), 0}, // the scheduler answers: a start is activity
+		{obs(0, 0, 0), 0}, // nothing
+		{obs(5, 2, 1), 2}, // tasks running
+		{obs(5, 0, 0), 2}, // their results held, nothing else
+		{obs(0, 0, 0), 4}, // the results released
+		{obs(0, 0, 0), 4},
+	} {
+		c.Status = clusterStatus(c, step.obs, at(i))
+		if want := at(step.wantActivity); !c.Status.LastActivity.Equal(&want) {
+			t.Errorf("step %d: lastActivity %v, want %v", i, c.Status.LastActivity, want)
+		}
+	}
+	if c.Status.Tasks != 0 || c.Status.ReadyEngines != 1 || c.Status.DashboardAddress != "10.0.0.2:8787" {
+		t.Errorf("status %+v", c.Status)
+	}
+	conditionIs(t, c.Status.Conditions, nbv1.ConditionReady, metav1.ConditionTrue, nbv1.ReasonClusterRunning, "dask-scheduler and 1 workers ready")
 }
 
 // A failed step is told in Ready, and nothing else changes: the steps after it did not run,

@@ -26,7 +26,7 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, outputs, nbconvert, pages, idle, all, scale (a thousand WebSockets, not part of all), cluster (a real cluster, not part of all) or cluster-terminals (terminals on a real cluster, not part of all)")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale (a thousand WebSockets, not part of all), cluster (a real cluster, not part of all) or cluster-terminals (terminals on a real cluster, not part of all)")
 	var cc clusterConfig
 	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
 	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
@@ -35,8 +35,8 @@ func main() {
 	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
 	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "terminals", "outputs", "nbconvert", "pages", "idle", "all", "scale", "cluster", "cluster-terminals"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, outputs, nbconvert, pages, idle, all, scale, cluster or cluster-terminals")
+	if !slices.Contains([]string{"contents", "kernels", "terminals", "outputs", "nbconvert", "pages", "dask", "idle", "all", "scale", "cluster", "cluster-terminals"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale, cluster or cluster-terminals")
 		os.Exit(2)
 	}
 	if *only == "cluster" || *only == "cluster-terminals" {
@@ -144,7 +144,11 @@ func run(out, nbkubeBin, python, only string, d time.Duration) error {
 	if only == "pages" || only == "all" {
 		pages = measurePages(nb, filepath.Join(work, "nbkube", "root"))
 	}
-	return writeReport(out, reportSections{contents: contents, exports: exports, kernels: kernels, terminals: terminals, outputs: outputs, pages: pages, idle: idle}, d)
+	var dask *daskReport
+	if only == "dask" || only == "all" {
+		dask = measureDask(nb, work)
+	}
+	return writeReport(out, reportSections{contents: contents, exports: exports, kernels: kernels, terminals: terminals, outputs: outputs, pages: pages, dask: dask, idle: idle}, d)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -338,6 +342,7 @@ type reportSections struct {
 	terminals         *terminalReport
 	outputs           *outputsReport
 	pages             *pagesReport
+	dask              *daskReport
 	idle              *idleReport
 	cluster           *clusterReport
 	clusterTerminals  *clusterTerminalReport
@@ -349,7 +354,7 @@ func writeReport(out string, r reportSections, d time.Duration) error {
 	host, _ := os.Hostname()
 	today := time.Now().UTC().Format("2006-01-02")
 	old := previousSections(out)
-	partial := r.contents == nil || r.exports == nil || r.kernels == nil || r.terminals == nil || r.outputs == nil || r.pages == nil || r.idle == nil
+	partial := r.contents == nil || r.exports == nil || r.kernels == nil || r.terminals == nil || r.outputs == nil || r.pages == nil || r.dask == nil || r.idle == nil
 	if head, ok := old[""]; ok && partial {
 		// Some sections are kept from the last full run: so is its heading, and the sections
 		// measured now say when.
@@ -381,6 +386,7 @@ func writeReport(out string, r reportSections, d time.Duration) error {
 	section("Terminals", r.terminals != nil, func(sb *strings.Builder) { writeTerminals(sb, r.terminals) })
 	section("Outputs of cells whose client is away", r.outputs != nil, func(sb *strings.Builder) { writeOutputs(sb, r.outputs) })
 	section("Web pages", r.pages != nil, func(sb *strings.Builder) { writePages(sb, r.pages) })
+	section("Dask clusters", r.dask != nil, func(sb *strings.Builder) { writeDask(sb, r.dask) })
 	section("At rest", r.idle != nil, func(sb *strings.Builder) { writeIdle(sb, r.idle) })
 	section("Kernels on a real cluster", r.cluster != nil, func(sb *strings.Builder) { writeCluster(sb, r.cluster) })
 	section("Terminals on a real cluster", r.clusterTerminals != nil, func(sb *strings.Builder) { writeClusterTerminals(sb, r.clusterTerminals) })

@@ -553,7 +553,7 @@ func testHelmDask(t *testing.T, env *helmEnv, api *jupyterAPI) {
 		"path": "e2e/dask.ipynb", "type": "notebook", "name": "dask.ipynb",
 		"kernel": map[string]string{"name": "python3"}, "cluster": "dpar",
 	}).want(t, http.StatusCreated).decode(t, &s)
-	defer api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent)
+	defer func() { api.call(t, http.MethodDelete, "api/sessions/"+s.ID, nil).want(t, http.StatusNoContent) }()
 	// Both replicas' caches know the kernel once it is Ready.
 	waitKernelReady(t, env.client, helmNamespace, s.Kernel.ID)
 	ws := dialJupyterWS(t, api, "api/kernels/"+s.Kernel.ID+"/channels", "")
