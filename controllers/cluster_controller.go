@@ -113,6 +113,10 @@ func (r *ClusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	var obs clusterObservation
 	for _, step := range []func(context.Context, *nbv1.Cluster, *clusterObservation) error{
 		r.reconcileNetworkPolicy,
+		// The Secret before the pods that mount it (a node that finds it missing tries the
+		// mount again only after a while: 10 s on the local node), then again once the
+		// controller pod's address is known.
+		r.reconcileSecret,
 		r.reconcileController,
 		r.reconcileSecret,
 		r.reconcileService,

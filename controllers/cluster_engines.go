@@ -79,7 +79,7 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 	}
 	if pending := want - len(current) - waiting; pending > 0 && obs.overQuota == nil {
 		for range pending {
-			p := builder.ClusterEnginePodOf(c, r.Options, string(obs.controller.UID))
+			p := builder.ClusterEnginePodOf(c, r.Options, obs.controller)
 			if err := r.createPod(ctx, p, obs); err != nil {
 				return err
 			}

@@ -187,13 +187,16 @@ func DaskSchedulerPod(c *nbv1.Cluster, o Options) *corev1.Pod {
 	return clusterPod(c, o, DaskSchedulerName(c), ComponentDaskScheduler, container, []string{DaskCAFile, DaskCertFile, DaskKeyFile}, nil)
 }
 
-// DaskWorkerPod runs one dask-worker for the scheduler pod schedulerUID. The worker registers
+// DaskWorkerPod runs one dask-worker for the scheduler pod scheduler. The worker registers
 // under its pod's name, which is how the Cluster controller tells which pods are registered
-// and busy, and which to retire.
-func DaskWorkerPod(c *nbv1.Cluster, o Options, schedulerUID string) *corev1.Pod {
+// and busy, and which to retire. The scheduler's address is the worker's argument, not a
+// reference to the Secret that has it: a worker belongs to one scheduler pod, whose address
+// the controller knows when it makes the worker, while a node may still hold the Secret as it
+// was before the address was written (the local node reads it anew every 10 s).
+func DaskWorkerPod(c *nbv1.Cluster, o Options, scheduler *corev1.Pod) *corev1.Pod {
 	container := clusterContainer(c, o, ComponentDaskWorker, append([]string{
 		"dask-worker",
-		"$(" + EnvDaskSchedulerAddress + ")",
+		DaskSchedulerAddress(c, o, scheduler.Status.PodIP),
 		"--name=$(POD_NAME)",
 		"--no-nanny",
 		"--protocol=tls",
@@ -206,15 +209,12 @@ func DaskWorkerPod(c *nbv1.Cluster, o Options, schedulerUID string) *corev1.Pod 
 		"--death-timeout=60",
 	}, daskTLSArgs()...))
 	daskEnv(&container)
-	container.Env = append(container.Env, corev1.EnvVar{Name: EnvDaskSchedulerAddress, ValueFrom: &corev1.EnvVarSource{
-		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: ClusterSecretName(c)}, Key: EnvDaskSchedulerAddress},
-	}})
 	container.WorkingDir = "/tmp"
 	// Declared: the scheduler, other workers and the owner's kernels connect to it.
 	container.Ports = []corev1.ContainerPort{{Name: "worker", ContainerPort: daskcluster.WorkerPort, Protocol: corev1.ProtocolTCP}}
 	container.Resources = *c.Spec.EngineResources.DeepCopy()
 	pod := clusterPod(c, o, DaskWorkersName(c), ComponentDaskWorker, container,
-		[]string{DaskCAFile, DaskCertFile, DaskKeyFile}, map[string]string{AnnotationControllerPod: schedulerUID})
+		[]string{DaskCAFile, DaskCertFile, DaskKeyFile}, map[string]string{AnnotationControllerPod: string(scheduler.UID)})
 	applyPodTemplate(pod, c.Spec.EngineTemplate)
 	return pod
 }
@@ -228,13 +228,13 @@ func ClusterControllerPodOf(c *nbv1.Cluster, o Options) *corev1.Pod {
 	return ClusterControllerPod(c, o)
 }
 
-// ClusterEnginePodOf is one of the cluster's engine pods: an ipengine, or a dask cluster's
-// worker.
-func ClusterEnginePodOf(c *nbv1.Cluster, o Options, controllerUID string) *corev1.Pod {
+// ClusterEnginePodOf is one of the cluster's engine pods, for its controller pod: an ipengine,
+// or a dask cluster's worker.
+func ClusterEnginePodOf(c *nbv1.Cluster, o Options, controller *corev1.Pod) *corev1.Pod {
 	if c.IsDask() {
-		return DaskWorkerPod(c, o, controllerUID)
+		return DaskWorkerPod(c, o, controller)
 	}
-	return ClusterEnginePod(c, o, controllerUID)
+	return ClusterEnginePod(c, o, string(controller.UID))
 }
 
 // DaskNetworkPolicy lets into a dask cluster's scheduler and workers, on the ports Dask

@@ -73,7 +73,9 @@ func daskStart(c *kernelClient, profile string) (ready, client time.Duration, er
 	if err := c.expect(http.MethodPost, "api/clusters", body, http.StatusCreated, nil); err != nil {
 		return 0, 0, err
 	}
-	defer func() { err = errors.Join(err, c.expect(http.MethodDelete, "api/clusters/"+profile, "", http.StatusNoContent, nil)) }()
+	defer func() {
+		err = errors.Join(err, c.expect(http.MethodDelete, "api/clusters/"+profile, "", http.StatusNoContent, nil))
+	}()
 	var m struct {
 		ControllerReady bool `json:"controller_ready"`
 		EnginesReady    int  `json:"engines_ready"`

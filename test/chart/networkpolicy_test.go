@@ -87,7 +87,7 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 		// A dask scheduler runs what a client sends it (run_on_scheduler), its workers the
 		// tasks: both run users' code.
 		"dask scheduler": {builder.DaskSchedulerPod(dask, o), true},
-		"dask worker":    {builder.DaskWorkerPod(dask, o, "s"), true},
+		"dask worker":    {builder.DaskWorkerPod(dask, o, &corev1.Pod{}), true},
 	} {
 		if got := selects(t, &egress.Spec.PodSelector, tc.pod); got != tc.want {
 			t.Errorf("the egress policy selects the %s pod: %v, want %v", name, got, tc.want)
@@ -97,7 +97,7 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 		t.Fatalf("egress rules %+v", egress.Spec)
 	}
 	dns, ipc, daskRule, net := egress.Spec.Egress[0], egress.Spec.Egress[1], egress.Spec.Egress[2], egress.Spec.Egress[3]
-	for _, p := range []*corev1.Pod{builder.DaskSchedulerPod(dask, o), builder.DaskWorkerPod(dask, o, "s")} {
+	for _, p := range []*corev1.Pod{builder.DaskSchedulerPod(dask, o), builder.DaskWorkerPod(dask, o, &corev1.Pod{})} {
 		if !selects(t, daskRule.To[0].PodSelector, p) {
 			t.Errorf("the dask rule does not reach %s: %+v", p.GenerateName, daskRule)
 		}
@@ -113,7 +113,7 @@ func TestChart_KernelsAndEnginesReachOnlyDNSTheirClusterAndTheAllowedNet(t *test
 		len(schedulers.Spec.Ingress[0].Ports) != 1 || schedulers.Spec.Ingress[0].Ports[0].Port.IntValue() != 8787 {
 		t.Errorf("dask schedulers' policy %+v", schedulers)
 	}
-	if workers := nps["nb-nbkube-dask-workers"]; workers == nil || !selects(t, &workers.Spec.PodSelector, builder.DaskWorkerPod(dask, o, "s")) || len(workers.Spec.Ingress) != 0 {
+	if workers := nps["nb-nbkube-dask-workers"]; workers == nil || !selects(t, &workers.Spec.PodSelector, builder.DaskWorkerPod(dask, o, &corev1.Pod{})) || len(workers.Spec.Ingress) != 0 {
 		t.Errorf("dask workers' policy %+v", workers)
 	}
 	if dns.To[0].PodSelector.MatchLabels["k8s-app"] != "kube-dns" || len(dns.Ports) != 2 || dns.Ports[0].Port.IntValue() != 53 {
