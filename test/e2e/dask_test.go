@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -208,22 +207,7 @@ func TestDask_SandboxedUsersOwnTheirClusters(t *testing.T) {
 	if len(scheduler) != 2 || len(targets) != 4 {
 		t.Fatalf("ann's cluster's addresses: %v", targets)
 	}
-	probe, err := json.Marshal(targets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := `import json, socket
-reached = []
-for addr in json.loads(` + strconv.Quote(string(probe)) + `):
-    host, port = addr.rsplit(":", 1)
-    s = socket.socket(); s.settimeout(2)
-    try:
-        s.connect((host, int(port))); reached.append(addr)
-    except OSError:
-        pass
-    finally:
-        s.close()
-print(json.dumps(reached))`
+	code := reachScript(t, targets)
 	var k struct {
 		ID string `json:"id"`
 	}

@@ -201,6 +201,28 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	}
 }
 
+// reachScript is Python that tries a TCP connection to each of targets (host:port) and prints
+// those it reached as a JSON list.
+func reachScript(t *testing.T, targets []string) string {
+	t.Helper()
+	probe, err := json.Marshal(targets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `import json, socket
+reached = []
+for addr in json.loads(` + strconv.Quote(string(probe)) + `):
+    host, port = addr.rsplit(":", 1)
+    s = socket.socket(); s.settimeout(2)
+    try:
+        s.connect((host, int(port))); reached.append(addr)
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(json.dumps(reached))`
+}
+
 // startSandboxedUsers runs `nbkube local` with users ann and ben from a users file and
 // --sandbox left to its default, which sandboxes pods as soon as a provider knows several
 // users, with the flags args besides; as is the API as one of them.
@@ -288,22 +310,7 @@ func TestSandbox_ClustersServeTheirOwnersKernelsOnly(t *testing.T) {
 	if err := ben.awaitKernelInfo(60 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	probe, err := json.Marshal(targets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := ben.run(`import json, socket
-reached = []
-for addr in json.loads(` + strconv.Quote(string(probe)) + `):
-    host, port = addr.rsplit(":", 1)
-    s = socket.socket(); s.settimeout(2)
-    try:
-        s.connect((host, int(port))); reached.append(addr)
-    except OSError:
-        pass
-    finally:
-        s.close()
-print(json.dumps(reached))`)
+	run := ben.run(reachScript(t, targets))
 	if got := strings.TrimSpace(run.Stdout.String()); got != "[]" {
 		t.Errorf("ben's kernel reaches ann's cluster at %s (%s)", got, run)
 	}

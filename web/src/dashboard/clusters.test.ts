@@ -122,7 +122,12 @@ test('the new cluster form: checks the name and engines, creates, and clears the
 
 test('a dask cluster shows its framework, its workers and, while its scheduler runs, its dashboard', () => {
   const view = new Clusters({ start() {}, stop() {}, remove() {} });
-  const dask = cluster('d', { framework: 'dask', status: 'running', controller_ready: false, dashboard_url: '/dask/d/' });
+  const dask = cluster('d', {
+    framework: 'dask',
+    status: 'running',
+    controller_ready: false,
+    dashboard_url: '/dask/d/',
+  });
   view.update([dask, cluster('p')]);
   const row = view.element.querySelector<HTMLTableRowElement>('tr[data-profile=d]')!;
   const link = row.querySelector<HTMLAnchorElement>('a.nb-dashboard-link')!;

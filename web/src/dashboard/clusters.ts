@@ -305,7 +305,13 @@ export class Clusters {
         h('button', { type: 'button', 'data-action': 'delete', 'aria-label': `Delete ${c.profile}` }, 'Delete'),
         h(
           'a',
-          { class: 'nb-dashboard-link', target: '_blank', rel: 'noopener', hidden: true, 'aria-label': `Dashboard of ${c.profile}` },
+          {
+            class: 'nb-dashboard-link',
+            target: '_blank',
+            rel: 'noopener',
+            hidden: true,
+            'aria-label': `Dashboard of ${c.profile}`,
+          },
           'Dashboard',
         ),
       ),
