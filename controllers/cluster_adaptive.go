@@ -40,7 +40,7 @@ func (r *ClusterReconciler) adaptEngines(ctx context.Context, c *nbv1.Cluster, o
 		return nil
 	}
 	lo, hi := ptr.Deref(c.Spec.MinEngines, 0), *c.Spec.MaxEngines
-	want := min(max(int32(min(target, MaxAdaptiveEngines)), lo), hi)
+	want := int32(min(max(target, int(lo)), int(hi)))
 	now := r.Clock.Now()
 	switch {
 	case want == c.Spec.Engines:
@@ -78,7 +78,3 @@ func (r *ClusterReconciler) adaptEngines(ctx context.Context, c *nbv1.Cluster, o
 		"Set engines from %d to %d: the scheduler recommends %d (minEngines %d, maxEngines %d)", from, want, target, lo, hi)
 	return nil
 }
-
-// MaxAdaptiveEngines bounds what a scheduler's recommendation is taken as, the schema's
-// maximum of engines.
-const MaxAdaptiveEngines = 1024

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -176,7 +175,7 @@ func daskBare(dir string) (time.Duration, error) {
 			return 0, err
 		}
 	}
-	port, err := freeLoopbackPort()
+	port, err := freePort()
 	if err != nil {
 		return 0, err
 	}
@@ -231,15 +230,6 @@ c.wait_for_workers(%d, timeout=120)`, daskWorkers))
 		return 0, fmt.Errorf("dask by hand: %w: %.500s", err, out)
 	}
 	return time.Since(t0), nil
-}
-
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func writeDask(b *strings.Builder, rep *daskReport) {
