@@ -121,7 +121,7 @@ func (d *daskDouble) pathAsked(ip string) string {
 }
 
 // TestCluster_DaskRunsASchedulerAndRetiresWorkersBeforeTheyGo: a dask Cluster gets its
-// scheduler, Service, TLS Secret and NetworkPolicy, workers once the scheduler answers, a
+// scheduler, Service, TLS Secret and NetworkPolicy, workers once the scheduler's pod runs, a
 // status from what the scheduler says, and, scaled down, the idle workers retired through the
 // scheduler while their pods still run, then deleted; the busy one stays.
 func TestCluster_DaskRunsASchedulerAndRetiresWorkersBeforeTheyGo(t *testing.T) {
@@ -139,6 +139,9 @@ func TestCluster_DaskRunsASchedulerAndRetiresWorkersBeforeTheyGo(t *testing.T) {
 	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].Port != 8786 || svc.Spec.Ports[1].Port != 8787 {
 		t.Errorf("service ports %+v", svc.Spec.Ports)
 	}
+	if !svc.Spec.PublishNotReadyAddresses {
+		t.Error("the scheduler's Service waits for the readiness probe before workers can reach it")
+	}
 	if _, ok := builder.DaskCredentialsOf(secret); !ok || secret.Data[builder.ClusterSecretKey] != nil {
 		t.Errorf("secret keys %v: want the TLS files and no ipyparallel key", keys(secret.Data))
 	}
@@ -147,9 +150,11 @@ func TestCluster_DaskRunsASchedulerAndRetiresWorkersBeforeTheyGo(t *testing.T) {
 	}
 	clusterPods(t, c, builder.ComponentDaskWorker, 0)
 
+	// Workers reach the scheduler through its Service: they start once its pod runs, before
+	// it answers, and retry until it listens.
 	runPod(t, scheduler, "10.2.0.1")
-	dask.answer("10.2.0.1", nil, 0)
 	workers := clusterPods(t, c, builder.ComponentDaskWorker, 3)
+	dask.answer("10.2.0.1", nil, 0)
 	for _, p := range workers {
 		if p.Annotations[builder.AnnotationControllerPod] != string(scheduler.UID) {
 			t.Errorf("worker %s made for scheduler %q", p.Name, p.Annotations[builder.AnnotationControllerPod])

@@ -63,10 +63,12 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 		return nil
 	}
 	if obs.hub == nil {
-		// Engines start once the ipcontroller answers, so that they register at the first try,
-		// and none is removed while the hub cannot say which are busy.
+		// Until the hub answers, none is removed: it cannot say which are busy.
 		obs.requeueAfter(clusterStartingPoll)
-		return nil
+		if !r.enginesBeforeHub(c, obs.controller) {
+			// Engines start once the ipcontroller answers, so that they register at the first try.
+			return nil
+		}
 	}
 	want := int(c.Spec.Engines)
 	if obs.invalid = builder.CheckEngineTemplate(c.Spec.EngineTemplate, r.Options.ContentsClaim); len(obs.invalid) > 0 {
@@ -92,7 +94,7 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 			recordEvent(r.Recorder, c, nil, corev1.EventTypeNormal, nbv1.EventScaledEngines, "Scale", "Started %d %s (%d wanted)", pending, enginesNoun(c), want)
 		}
 	}
-	if len(current) > want {
+	if len(current) > want && obs.hub != nil {
 		victims := retirementOrder(current, obs.hub)[:len(current)-want]
 		r.retireWorkers(ctx, c, obs, victims)
 		for _, p := range victims {
@@ -114,6 +116,18 @@ func (r *ClusterReconciler) reconcileEngines(ctx context.Context, c *nbv1.Cluste
 	}
 	obs.requeueAfter(r.pollInterval())
 	return nil
+}
+
+// enginesBeforeHub says whether the engines of c may start before its controller pod answers:
+// a dask cluster's workers do once its scheduler's pod runs, where they reach the scheduler
+// through its Service (an address that does not change). They retry until the scheduler
+// listens, so its start (a second or two of Python's imports) and theirs overlap instead of
+// following each other; its pod must run first, so that workers do not give up
+// (--death-timeout) on a scheduler that waits for a node or its image. An ipengine needs
+// the connection file that the ipcontroller writes, and a worker addressed by its
+// scheduler's pod IP (the local node) the IP.
+func (r *ClusterReconciler) enginesBeforeHub(c *nbv1.Cluster, controller *corev1.Pod) bool {
+	return c.IsDask() && !r.Options.ClusterControllerByPodIP && controller.Status.Phase == corev1.PodRunning
 }
 
 // reserveEngines holds the cluster's engines to its owner's limits: the owner's ledger must

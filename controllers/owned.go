@@ -82,6 +82,7 @@ func applyService(ctx context.Context, c client.Client, desired *corev1.Service)
 	}
 	existing.Spec.Ports = desired.Spec.Ports
 	existing.Spec.Selector = desired.Spec.Selector
+	existing.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
 	existing.Labels = desired.Labels
 	existing.Annotations = mergeAnnotations(existing.Annotations, desired.Annotations)
 	if err := c.Update(ctx, existing); err != nil {

@@ -113,7 +113,8 @@ func ClusterSecret(c *nbv1.Cluster, key, address string) (*corev1.Secret, error)
 	}, nil
 }
 
-// ClusterControllerService exposes the ipcontroller's ports to engines and kernels.
+// ClusterControllerService exposes the ipcontroller's ports to engines and kernels. Its
+// address is published before the pod is Ready (see DaskSchedulerService).
 func ClusterControllerService(c *nbv1.Cluster) *corev1.Service {
 	labels := ClusterLabels(c, ComponentClusterController)
 	var ports []corev1.ServicePort
@@ -123,7 +124,7 @@ func ClusterControllerService(c *nbv1.Cluster) *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: objectMeta(c, clusterGVK, ClusterControllerName(c), labels),
-		Spec:       corev1.ServiceSpec{Selector: labels, Ports: ports},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: ports, PublishNotReadyAddresses: true},
 	}
 }
 

@@ -39,6 +39,9 @@ func TestClusterControllerService_SelectsOnlyTheControllerAndExposesItsPorts(t *
 	if len(svc.Spec.Ports) != 15 || svc.Spec.Ports[0].Port != 10101 || svc.Spec.Ports[14].Port != 10115 {
 		t.Errorf("ports %v", svc.Spec.Ports)
 	}
+	if !svc.Spec.PublishNotReadyAddresses {
+		t.Error("engines cannot reach the controller through the Service until its readiness probe passes")
+	}
 }
 
 func TestClusterSecret_FilesNameTheAddressOnceKnown(t *testing.T) {

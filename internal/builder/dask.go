@@ -132,13 +132,16 @@ func DaskCredentialsOf(s *corev1.Secret) (daskcluster.Credentials, bool) {
 }
 
 // DaskSchedulerService exposes the scheduler to workers and kernels (8786) and its HTTP
-// server to nbkube (8787).
+// server to nbkube (8787). The pod's address is published before the pod is Ready: there is
+// no other pod to send anyone to, workers and clients retry until the scheduler listens, and
+// waiting for the readiness probe's next period (2 s) held every worker's registration back
+// by up to that long.
 func DaskSchedulerService(c *nbv1.Cluster) *corev1.Service {
 	labels := ClusterLabels(c, ComponentDaskScheduler)
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: objectMeta(c, clusterGVK, DaskSchedulerName(c), labels),
-		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{
+		Spec: corev1.ServiceSpec{Selector: labels, PublishNotReadyAddresses: true, Ports: []corev1.ServicePort{
 			{Name: "scheduler", Port: daskcluster.SchedulerPort, TargetPort: intstr.FromInt32(daskcluster.SchedulerPort), Protocol: corev1.ProtocolTCP},
 			{Name: "http", Port: daskcluster.HTTPPort, TargetPort: intstr.FromInt32(daskcluster.HTTPPort), Protocol: corev1.ProtocolTCP},
 		}},
