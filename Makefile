@@ -109,7 +109,7 @@ bench-scale: build k8s-bins ## One manager with 10,000 Kernels on a simulated no
 	go run ./test/bench -nbkube $(LOCALBIN)/nbkube -only scale -scale-kernels $(SCALE_KERNELS) -out docs/benchmarks.md
 
 .PHONY: bench-e2e
-bench-e2e: require-root image kernel-image helm k8s-bins kube-router containerd ## Kernel and terminal starts on the real single-node cluster (root) against bare pods of the same image; sections "Kernels on a real cluster" and "Terminals on a real cluster" of docs/benchmarks.md (BENCH_E2E_ONLY=cluster-terminals for one).
+bench-e2e: require-root image kernel-image helm k8s-bins kube-router containerd ## Kernel, terminal and dask cluster starts on the real single-node cluster (root) against bare pods of the same image; sections "Kernels on a real cluster", "Terminals on a real cluster" and "Dask clusters on a real cluster" of docs/benchmarks.md (BENCH_E2E_ONLY=cluster-dask for one).
 	HELM="$(HELM)" IMG="$(IMG)" KERNEL_IMG="$(KERNEL_IMG)" IMAGES_DIR="$(IMAGES_DIR)" hack/bench-e2e.sh
 
 ##@ Build

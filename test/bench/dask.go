@@ -44,7 +44,7 @@ func measureDask(nb *server, work string) *daskReport {
 	c := &kernelClient{s: nb, hc: &http.Client{Timeout: daskTimeout}}
 	for i := range daskStarts {
 		waitQuiet([]*server{nb})
-		ready, client, err := daskStart(c, fmt.Sprintf("bench-%d", i))
+		ready, client, err := daskStart(c, fmt.Sprintf("bench-%d", i), false)
 		if err != nil {
 			rep.err = err
 			break
@@ -64,9 +64,11 @@ func measureDask(nb *server, work string) *daskReport {
 }
 
 // daskStart makes a dask cluster of daskWorkers workers through the API, opens a notebook
-// attached to it as soon as the API says its scheduler answers (a kernel reads the
-// scheduler's address when it starts), and waits there for the workers; then deletes both.
-func daskStart(c *kernelClient, profile string) (ready, client time.Duration, err error) {
+// attached to it, and waits there for the workers; then deletes both. The notebook opens at
+// once with attachEarly (in a cluster, where the scheduler's address is its Service's), else
+// as soon as the API says its scheduler answers (under nbkube local a kernel reads the
+// scheduler's address, its pod's, when it starts).
+func daskStart(c *kernelClient, profile string, attachEarly bool) (ready, client time.Duration, err error) {
 	t0 := time.Now()
 	body := fmt.Sprintf(`{"profile":%q,"n":%d,"framework":"dask"}`, profile, daskWorkers)
 	if err := c.expect(http.MethodPost, "api/clusters", body, http.StatusCreated, nil); err != nil {
@@ -98,7 +100,7 @@ func daskStart(c *kernelClient, profile string) (ready, client time.Duration, er
 		if err := c.expect(http.MethodGet, "api/clusters/"+profile, "", http.StatusOK, &m); err != nil {
 			return 0, 0, err
 		}
-		if m.ControllerReady && session.ID == "" {
+		if (attachEarly || m.ControllerReady) && session.ID == "" {
 			body := fmt.Sprintf(`{"path":%q,"type":"notebook","name":%q,"kernel":{"name":"python3"},"cluster":%q}`, profile+".ipynb", profile+".ipynb", profile)
 			if err := c.expect(http.MethodPost, "api/sessions", body, http.StatusCreated, &session); err != nil {
 				return 0, 0, err

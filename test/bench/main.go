@@ -26,7 +26,7 @@ func main() {
 	nbkube := flag.String("nbkube", "bin/nbkube", "the nbkube binary")
 	duration := flag.Duration("duration", 5*time.Second, "measuring time per scenario and concurrency")
 	jupyter := flag.String("jupyter", "/usr/bin/python3", "python with jupyter_server; empty skips Jupyter Server and the direct kernel floor")
-	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale (a thousand WebSockets, not part of all), cluster (a real cluster, not part of all) or cluster-terminals (terminals on a real cluster, not part of all)")
+	only := flag.String("only", "all", "which scenarios: contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale (a thousand WebSockets, not part of all), cluster (a real cluster, not part of all), cluster-terminals or cluster-dask (terminals or dask clusters on a real cluster, not part of all)")
 	var cc clusterConfig
 	flag.StringVar(&cc.kubeconfig, "kubeconfig", "", "-only cluster: the cluster's kubeconfig")
 	flag.StringVar(&cc.helm, "helm", "helm", "-only cluster: the helm binary")
@@ -35,20 +35,23 @@ func main() {
 	flag.StringVar(&cc.kernelImage, "kernel-image", "", "-only cluster: the kernel image, on the node already")
 	flag.StringVar(&cc.contentsDir, "contents-dir", "/tmp/nbkube-bench-contents", "-only cluster: the node's directory of the contents volume")
 	flag.Parse()
-	if !slices.Contains([]string{"contents", "kernels", "terminals", "outputs", "nbconvert", "pages", "dask", "idle", "all", "scale", "cluster", "cluster-terminals"}, *only) {
-		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale, cluster or cluster-terminals")
+	if !slices.Contains([]string{"contents", "kernels", "terminals", "outputs", "nbconvert", "pages", "dask", "idle", "all", "scale", "cluster", "cluster-terminals", "cluster-dask"}, *only) {
+		fmt.Fprintln(os.Stderr, "bench: -only is contents, kernels, terminals, outputs, nbconvert, pages, dask, idle, all, scale, cluster, cluster-terminals or cluster-dask")
 		os.Exit(2)
 	}
-	if *only == "cluster" || *only == "cluster-terminals" {
+	if strings.HasPrefix(*only, "cluster") {
 		if cc.kubeconfig == "" || cc.image == "" || cc.kernelImage == "" {
 			fmt.Fprintln(os.Stderr, "bench: -only cluster needs -kubeconfig, -image and -kernel-image (make bench-e2e sets them)")
 			os.Exit(2)
 		}
 		sections := reportSections{}
-		if *only == "cluster" {
+		switch *only {
+		case "cluster":
 			sections.cluster = measureCluster(cc)
-		} else {
+		case "cluster-terminals":
 			sections.clusterTerminals = measureClusterTerminals(cc)
+		default:
+			sections.clusterDask = measureClusterDask(cc)
 		}
 		if err := writeReport(*out, sections, *duration); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -346,6 +349,7 @@ type reportSections struct {
 	idle              *idleReport
 	cluster           *clusterReport
 	clusterTerminals  *clusterTerminalReport
+	clusterDask       *clusterDaskReport
 	scale             *scaleReport
 }
 
@@ -390,6 +394,7 @@ func writeReport(out string, r reportSections, d time.Duration) error {
 	section("At rest", r.idle != nil, func(sb *strings.Builder) { writeIdle(sb, r.idle) })
 	section("Kernels on a real cluster", r.cluster != nil, func(sb *strings.Builder) { writeCluster(sb, r.cluster) })
 	section("Terminals on a real cluster", r.clusterTerminals != nil, func(sb *strings.Builder) { writeClusterTerminals(sb, r.clusterTerminals) })
+	section("Dask clusters on a real cluster", r.clusterDask != nil, func(sb *strings.Builder) { writeClusterDask(sb, r.clusterDask) })
 	section("Scale", r.scale != nil, func(sb *strings.Builder) { writeScale(sb, r.scale) })
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
