@@ -207,8 +207,9 @@ func DaskWorkerPod(c *nbv1.Cluster, o Options, scheduler *corev1.Pod) *corev1.Po
 		"--worker-port=" + strconv.Itoa(daskcluster.WorkerPort),
 		"--dashboard-address=$(POD_IP):0",
 		"--local-directory=/tmp",
-		// The scheduler answers before its workers are created; a longer wait only covers a
-		// slow start of the worker itself.
+		// Workers are created once the scheduler's pod runs (in a cluster, before it answers;
+		// on the local node, after): the wait covers the scheduler's start and a slow one of
+		// the worker itself.
 		"--death-timeout=60",
 	}, daskTLSArgs()...))
 	daskEnv(&container)
