@@ -161,7 +161,7 @@ func (w *podWorker) startContainer(ctx context.Context, c *container, now time.T
 		var spec podns.Spec
 		if spec, err = w.sandboxSpec(c, mounts, declared); err == nil {
 			argv, run.env = spec.Argv, spec.Env
-			run.proc, err = startProcess(processSpec{sandbox: &spec, init: w.node.sandboxInit(), logPath: logPath}, w.node.cfg.Clock, onExit)
+			run.proc, err = startProcess(processSpec{sandbox: &spec, spawner: w.node.spawner, logPath: logPath}, w.node.cfg.Clock, onExit)
 		}
 		if err == nil {
 			run.link, err = w.node.network.attach(ctx, w.pod, w.ip, c.spec, run.proc.control, w.log)

@@ -210,7 +210,12 @@ func (n *Node) CheckSandbox() error {
 		return err
 	}
 	defer os.RemoveAll(scratch)
-	return podns.Check(scratch, n.sandboxInit())
+	sp := n.spawner
+	if sp == nil {
+		sp = podns.NewSpawner(n.sandboxInit())
+		defer sp.Close()
+	}
+	return sp.Check(scratch)
 }
 
 // The users of the machine that sandboxes run as when nbkube runs as root: a pod's is the
@@ -247,7 +252,7 @@ func (n *Node) decideSandboxUsers(logger logr.Logger) {
 	scratch := filepath.Join(n.cfg.DataDir, "sandbox-users-check")
 	err := os.MkdirAll(scratch, 0o700)
 	if err == nil {
-		err = podns.CheckHost(scratch, n.sandboxInit(), ids)
+		err = n.spawner.CheckHost(scratch, ids)
 		_ = os.RemoveAll(scratch)
 	}
 	// The claims' directories (the contents root) may be on other file systems.

@@ -30,6 +30,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/nbkube/nbkube/internal/podns"
 )
 
 // Defaults of Config.
@@ -111,6 +113,8 @@ type Node struct {
 	forkServer *forkServer
 	// network carries the connections of sandboxed pods; nil unless the node sandboxes.
 	network *podNetwork
+	// spawner starts the sandboxes; nil unless the node sandboxes.
+	spawner *podns.Spawner
 	// ownUsers: each sandbox runs as a user of the machine of its own (see
 	// decideSandboxUsers); set once, before the node runs pods.
 	ownUsers bool
@@ -204,6 +208,7 @@ func New(client kubernetes.Interface, cfg Config) (*Node, error) {
 			dns = machineNameServers("/etc/resolv.conf")
 		}
 		n.network = newPodNetwork(dns)
+		n.spawner = podns.NewSpawner(n.sandboxInit())
 	}
 	return n, nil
 }
@@ -223,6 +228,10 @@ func (n *Node) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("localnode").WithValues("node", n.cfg.NodeName)
 	ctx = log.IntoContext(ctx, logger)
 
+	if n.spawner != nil {
+		// Last of all, once no pod starts.
+		defer n.spawner.Close()
+	}
 	if !n.register(ctx) {
 		return nil // ctx ended before the API server took the node
 	}

@@ -36,8 +36,8 @@ type processSpec struct {
 	cmd     hostCommand
 	env     []string
 	sandbox *podns.Spec
-	// init is the program that runs as the sandbox's init.
-	init    string
+	// spawner starts the sandbox.
+	spawner *podns.Spawner
 	logPath string
 }
 
@@ -67,7 +67,7 @@ func startProcess(spec processSpec, clk clock.Clock, onExit func(*process)) (*pr
 		if err := os.MkdirAll(spec.sandbox.Root, 0o700); err != nil {
 			return nil, err
 		}
-		if sandbox, err = podns.NewCommand(*spec.sandbox, spec.init); err != nil {
+		if sandbox, err = spec.spawner.NewCommand(*spec.sandbox); err != nil {
 			return nil, err
 		}
 		cmd = sandbox.Cmd
@@ -83,23 +83,38 @@ func startProcess(spec processSpec, clk clock.Clock, onExit func(*process)) (*pr
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
-	if err := cmd.Start(); err != nil {
-		if sandbox != nil {
+	// proc is the started process; wait waits for it, its error being that of waiting.
+	var proc *os.Process
+	var wait func() (*os.ProcessState, error)
+	if sandbox != nil {
+		if err := sandbox.Start(); err != nil {
 			sandbox.Close()
+			return nil, err
 		}
-		return nil, err
+		proc, wait = sandbox.Process(), sandbox.Wait
+	} else {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		proc, wait = cmd.Process, func() (*os.ProcessState, error) {
+			err := cmd.Wait()
+			if _, ok := errors.AsType[*exec.ExitError](err); ok {
+				err = nil
+			}
+			return cmd.ProcessState, err
+		}
 	}
-	p := &process{pid: cmd.Process.Pid, startedAt: clk.Now(), logPath: spec.logPath, done: make(chan struct{})}
+	p := &process{pid: proc.Pid, startedAt: clk.Now(), logPath: spec.logPath, done: make(chan struct{})}
 	if sandbox != nil {
 		if p.control, err = sandbox.Started(); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
+			_ = proc.Kill()
+			_, _ = wait()
 			return nil, err
 		}
 	}
 	go func() {
-		err := cmd.Wait()
-		p.exitCode, p.exitErr = exitCode(cmd.ProcessState, err)
+		ps, err := wait()
+		p.exitCode, p.exitErr = exitCode(ps, err)
 		// Like a container's init process, the leader takes the rest of its group with it.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		if p.control != nil {

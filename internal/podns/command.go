@@ -50,10 +50,13 @@ const namespaces = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_N
 	syscall.CLONE_NEWNET | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS
 
 // Command is a sandbox about to start: Cmd is the init's process, which the caller may
-// give its standard streams, process group and parent-death signal and then starts; Started
-// must follow a successful Start.
+// give its standard streams (files), process group and parent-death signal, then starts with
+// Start; Started must follow a successful Start.
 type Command struct {
 	Cmd *exec.Cmd
+	// spawner starts the init when there is one; else this process forks it.
+	spawner *Spawner
+	process *os.Process
 	// spec is sent to the init once it runs.
 	spec       []byte
 	specWrite  *os.File
@@ -66,6 +69,16 @@ type Command struct {
 // NewCommand prepares the sandbox of spec. Its init is the program init, which must call
 // RunInitIfAsked first thing (import this package); empty: this very binary.
 func NewCommand(spec Spec, init string) (*Command, error) {
+	return newCommand(spec, init, nil)
+}
+
+// NewCommand is as the package's NewCommand of the spawner's init, whose Start has the
+// spawner start the init (and the holder of its volumes' user namespace, when it needs one).
+func (s *Spawner) NewCommand(spec Spec) (*Command, error) {
+	return newCommand(spec, s.init, s)
+}
+
+func newCommand(spec Spec, init string, sp *Spawner) (*Command, error) {
 	if init == "" {
 		init = "/proc/self/exe"
 	}
@@ -80,7 +93,7 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 	var host *hostFiles
 	if is.Distinct {
 		var err error
-		if host, err = openHostFiles(&spec, init); err != nil {
+		if host, err = openHostFiles(&spec, init, sp); err != nil {
 			return nil, err
 		}
 		for i := range host.mounts {
@@ -144,11 +157,48 @@ func NewCommand(spec Spec, init string) (*Command, error) {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, host.mounts...)
 		children = cmd.ExtraFiles
 	}
-	c := &Command{Cmd: cmd, spec: b, specWrite: specWrite, childFiles: children, control: fc.(*net.UnixConn)}
+	c := &Command{Cmd: cmd, spawner: sp, spec: b, specWrite: specWrite, childFiles: children, control: fc.(*net.UnixConn)}
 	if spec.RouteOut != nil && hostMakesRouteOut() {
 		c.routeOut = spec.RouteOut
 	}
 	return c, nil
+}
+
+// Start starts the init. Through a spawner, Cmd may not ask for a parent-death signal: the
+// init always has SIGKILL for its starter's death.
+func (c *Command) Start() error {
+	if c.spawner == nil {
+		if err := c.Cmd.Start(); err != nil {
+			return err
+		}
+		c.process = c.Cmd.Process
+		return nil
+	}
+	a := *c.Cmd.SysProcAttr
+	a.Pdeathsig = 0
+	cmd := *c.Cmd
+	cmd.SysProcAttr = &a
+	p, err := c.spawner.start(&cmd)
+	if err != nil {
+		return err
+	}
+	c.process = p
+	return nil
+}
+
+// Process is the started init's process.
+func (c *Command) Process() *os.Process {
+	if c.process == nil {
+		// Started by Cmd.Start.
+		return c.Cmd.Process
+	}
+	return c.process
+}
+
+// Wait waits for the started init to end. The error is that of waiting: the state tells
+// how it ended.
+func (c *Command) Wait() (*os.ProcessState, error) {
+	return c.Process().Wait()
 }
 
 // Close releases what a Command that was never started holds.
@@ -171,7 +221,7 @@ func (c *Command) Started() (*Control, error) {
 	var tunErr error
 	if c.routeOut != nil {
 		// The init waits for its spec: eth0 is there before the command runs.
-		tun, tunErr = makeRouteOutOf(c.Cmd.Process.Pid, c.routeOut)
+		tun, tunErr = makeRouteOutOf(c.Process().Pid, c.routeOut)
 	}
 	started := false
 	defer func() {
@@ -220,6 +270,15 @@ type startMessage struct {
 // Linux 5.12), or a file system of scratch that cannot be idmapped. scratch is an empty
 // directory it may use; init is as NewCommand's.
 func CheckHost(scratch, init string, host HostIDs) error {
+	return checkHost(scratch, init, nil, host)
+}
+
+// CheckHost is as the package's CheckHost, with the spawner starting the sandbox.
+func (s *Spawner) CheckHost(scratch string, host HostIDs) error {
+	return checkHost(scratch, s.init, s, host)
+}
+
+func checkHost(scratch, init string, sp *Spawner, host HostIDs) error {
 	root, vol := filepath.Join(scratch, "root"), filepath.Join(scratch, "volume")
 	for _, d := range []string{root, vol} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -227,7 +286,7 @@ func CheckHost(scratch, init string, host HostIDs) error {
 		}
 	}
 	if err := run(Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "echo ok > /volume/written"}, Root: root,
-		Host: &host, Mounts: []Mount{{Source: vol, Target: "/volume"}}}, init); err != nil {
+		Host: &host, Mounts: []Mount{{Source: vol, Target: "/volume"}}}, init, sp); err != nil {
 		return err
 	}
 	fi, err := os.Stat(filepath.Join(vol, "written"))
@@ -245,28 +304,38 @@ func CheckHost(scratch, init string, host HostIDs) error {
 // or a system without /bin/true. scratch is an empty directory it may use; init is as
 // NewCommand's.
 func Check(scratch, init string) error {
-	return run(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, init)
+	return run(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, init, nil)
+}
+
+// Check is as the package's Check, with the spawner starting the sandbox: it also tells
+// why the spawner cannot start one.
+func (s *Spawner) Check(scratch string) error {
+	return run(Spec{Path: "/bin/true", Argv: []string{"true"}, Root: scratch}, s.init, s)
 }
 
 // run runs spec's sandbox to its end, and says why it failed if it did.
-func run(spec Spec, init string) error {
-	c, err := NewCommand(spec, init)
+func run(spec Spec, init string, sp *Spawner) error {
+	c, err := newCommand(spec, init, sp)
 	if err != nil {
 		return err
 	}
 	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := c.Cmd.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		c.Close()
 		return fmt.Errorf("making the namespaces: %w", err)
 	}
 	control, err := c.Started()
 	if err != nil {
-		_ = c.Cmd.Process.Kill()
-		_ = c.Cmd.Wait()
+		_ = c.Process().Kill()
+		_, _ = c.Wait()
 		return err
 	}
 	defer func() { _ = control.Close() }()
-	if err := c.Cmd.Wait(); err != nil {
+	ps, err := c.Wait()
+	if err == nil && !ps.Success() {
+		err = &exec.ExitError{ProcessState: ps}
+	}
+	if err != nil {
 		return fmt.Errorf("a command in the sandbox: %w", err)
 	}
 	return nil

@@ -59,7 +59,7 @@ func (h *hostFiles) close() {
 
 // openHostFiles opens init and makes the mounts of s's volumes, idmapped so that the starter's
 // user and group are s.Host's.
-func openHostFiles(s *Spec, init string) (*hostFiles, error) {
+func openHostFiles(s *Spec, init string, sp *Spawner) (*hostFiles, error) {
 	h := &hostFiles{}
 	exe, err := os.OpenFile(init, os.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -69,7 +69,7 @@ func openHostFiles(s *Spec, init string) (*hostFiles, error) {
 	if len(s.Mounts) == 0 {
 		return h, nil
 	}
-	userns, err := idmapUsernsCache.get(init, *s.Host)
+	userns, err := idmapUsernsCache.get(init, sp, *s.Host)
 	if err != nil {
 		h.close()
 		return nil, err
@@ -128,13 +128,13 @@ var idmapUsernsCache = &usernsCache{fds: map[HostIDs]int{}}
 
 // get is a descriptor of the user namespace of host's volumes, which the cache keeps open:
 // the caller does not close it.
-func (c *usernsCache) get(init string, host HostIDs) (int, error) {
+func (c *usernsCache) get(init string, sp *Spawner, host HostIDs) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fd, ok := c.fds[host]; ok {
 		return fd, nil
 	}
-	fd, err := idmapUserns(init, host)
+	fd, err := idmapUserns(init, sp, host)
 	if err != nil {
 		return -1, err
 	}
@@ -152,33 +152,46 @@ func (c *usernsCache) get(init string, host HostIDs) (int, error) {
 
 // idmapUserns is a descriptor of a new user namespace in which the starter's user and group
 // are host's: the mapping of the volumes' mounts. A process (usernsHolder, else init) holds
-// it while it is opened.
-func idmapUserns(init string, host HostIDs) (int, error) {
+// it while it is opened; sp starts it when not nil.
+func idmapUserns(init string, sp *Spawner, host HostIDs) (int, error) {
 	path, arg0 := init, usernsHolderArg0
 	if _, err := os.Stat(usernsHolder); err == nil {
 		path, arg0 = usernsHolder, "cat"
 	}
+	stdin, held, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	defer held.Close()
 	holder := &exec.Cmd{
-		Path: path,
-		Args: []string{arg0},
-		Env:  []string{},
+		Path:  path,
+		Args:  []string{arg0},
+		Env:   []string{},
+		Stdin: stdin,
 		SysProcAttr: &syscall.SysProcAttr{
 			Cloneflags:  syscall.CLONE_NEWUSER,
 			UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: int(host.UID), Size: 1}},
 			GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: int(host.GID), Size: 1}},
-			Pdeathsig:   syscall.SIGKILL,
 		},
 	}
-	stdin, err := holder.StdinPipe()
-	if err != nil {
-		return -1, err
+	// Its stdin ends when this process does, and the holder with it.
+	var proc *os.Process
+	if sp != nil {
+		proc, err = sp.start(holder)
+	} else if err = holder.Start(); err == nil {
+		proc = holder.Process
 	}
-	if err := holder.Start(); err != nil {
+	stdin.Close()
+	if err != nil {
 		return -1, fmt.Errorf("making the volumes' user namespace: %w", err)
 	}
-	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", holder.Process.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	stdin.Close()
-	if werr := holder.Wait(); err == nil && werr != nil {
+	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", proc.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	held.Close()
+	ps, werr := proc.Wait()
+	if werr == nil && !ps.Success() {
+		werr = &exec.ExitError{ProcessState: ps}
+	}
+	if err == nil && werr != nil {
 		_ = unix.Close(fd)
 		return -1, fmt.Errorf("the volumes' user namespace: %w", werr)
 	}
@@ -206,7 +219,7 @@ func attachMount(root, target string, fd int) error {
 // an idmapped mount, if it cannot; it mounts nothing and writes nothing. init is as
 // NewCommand's.
 func CheckIdmap(dir, init string, host HostIDs) error {
-	userns, err := idmapUserns(init, host)
+	userns, err := idmapUserns(init, nil, host)
 	if err != nil {
 		return err
 	}

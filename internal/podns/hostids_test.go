@@ -93,7 +93,7 @@ exec sleep 60
 		}
 	}
 	// The init and the command run as the sandbox's own user of the machine.
-	if uid := hostUID(t, s.cmd.Process.Pid); uid != fmt.Sprint(testHostID) {
+	if uid := hostUID(t, s.cmd.Process().Pid); uid != fmt.Sprint(testHostID) {
 		t.Errorf("the sandbox's init runs as %s on the machine, want %d", uid, testHostID)
 	}
 	// What it wrote on its volume is the starter's.
@@ -138,9 +138,12 @@ func TestUsernsCache_KeepsOneNamespacePerHostUser(t *testing.T) {
 		t.Skip("only root maps other users of the machine")
 	}
 	c := &usernsCache{fds: map[HostIDs]int{}}
+	// The holders are started as the node starts them.
+	sp := NewSpawner("")
+	defer sp.Close()
 	ino := func(ids HostIDs) uint64 {
 		t.Helper()
-		fd, err := c.get("", ids)
+		fd, err := c.get("", sp, ids)
 		if err != nil {
 			t.Fatal(err)
 		}

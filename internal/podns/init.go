@@ -32,6 +32,8 @@ func RunInitIfAsked() {
 		os.Exit(runInit())
 	case usernsHolderArg0:
 		os.Exit(holdUserns())
+	case spawnerArg0:
+		os.Exit(runSpawner())
 	}
 }
 
@@ -43,6 +45,9 @@ func runInit() int {
 	// Capabilities and no_new_privs are attributes of a thread, and a child inherits those of
 	// the thread that forked it: this one, which drops them and starts the command.
 	runtime.LockOSThread()
+	// Its starter's death is its own, as a container's is its runtime's: a spawner's child
+	// cannot have Go set this before it executes.
+	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0)
 	control := os.NewFile(controlFD, "control")
 	fail := func(err error) int {
 		b, _ := json.Marshal(startMessage{Error: err.Error()})

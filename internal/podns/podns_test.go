@@ -20,18 +20,24 @@ import (
 
 // sandbox is a started sandbox of a test.
 type sandbox struct {
-	cmd     *exec.Cmd
+	cmd     *Command
 	control *Control
 	out     string
+	// ended is closed once the init was waited for; state is how it ended.
+	ended chan struct{}
+	state *os.ProcessState
 }
 
-// start runs spec in a sandbox whose output goes to a file of the test.
+// start runs spec in a sandbox whose output goes to a file of the test, started by a
+// spawner as the node's are.
 func start(t *testing.T, spec Spec) *sandbox {
 	t.Helper()
 	if spec.Root == "" {
 		spec.Root = t.TempDir()
 	}
-	c, err := NewCommand(spec, "")
+	sp := NewSpawner("")
+	t.Cleanup(sp.Close)
+	c, err := sp.NewCommand(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,20 +49,24 @@ func start(t *testing.T, spec Spec) *sandbox {
 	defer f.Close()
 	c.Cmd.Stdout, c.Cmd.Stderr = f, f
 	c.Cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	if err := c.Cmd.Start(); err != nil {
+	if err := c.Start(); err != nil {
 		c.Close()
 		t.Fatalf("starting the init: %v", err)
 	}
 	control, err := c.Started()
 	if err != nil {
-		_ = c.Cmd.Wait()
+		_, _ = c.Wait()
 		b, _ := os.ReadFile(out)
 		t.Fatalf("starting the sandbox: %v\n%s", err, b)
 	}
-	s := &sandbox{cmd: c.Cmd, control: control, out: out}
+	s := &sandbox{cmd: c, control: control, out: out, ended: make(chan struct{})}
+	go func() {
+		s.state, _ = c.Wait()
+		close(s.ended)
+	}()
 	t.Cleanup(func() {
-		_ = c.Cmd.Process.Kill()
-		_ = c.Cmd.Wait()
+		_ = c.Process().Kill()
+		<-s.ended
 		control.Close()
 	})
 	return s
@@ -65,15 +75,16 @@ func start(t *testing.T, spec Spec) *sandbox {
 // wait waits for the sandbox to end and returns its exit code and output.
 func (s *sandbox) wait(t *testing.T) (int, string) {
 	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- s.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-s.ended:
 	case <-time.After(60 * time.Second):
 		t.Fatal("the sandbox did not end")
 	}
 	b, _ := os.ReadFile(s.out)
-	return s.cmd.ProcessState.ExitCode(), string(b)
+	if s.state == nil {
+		t.Fatal("the sandbox could not be waited for")
+	}
+	return s.state.ExitCode(), string(b)
 }
 
 func shell(script string) Spec {
@@ -219,7 +230,7 @@ while True:
 	if _, err := s.control.Dial(ctx, 8889); err == nil {
 		t.Fatal("a port nothing listens on was connected")
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	_ = s.cmd.Process().Signal(syscall.SIGTERM)
 	if code, out := s.wait(t); code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("exit %d after SIGTERM, want %d: %s", code, 128+int(syscall.SIGTERM), out)
 	}
@@ -403,7 +414,7 @@ func TestSandbox_ExecRunsInsideAndReportsTheEnd(t *testing.T) {
 		t.Errorf("exec of a missing command: %v", err)
 	}
 	// The sandbox's command still runs.
-	if err := s.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+	if err := s.cmd.Process().Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the sandbox ended: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ for _ in range(100):
 	case <-ctx.Done():
 		t.Fatal("no datagram came out of the route out")
 	}
-	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Process().Kill()
 	if _, out := s.wait(t); results(out)["default"] != "eth0" {
 		t.Errorf("the sandbox's default route: %q", out)
 	}
