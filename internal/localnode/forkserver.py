@@ -78,8 +78,9 @@ PR_SET_NO_NEW_PRIVS = 38
 # The namespaces of a sandboxed pod (internal/podns), in the order a process joins them: its
 # user namespace first, which gives the capabilities to join the others; its PID namespace
 # last, which takes effect for the children only.
+CLONE_NEWPID = 0x20000000
 NAMESPACES = (("user", 0x10000000), ("mnt", 0x00020000), ("ipc", 0x08000000),
-              ("uts", 0x04000000), ("net", 0x40000000), ("pid", 0x20000000))
+              ("uts", 0x04000000), ("net", 0x40000000), ("pid", CLONE_NEWPID))
 # What the interpreter's start and the imports set in the environment (LC_CTYPE, ipykernel's
 # debugger sets PYDEVD_USE_FRAME_EVAL): a new interpreter started with the same settings
 # would have set it in its environment too.
@@ -198,11 +199,12 @@ def drop_capabilities():
         raise OSError(ctypes.get_errno(), "capset")
 
 
-def become_sandboxed(req, fds, closing, namespaces, ids, report):
+def become_sandboxed(req, fds, closing, namespaces, ids, report, in_pid_ns):
     """In the child: join the agent's sandbox as the agent's user and group there (ids), fork
     the kernel there (a child is needed to be in its PID namespace), tell the server the
     kernel's PID as the agent sees it (or why not) on report, then wait for the kernel and end
-    as it did, so that the server reports its status."""
+    as it did, so that the server reports its status. A child forked in the sandbox's PID
+    namespace already (in_pid_ns) becomes the kernel itself."""
     for f in closing:
         f.close() if hasattr(f, "close") else os.close(f)
     signal.set_wakeup_fd(-1)
@@ -212,7 +214,7 @@ def become_sandboxed(req, fds, closing, namespaces, ids, report):
     pid = -1
     try:
         for fd, flag in namespaces:
-            if _libc.setns(fd, flag) != 0:
+            if not (in_pid_ns and flag == CLONE_NEWPID) and _libc.setns(fd, flag) != 0:
                 raise OSError(ctypes.get_errno(), "setns")
             os.close(fd)
         uid, gid = ids
@@ -222,7 +224,12 @@ def become_sandboxed(req, fds, closing, namespaces, ids, report):
             os.setresgid(gid, gid, gid)
             os.setresuid(uid, uid, uid)
         why = inside_refusal(req)
-        if why is None:
+        if why is None and in_pid_ns:
+            pid = 0
+            drop_capabilities()
+            os.write(report, b"P%d" % os.getpid())
+            os.close(report)
+        elif why is None:
             pid = os.fork()
             if pid == 0:
                 drop_capabilities()
@@ -249,6 +256,35 @@ def become_sandboxed(req, fds, closing, namespaces, ids, report):
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+# This server's own PID namespace, to come back to after forking into a sandbox's (root only);
+# None where it cannot.
+OWN_PID_NS = None
+if os.geteuid() == 0:
+    try:
+        OWN_PID_NS = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        pass
+
+
+def enter_pid_namespace(namespaces):
+    """As root, makes the sandbox's PID namespace that of this server's next child (setns of a
+    PID namespace moves the children only), so that the kernel is forked into it at once: one
+    fork of this large process, not two. Whether it did; an ordinary user cannot (it needs
+    CAP_SYS_ADMIN in this server's own user namespace) and forks twice."""
+    pid_ns = next((fd for fd, flag in namespaces if flag == CLONE_NEWPID), None)
+    if OWN_PID_NS is None or pid_ns is None or ctypes_prctl is None:
+        return False
+    return _libc.setns(pid_ns, CLONE_NEWPID) == 0
+
+
+def leave_pid_namespace():
+    """Makes this server's children its own PID namespace's again, or ends it: a server whose
+    next child would be forked into a sandbox must not serve."""
+    if _libc.setns(OWN_PID_NS, CLONE_NEWPID) != 0:
+        log("cannot leave a sandbox's PID namespace: %s" % os.strerror(ctypes.get_errno()))
+        os._exit(1)
 
 
 def inside_refusal(req):
@@ -323,6 +359,11 @@ def main():
     idle_since = time.monotonic()
     log("ready in %.2f s" % (time.monotonic() - t0))
 
+    def server_files():
+        """What a child closes: this server's descriptors."""
+        own = [OWN_PID_NS] if OWN_PID_NS is not None else []
+        return [listener, *conns.keys(), sel, wake_r, wake_w, *own]
+
     def send(conn, msg):
         try:
             conn.send(json.dumps(msg).encode())
@@ -391,7 +432,7 @@ def main():
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            become_kernel(req, fds, [listener, *conns.keys(), sel, wake_r, wake_w])
+            become_kernel(req, fds, server_files())
         # The child does it too; whichever comes first, a kill of its group right after this
         # reaches it.
         try:
@@ -408,11 +449,14 @@ def main():
         report_r, report_w = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        in_pid_ns = enter_pid_namespace(namespaces)
         pid = os.fork()
         if pid == 0:
             os.close(report_r)
-            become_sandboxed(req, fds, [listener, *conns.keys(), sel, wake_r, wake_w],
-                             namespaces, ids, report_w)
+            become_sandboxed(req, fds, server_files(),
+                             namespaces, ids, report_w, in_pid_ns)
+        if in_pid_ns:
+            leave_pid_namespace()
         os.close(report_w)
         for fd, _ in namespaces:
             os.close(fd)

@@ -61,6 +61,12 @@ def proxied(addr):
         return c.getresponse().status != 403
     except OSError:
         return False
+def in_pod_pids():
+    # /proc/self names this process only in the PID namespace of the sandbox's /proc.
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
 pids = [p for p in os.listdir("/proc") if p.isdigit()]
 cmdlines = []
 for p in pids:
@@ -78,6 +84,7 @@ print(json.dumps({
     "apiByProxy": proxied(ARGS["api"]), "proxy": os.environ.get("HTTPS_PROXY", ""),
     "processes": len(pids), "nbkubeSeen": any("nbkube local" in c for c in cmdlines),
     "cwd": os.getcwd(), "mine": open("mine.txt").read(), "uid": os.getuid(),
+    "inPodPIDs": in_pod_pids(),
 }))
 `
 
@@ -145,7 +152,7 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 		AnnAgentByProxy, ControlPlaneByProxy, APIByProxy bool
 		Proxy                                            string
 		Processes                                        int
-		NbkubeSeen                                       bool
+		NbkubeSeen, InPodPIDs                            bool
 		Cwd, Mine                                        string
 	}
 	if err := json.Unmarshal([]byte(run.Stdout.String()), &got); err != nil {
@@ -167,6 +174,10 @@ func TestSandbox_KernelsOfUsersAreIsolated(t *testing.T) {
 	}
 	if got.Processes > 8 {
 		t.Errorf("ben's kernel sees %d processes, want only its pod's", got.Processes)
+	}
+	// The fork server forks it into the pod's PID namespace, whose /proc the sandbox has.
+	if !got.InPodPIDs {
+		t.Errorf("ben's kernel is not in its pod's PID namespace: %s", run.Stdout.String())
 	}
 	if got.Cwd != "/home/jovyan/work" || got.Mine != "ben's" {
 		t.Errorf("ben's kernel works in %q and read back %q", got.Cwd, got.Mine)
