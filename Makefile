@@ -131,9 +131,10 @@ web-lint: web/node_modules ## Lint the web pages (eslint, typescript-eslint) and
 	cd web && npx --no-install eslint . && npx --no-install prettier --check .
 
 .PHONY: build
-build: web ## Build the nbkube and nbkube-agent binaries into bin/ (static), with the web pages.
+build: web ## Build the nbkube, nbkube-agent and nbkube-pod-init binaries into bin/ (static), with the web pages.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(LOCALBIN)/nbkube ./cmd/nbkube
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/nbkube-agent ./cmd/nbkube-agent
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/nbkube-pod-init ./cmd/nbkube-pod-init
 
 # Images for a cluster. Without Docker or a registry here, they are built as tarballs with
 # go-containerregistry and imported into the node's containerd (the Dockerfile builds the same

@@ -194,11 +194,15 @@ func (w *podWorker) sandboxed() bool {
 	return w.node.cfg.Sandbox && !w.pod.Spec.HostNetwork
 }
 
-// sandboxInit is the program that runs as a sandbox's init: the nbkube-agent beside nbkube,
-// a small binary that starts in a few milliseconds, else nbkube itself.
+// sandboxInit is the program that runs as a sandbox's init and as the node's spawner:
+// nbkube-pod-init beside nbkube, which does nothing else and reaches its init in a few
+// milliseconds, else the nbkube-agent beside nbkube, which takes some more (its other
+// packages' initialisation runs first), else nbkube itself.
 func (n *Node) sandboxInit() string {
-	if agent := filepath.Join(filepath.Dir(n.cfg.SelfExecutable), agentName); n.resolver.exists(agent) {
-		return agent
+	for _, name := range []string{podInitName, agentName} {
+		if p := filepath.Join(filepath.Dir(n.cfg.SelfExecutable), name); n.resolver.exists(p) {
+			return p
+		}
 	}
 	return n.cfg.SelfExecutable
 }

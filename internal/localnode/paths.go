@@ -19,6 +19,9 @@ const selfName = "nbkube"
 // agentName is the kernel agent's binary in the nbkube image, found beside the nbkube binary.
 const agentName = agentapi.BinaryName
 
+// podInitName is the program of the sandboxes' init (cmd/nbkube-pod-init).
+const podInitName = "nbkube-pod-init"
+
 // mount is one volumeMount of a container: the path the container expects and the host path
 // behind it.
 type mount struct {

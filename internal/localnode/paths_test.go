@@ -2,6 +2,7 @@ package localnode
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -164,5 +165,25 @@ func TestNewMountTable_RejectsSubPathsLeavingTheVolume(t *testing.T) {
 	c := &corev1.Container{VolumeMounts: []corev1.VolumeMount{{Name: "v", MountPath: "/x", SubPath: "../etc"}}}
 	if _, err := newMountTable(c, map[string]string{"v": "/vol"}, nil); err == nil {
 		t.Fatal("a subPath with .. was accepted")
+	}
+}
+
+func TestSandboxInit_PrefersTheSmallestProgramBesideNbkube(t *testing.T) {
+	for _, tt := range []struct {
+		beside []string
+		want   string
+	}{
+		{[]string{"nbkube-pod-init", "nbkube-agent"}, "/opt/nbkube/bin/nbkube-pod-init"},
+		{[]string{"nbkube-agent"}, "/opt/nbkube/bin/nbkube-agent"},
+		{nil, "/opt/nbkube/bin/nbkube"},
+	} {
+		n := &Node{cfg: Config{SelfExecutable: "/opt/nbkube/bin/nbkube"}, resolver: hostResolver{
+			exists: func(p string) bool {
+				return slices.ContainsFunc(tt.beside, func(b string) bool { return p == "/opt/nbkube/bin/"+b })
+			},
+		}}
+		if got := n.sandboxInit(); got != tt.want {
+			t.Errorf("with %v beside nbkube, the sandboxes' init is %s, want %s", tt.beside, got, tt.want)
+		}
 	}
 }

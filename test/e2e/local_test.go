@@ -40,8 +40,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	nbkubeBin = filepath.Join(dir, "nbkube")
-	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube.
-	if err := testenv.BuildCommands(dir, "nbkube", "nbkube-agent"); err != nil {
+	// Kernel pods run nbkube-agent, which `nbkube install` finds beside nbkube; sandboxes'
+	// inits run nbkube-pod-init from there, as `make build` lays them out.
+	if err := testenv.BuildCommands(dir, "nbkube", "nbkube-agent", "nbkube-pod-init"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
