@@ -4,7 +4,9 @@
 //
 // A process started by Command is re-executed from this very binary as a small init (see
 // RunInitIfAsked) inside new user, mount, PID, network, IPC and UTS namespaces, made with
-// clone(2) as an ordinary user may: the user namespace maps one user and one group inside (the
+// clone(2) as an ordinary user may, by the caller or by a Spawner (spawner.go), a small
+// process of that program that forks in the caller's place, since the process that makes a
+// user namespace is copied whole: the user namespace maps one user and one group inside (the
 // container's runAsUser and runAsGroup) to nbkube's own, so files the container writes on its
 // volumes belong to nbkube's user, and nothing inside holds a capability of the machine. Root
 // may give each sandbox a user of the machine of its own instead (Spec.Host, hostids.go); its
