@@ -162,7 +162,6 @@ func idmapUserns(init string, sp *Spawner, host HostIDs) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	defer held.Close()
 	holder := &exec.Cmd{
 		Path:  path,
 		Args:  []string{arg0},
@@ -183,9 +182,11 @@ func idmapUserns(init string, sp *Spawner, host HostIDs) (int, error) {
 	}
 	stdin.Close()
 	if err != nil {
+		held.Close()
 		return -1, fmt.Errorf("making the volumes' user namespace: %w", err)
 	}
 	fd, err := unix.Open(fmt.Sprintf("/proc/%d/ns/user", proc.Pid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	// The holder ends once its namespace is open (or could not be).
 	held.Close()
 	ps, werr := proc.Wait()
 	if werr == nil && !ps.Success() {
